@@ -1,0 +1,345 @@
+package config
+
+// The typed model below covers the OpenClaw keys Talon acts on. Decoding is
+// strict about types and lenient about presence: every field may be absent.
+//
+// Presence matters to the tool policy, so the model keeps it:
+//   - a List is nil when the key is absent and non-nil (possibly empty) when
+//     the key holds an array, because OpenClaw treats `allow: []` differently
+//     from no `allow` at all;
+//   - pointers (*bool, *int, *Raw) are nil when the key is absent;
+//   - a Raw keeps any JSON value as it was written.
+//
+// Keys that OpenClaw defines but Talon does not use are declared as Raw with
+// the tag `talon:"unused"`: they round-trip and are reported once as unused,
+// not as unknown. Keys nobody defines are reported as unknown.
+
+// List is an array of strings from the config. Nil means the key was absent.
+type List []string
+
+// Raw is any JSON value, kept as written.
+type Raw struct{ *Value }
+
+// Config is the decoded form of an OpenClaw-shaped config file.
+type Config struct {
+	Gateway  Gateway            `json:"gateway"`
+	Agents   Agents             `json:"agents"`
+	Tools    Tools              `json:"tools"`
+	Channels map[string]Channel `json:"channels"`
+	Plugins  Plugins            `json:"plugins"`
+	Session  Session            `json:"session"`
+	Commands Commands           `json:"commands"`
+	Models   Models             `json:"models"`
+	Env      *Raw               `json:"env"`
+
+	// OpenClaw sections Talon keeps but does not act on.
+	Meta        *Raw `json:"meta" talon:"unused"`
+	Wizard      *Raw `json:"wizard" talon:"unused"`
+	Update      *Raw `json:"update" talon:"unused"`
+	Telemetry   *Raw `json:"telemetry" talon:"unused"`
+	Logging     *Raw `json:"logging" talon:"unused"`
+	UI          *Raw `json:"ui" talon:"unused"`
+	Auth        *Raw `json:"auth" talon:"unused"`
+	Skills      *Raw `json:"skills" talon:"unused"`
+	Hooks       *Raw `json:"hooks" talon:"unused"`
+	Cron        *Raw `json:"cron" talon:"unused"`
+	Messages    *Raw `json:"messages" talon:"unused"`
+	Browser     *Raw `json:"browser" talon:"unused"`
+	Talk        *Raw `json:"talk" talon:"unused"`
+	Bindings    *Raw `json:"bindings" talon:"unused"`
+	Broadcast   *Raw `json:"broadcast" talon:"unused"`
+	Audio       *Raw `json:"audio" talon:"unused"`
+	Media       *Raw `json:"media" talon:"unused"`
+	Web         *Raw `json:"web" talon:"unused"`
+	Discovery   *Raw `json:"discovery" talon:"unused"`
+	CanvasHost  *Raw `json:"canvasHost" talon:"unused"`
+	Diagnostics *Raw `json:"diagnostics" talon:"unused"`
+	Approvals   *Raw `json:"approvals" talon:"unused"`
+	NodeHost    *Raw `json:"nodeHost" talon:"unused"`
+	Memory      *Raw `json:"memory" talon:"unused"`
+	ACP         *Raw `json:"acp" talon:"unused"`
+	Secrets     *Raw `json:"secrets" talon:"unused"`
+}
+
+// Gateway is the `gateway` section.
+type Gateway struct {
+	Mode           string      `json:"mode"`
+	Port           *int        `json:"port"`
+	Bind           string      `json:"bind"`
+	Auth           GatewayAuth `json:"auth"`
+	HTTP           *Raw        `json:"http"`
+	Tools          ToolPolicy  `json:"tools"`
+	ControlUI      *Raw        `json:"controlUi" talon:"unused"`
+	Remote         *Raw        `json:"remote" talon:"unused"`
+	Reload         *Raw        `json:"reload" talon:"unused"`
+	TLS            *Raw        `json:"tls" talon:"unused"`
+	Tailscale      *Raw        `json:"tailscale" talon:"unused"`
+	TrustedProxies *Raw        `json:"trustedProxies" talon:"unused"`
+	Nodes          *Raw        `json:"nodes" talon:"unused"`
+}
+
+// GatewayAuth is `gateway.auth`.
+type GatewayAuth struct {
+	Mode           string `json:"mode"`
+	Token          string `json:"token"`
+	Password       string `json:"password"`
+	AllowTailscale *bool  `json:"allowTailscale" talon:"unused"`
+}
+
+// Agents is the `agents` section.
+type Agents struct {
+	Defaults AgentDefaults `json:"defaults"`
+	List     []Agent       `json:"list"`
+}
+
+// AgentDefaults is `agents.defaults`.
+type AgentDefaults struct {
+	Model         *Raw           `json:"model"`
+	Models        *Raw           `json:"models"`
+	Workspace     string         `json:"workspace"`
+	SkipBootstrap *bool          `json:"skipBootstrap"`
+	Sandbox       Sandbox        `json:"sandbox"`
+	Subagents     SubagentLimits `json:"subagents"`
+
+	BootstrapMaxChars *int `json:"bootstrapMaxChars"`
+	TimeoutSeconds    *int `json:"timeoutSeconds"`
+
+	Compaction            *Raw `json:"compaction" talon:"unused"`
+	ContextPruning        *Raw `json:"contextPruning" talon:"unused"`
+	Heartbeat             *Raw `json:"heartbeat" talon:"unused"`
+	ThinkingDefault       *Raw `json:"thinkingDefault" talon:"unused"`
+	VerboseDefault        *Raw `json:"verboseDefault" talon:"unused"`
+	ElevatedDefault       *Raw `json:"elevatedDefault" talon:"unused"`
+	BlockStreamingDefault *Raw `json:"blockStreamingDefault" talon:"unused"`
+	MaxConcurrent         *Raw `json:"maxConcurrent" talon:"unused"`
+	UserTimezone          *Raw `json:"userTimezone" talon:"unused"`
+	ImageModel            *Raw `json:"imageModel" talon:"unused"`
+	Memory                *Raw `json:"memorySearch" talon:"unused"`
+	Typing                *Raw `json:"typingMode" talon:"unused"`
+	Humanize              *Raw `json:"humanDelay" talon:"unused"`
+}
+
+// SubagentLimits is `agents.defaults.subagents`.
+type SubagentLimits struct {
+	// MaxSpawnDepth is a number in OpenClaw; fractions are floored.
+	MaxSpawnDepth       *float64 `json:"maxSpawnDepth"`
+	MaxConcurrent       *Raw     `json:"maxConcurrent" talon:"unused"`
+	Model               *Raw     `json:"model" talon:"unused"`
+	ArchiveAfterMinutes *Raw     `json:"archiveAfterMinutes" talon:"unused"`
+}
+
+// Agent is one `agents.list[]` entry.
+type Agent struct {
+	ID           string     `json:"id"`
+	Default      *bool      `json:"default"`
+	Name         string     `json:"name"`
+	Workspace    string     `json:"workspace"`
+	AgentDir     string     `json:"agentDir"`
+	Model        *Raw       `json:"model"`
+	Identity     *Raw       `json:"identity"`
+	Tools        AgentTools `json:"tools"`
+	Sandbox      Sandbox    `json:"sandbox"`
+	Subagents    *Raw       `json:"subagents" talon:"unused"`
+	GroupChat    *Raw       `json:"groupChat" talon:"unused"`
+	Heartbeat    *Raw       `json:"heartbeat" talon:"unused"`
+	Skills       *Raw       `json:"skills" talon:"unused"`
+	MemorySearch *Raw       `json:"memorySearch" talon:"unused"`
+	HumanDelay   *Raw       `json:"humanDelay" talon:"unused"`
+}
+
+// ToolPolicy is an `{allow, alsoAllow, deny}` triple.
+type ToolPolicy struct {
+	Allow     List `json:"allow"`
+	AlsoAllow List `json:"alsoAllow"`
+	Deny      List `json:"deny"`
+}
+
+// ProviderTools is one `tools.byProvider.<key>` entry.
+type ProviderTools struct {
+	Profile string `json:"profile"`
+	ToolPolicy
+}
+
+// Tools is the global `tools` section.
+type Tools struct {
+	Profile      string                   `json:"profile"`
+	ToolPolicy                            // allow, alsoAllow, deny
+	ByProvider   map[string]ProviderTools `json:"byProvider"`
+	Exec         *ExecTools               `json:"exec"`
+	Fs           *Raw                     `json:"fs"`
+	Web          WebTools                 `json:"web"`
+	Sandbox      SandboxTools             `json:"sandbox"`
+	Subagents    SandboxTools             `json:"subagents"`
+	Elevated     *Raw                     `json:"elevated"`
+	Media        *Raw                     `json:"media" talon:"unused"`
+	Links        *Raw                     `json:"links" talon:"unused"`
+	Message      *Raw                     `json:"message" talon:"unused"`
+	AgentToAgent *Raw                     `json:"agentToAgent" talon:"unused"`
+}
+
+// AgentTools is `agents.list[].tools`.
+type AgentTools struct {
+	Profile    string                   `json:"profile"`
+	ToolPolicy                          // allow, alsoAllow, deny
+	ByProvider map[string]ProviderTools `json:"byProvider"`
+	Exec       *ExecTools               `json:"exec"`
+	Fs         *Raw                     `json:"fs"`
+	Sandbox    SandboxTools             `json:"sandbox"`
+	Elevated   *Raw                     `json:"elevated"`
+}
+
+// SandboxTools is `tools.sandbox` / `tools.subagents` (a nested `tools` policy).
+type SandboxTools struct {
+	Tools ToolPolicy `json:"tools"`
+}
+
+// ExecTools is `tools.exec`. Its presence alone matters to the tool profile.
+type ExecTools struct {
+	Host       string      `json:"host"`
+	Security   string      `json:"security"`
+	Ask        string      `json:"ask"`
+	Node       string      `json:"node"`
+	ApplyPatch *ApplyPatch `json:"applyPatch"`
+
+	TimeoutSec              *Raw `json:"timeoutSec"`
+	BackgroundMs            *Raw `json:"backgroundMs"`
+	PathPrepend             *Raw `json:"pathPrepend"`
+	SafeBins                *Raw `json:"safeBins"`
+	NotifyOnExit            *Raw `json:"notifyOnExit" talon:"unused"`
+	CleanupMs               *Raw `json:"cleanupMs" talon:"unused"`
+	ApprovalRunningNoticeMs *Raw `json:"approvalRunningNoticeMs" talon:"unused"`
+}
+
+// ApplyPatch is `tools.exec.applyPatch`.
+type ApplyPatch struct {
+	Enabled       *bool `json:"enabled"`
+	AllowModels   List  `json:"allowModels"`
+	WorkspaceOnly *bool `json:"workspaceOnly" talon:"unused"`
+}
+
+// WebTools is `tools.web`.
+type WebTools struct {
+	Search Toggle `json:"search"`
+	Fetch  Toggle `json:"fetch"`
+}
+
+// Toggle is a section whose `enabled: false` turns a tool off.
+type Toggle struct {
+	Enabled *bool `json:"enabled"`
+	Rest    *Raw  `talon:"rest"`
+}
+
+// Sandbox is `agents.defaults.sandbox` or `agents.list[].sandbox`.
+type Sandbox struct {
+	Mode            string `json:"mode"`
+	Scope           string `json:"scope"`
+	PerSession      *bool  `json:"perSession"`
+	WorkspaceAccess string `json:"workspaceAccess"`
+	WorkspaceRoot   string `json:"workspaceRoot"`
+	// Backend is Talon's own: bwrap, docker or host.
+	Backend                string `json:"backend"`
+	Docker                 *Raw   `json:"docker"`
+	Browser                *Raw   `json:"browser" talon:"unused"`
+	Prune                  *Raw   `json:"prune" talon:"unused"`
+	SessionToolsVisibility *Raw   `json:"sessionToolsVisibility" talon:"unused"`
+}
+
+// Channel is one `channels.<id>` entry. Talon reads only what the tool policy
+// and plugin enable state need; the rest is channel-specific and kept.
+type Channel struct {
+	Enabled   *bool                     `json:"enabled"`
+	AllowFrom List                      `json:"allowFrom"`
+	Groups    map[string]Group          `json:"groups"`
+	Accounts  map[string]ChannelAccount `json:"accounts"`
+	Rest      *Raw                      `talon:"rest"`
+}
+
+// ChannelAccount is `channels.<id>.accounts.<account>`.
+type ChannelAccount struct {
+	Groups map[string]Group `json:"groups"`
+	Rest   *Raw             `talon:"rest"`
+}
+
+// Group is `channels.<id>.groups.<groupId>`.
+type Group struct {
+	Tools         ToolPolicy            `json:"tools"`
+	ToolsBySender map[string]ToolPolicy `json:"toolsBySender"`
+	Rest          *Raw                  `talon:"rest"`
+}
+
+// Plugins is the `plugins` section.
+type Plugins struct {
+	Enabled  *bool                  `json:"enabled"`
+	Allow    List                   `json:"allow"`
+	Deny     List                   `json:"deny"`
+	Entries  map[string]PluginEntry `json:"entries"`
+	Slots    PluginSlots            `json:"slots"`
+	Load     PluginLoad             `json:"load"`
+	Installs *Raw                   `json:"installs" talon:"unused"`
+}
+
+// PluginEntry is `plugins.entries.<id>`.
+type PluginEntry struct {
+	Enabled *bool `json:"enabled"`
+	Config  *Raw  `json:"config"`
+	Env     *Raw  `json:"env"`
+}
+
+// PluginSlots is `plugins.slots`.
+type PluginSlots struct {
+	Memory *string `json:"memory"`
+}
+
+// PluginLoad is `plugins.load`.
+type PluginLoad struct {
+	Paths List `json:"paths"`
+}
+
+// Session is the `session` section.
+type Session struct {
+	Scope         string `json:"scope"`
+	MainKey       string `json:"mainKey"`
+	DMScope       string `json:"dmScope"`
+	Store         string `json:"store"`
+	Reset         *Raw   `json:"reset" talon:"unused"`
+	IdentityLinks *Raw   `json:"identityLinks" talon:"unused"`
+	SendPolicy    *Raw   `json:"sendPolicy" talon:"unused"`
+	AgentToAgent  *Raw   `json:"agentToAgent" talon:"unused"`
+}
+
+// Commands is the `commands` section.
+type Commands struct {
+	OwnerAllowFrom List `json:"ownerAllowFrom"`
+	Rest           *Raw `talon:"rest"`
+}
+
+// Models is the `models` section.
+type Models struct {
+	Mode           string              `json:"mode"`
+	Providers      map[string]Provider `json:"providers"`
+	CatalogRefresh *Raw                `json:"catalogRefresh" talon:"unused"`
+}
+
+// Provider is `models.providers.<id>`.
+type Provider struct {
+	BaseURL        string            `json:"baseUrl"`
+	APIKey         string            `json:"apiKey"`
+	API            string            `json:"api"`
+	Headers        map[string]string `json:"headers"`
+	TimeoutSeconds *float64          `json:"timeoutSeconds"`
+	Models         []Model           `json:"models"`
+	Auth           *Raw              `json:"auth" talon:"unused"`
+}
+
+// Model is one `models.providers.<id>.models[]` entry.
+type Model struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Reasoning     *bool             `json:"reasoning"`
+	Input         List              `json:"input"`
+	Cost          *Raw              `json:"cost"`
+	ContextWindow *float64          `json:"contextWindow"`
+	MaxTokens     *float64          `json:"maxTokens"`
+	Headers       map[string]string `json:"headers"`
+	Compat        *Raw              `json:"compat" talon:"unused"`
+}

@@ -1,0 +1,157 @@
+package policy
+
+import "strings"
+
+// aliases are the tool-name aliases OpenClaw resolves before matching.
+var aliases = map[string]string{
+	"bash":        "exec",
+	"apply-patch": "apply_patch",
+}
+
+// normalizeName trims and lower-cases. It does not allocate for names that
+// are already normalised, which is nearly all of them.
+func normalizeName(s string) string {
+	return strings.ToLower(strings.TrimSpace(s))
+}
+
+// Normalize is OpenClaw's normalizeToolName: trim, lower-case, then map the
+// aliases bash → exec and apply-patch → apply_patch. It applies to policy
+// entries and to the tool names being tested alike.
+func Normalize(name string) string {
+	n := normalizeName(name)
+	if a, ok := aliases[n]; ok {
+		return a
+	}
+	return n
+}
+
+// normalizeList normalises entries and drops the ones that become empty.
+func normalizeList(list []string) []string {
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if n := Normalize(e); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ExpandGroups normalises entries, replaces core group names with their
+// members (one level) and de-duplicates, keeping first occurrences.
+func ExpandGroups(list []string) []string {
+	out := make([]string, 0, len(list))
+	seen := make(map[string]bool, len(list))
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, e := range list {
+		n := Normalize(e)
+		if n == "" {
+			continue
+		}
+		if members, ok := Groups[n]; ok {
+			for _, m := range members {
+				add(m)
+			}
+			continue
+		}
+		add(n)
+	}
+	return out
+}
+
+// NormalizeAgentID turns any id or name into an agent id: trimmed, lower
+// case, [a-z0-9][a-z0-9_-]{0,63}; anything else collapses to "-" runs; empty
+// becomes "main".
+func NormalizeAgentID(id string) string {
+	s := strings.TrimSpace(id)
+	if s == "" {
+		return "main"
+	}
+	if validAgentID(s) {
+		return strings.ToLower(s)
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 64 {
+		out = strings.Trim(out[:64], "-")
+	}
+	if out == "" {
+		return "main"
+	}
+	return out
+}
+
+func validAgentID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i] | 0x20 // fold ASCII letters to lower case
+		alnum := c >= 'a' && c <= 'z' || s[i] >= '0' && s[i] <= '9'
+		if i == 0 && !alnum {
+			return false
+		}
+		if !alnum && s[i] != '_' && s[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// AgentFromSessionKey returns the agent id of a key shaped
+// agent:<id>:<rest>, lower-cased and normalised, and false for other shapes.
+func AgentFromSessionKey(key string) (string, bool) {
+	k := strings.TrimSpace(key)
+	if len(k) < 6 || !strings.EqualFold(k[:6], "agent:") {
+		return "", false
+	}
+	rest := k[6:]
+	i := strings.IndexByte(rest, ':')
+	if i <= 0 || i == len(rest)-1 {
+		return "", false
+	}
+	return NormalizeAgentID(rest[:i]), true
+}
+
+// sessionRest returns <rest> of agent:<id>:<rest>, or the whole key.
+func sessionRest(key string) string {
+	k := strings.TrimSpace(key)
+	if _, ok := AgentFromSessionKey(k); !ok {
+		return k
+	}
+	rest := k[6:]
+	return rest[strings.IndexByte(rest, ':')+1:]
+}
+
+// IsSubagentKey reports whether a session key names a subagent session:
+// subagent:… or agent:<id>:subagent:….
+func IsSubagentKey(key string) bool {
+	k := strings.TrimSpace(key)
+	if hasPrefixFold(k, "subagent:") {
+		return true
+	}
+	if _, ok := AgentFromSessionKey(k); ok {
+		return hasPrefixFold(sessionRest(k), "subagent:")
+	}
+	return false
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}

@@ -1,0 +1,228 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"talon/internal/config"
+)
+
+// Sandbox modes, scopes and workspace access values (§8).
+const (
+	ModeOff     = "off"
+	ModeNonMain = "non-main"
+	ModeAll     = "all"
+	// ModePathsOnly is the mode seed 000's platform writes to mean "the
+	// sandbox and its tool allow list apply". Talon reads it as all.
+	ModePathsOnly = "paths-only"
+
+	AccessNone = "none"
+	AccessRO   = "ro"
+	AccessRW   = "rw"
+)
+
+// ListSource says which config level supplied a sandbox list.
+type ListSource struct {
+	Source string `json:"source"` // agent, global or default
+	Key    string `json:"key"`
+}
+
+// SandboxPolicy is the resolved sandbox tool policy of one agent (§5).
+type SandboxPolicy struct {
+	Allow   []string `json:"allow"`
+	Deny    []string `json:"deny"`
+	Sources struct {
+		Allow ListSource `json:"allow"`
+		Deny  ListSource `json:"deny"`
+	} `json:"sources"`
+	// ImageAdded is true when `image` was appended by the image rule.
+	ImageAdded bool `json:"image_added,omitempty"`
+	// AllowWasEmpty is true when the chosen allow list was explicitly [].
+	AllowWasEmpty bool `json:"allow_was_empty,omitempty"`
+}
+
+// agentEntry returns the agents.list entry for a normalised id and its
+// index, or nil and -1.
+func agentEntry(cfg *config.Config, id string) (*config.Agent, int) {
+	for i := range cfg.Agents.List {
+		if NormalizeAgentID(cfg.Agents.List[i].ID) == id {
+			return &cfg.Agents.List[i], i
+		}
+	}
+	return nil, -1
+}
+
+// ResolveSandboxPolicy is resolveSandboxToolPolicyForAgent: lists are taken
+// whole from the agent, else the global config, else the defaults; core
+// groups are expanded; `image` is appended to a non-empty allow list that
+// neither list names.
+func ResolveSandboxPolicy(cfg *config.Config, agentID string) SandboxPolicy {
+	var sp SandboxPolicy
+	a, i := agentEntry(cfg, NormalizeAgentID(agentID))
+	var agentTools config.ToolPolicy
+	if a != nil {
+		agentTools = a.Tools.Sandbox.Tools
+	}
+	global := cfg.Tools.Sandbox.Tools
+	agentKey := fmt.Sprintf("agents.list[%d].tools.sandbox.tools", i)
+
+	allow, deny := SandboxDefaultAllow, SandboxDefaultDeny
+	sp.Sources.Allow = ListSource{"default", "tools.sandbox.tools.allow"}
+	sp.Sources.Deny = ListSource{"default", "tools.sandbox.tools.deny"}
+	switch {
+	case agentTools.Allow != nil:
+		allow, sp.Sources.Allow = agentTools.Allow, ListSource{"agent", agentKey + ".allow"}
+	case global.Allow != nil:
+		allow, sp.Sources.Allow = global.Allow, ListSource{"global", "tools.sandbox.tools.allow"}
+	}
+	switch {
+	case agentTools.Deny != nil:
+		deny, sp.Sources.Deny = agentTools.Deny, ListSource{"agent", agentKey + ".deny"}
+	case global.Deny != nil:
+		deny, sp.Sources.Deny = global.Deny, ListSource{"global", "tools.sandbox.tools.deny"}
+	}
+	sp.Allow = ExpandGroups(allow)
+	sp.Deny = ExpandGroups(deny)
+	sp.AllowWasEmpty = len(sp.Allow) == 0 && sp.Sources.Allow.Source != "default"
+	if len(sp.Allow) > 0 && !containsFold(sp.Allow, "image") && !containsFold(sp.Deny, "image") {
+		sp.Allow = append(sp.Allow, "image")
+		sp.ImageAdded = true
+	}
+	return sp
+}
+
+func containsFold(list []string, s string) bool {
+	for _, e := range list {
+		if strings.EqualFold(strings.TrimSpace(e), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// SandboxSettings are an agent's effective sandbox settings (§8): each the
+// agent's value, else agents.defaults', else the default.
+type SandboxSettings struct {
+	Mode            string `json:"mode"`
+	Scope           string `json:"scope"`
+	WorkspaceAccess string `json:"workspace_access"`
+	WorkspaceRoot   string `json:"workspace_root,omitempty"`
+	Backend         string `json:"backend,omitempty"`
+	// Keys name where each value came from ("" when it is the default).
+	ModeKey, AccessKey string `json:"-"`
+}
+
+// ResolveSandboxSettings reads mode, scope and workspaceAccess for an agent.
+// `paths-only` reads as all; anything else unknown reads as off.
+func ResolveSandboxSettings(cfg *config.Config, agentID string) SandboxSettings {
+	a, i := agentEntry(cfg, NormalizeAgentID(agentID))
+	d := &cfg.Agents.Defaults.Sandbox
+	var s config.Sandbox
+	if a != nil {
+		s = a.Sandbox
+	}
+	pick := func(agentVal, defVal, agentKey, defKey, fallback string) (string, string) {
+		switch {
+		case agentVal != "":
+			return agentVal, agentKey
+		case defVal != "":
+			return defVal, defKey
+		}
+		return fallback, ""
+	}
+	ak := fmt.Sprintf("agents.list[%d].sandbox.", i)
+	var out SandboxSettings
+	out.Mode, out.ModeKey = pick(s.Mode, d.Mode, ak+"mode", "agents.defaults.sandbox.mode", ModeOff)
+	switch out.Mode {
+	case ModeNonMain, ModeAll:
+	case ModePathsOnly:
+		out.Mode = ModeAll
+	default:
+		out.Mode = ModeOff
+	}
+	out.Scope, _ = pick(s.Scope, d.Scope, "", "", "")
+	if out.Scope == "" {
+		per := s.PerSession
+		if per == nil {
+			per = d.PerSession
+		}
+		switch {
+		case per != nil && *per:
+			out.Scope = "session"
+		case per != nil:
+			out.Scope = "shared"
+		default:
+			out.Scope = "agent"
+		}
+	}
+	out.WorkspaceAccess, out.AccessKey = pick(s.WorkspaceAccess, d.WorkspaceAccess, ak+"workspaceAccess", "agents.defaults.sandbox.workspaceAccess", AccessNone)
+	out.WorkspaceRoot, _ = pick(s.WorkspaceRoot, d.WorkspaceRoot, "", "", "")
+	out.Backend, _ = pick(s.Backend, d.Backend, "", "", "")
+	return out
+}
+
+// MainSessionKey is the main session of an agent: `global` under
+// session.scope global, else agent:<id>:<mainKey>.
+func MainSessionKey(cfg *config.Config, agentID string) string {
+	if strings.EqualFold(strings.TrimSpace(cfg.Session.Scope), "global") {
+		return "global"
+	}
+	return "agent:" + NormalizeAgentID(agentID) + ":" + mainKey(cfg)
+}
+
+func mainKey(cfg *config.Config) string {
+	if k := strings.ToLower(strings.TrimSpace(cfg.Session.MainKey)); k != "" {
+		return k
+	}
+	return "main"
+}
+
+// canonicalMainAlias maps main-session aliases to the main key and leaves
+// every other key as it is (trimmed, case kept).
+func canonicalMainAlias(cfg *config.Config, agentID, key string) string {
+	k := strings.TrimSpace(key)
+	mk := mainKey(cfg)
+	id := NormalizeAgentID(agentID)
+	lk := strings.ToLower(k)
+	if lk == "main" || lk == mk || lk == "agent:"+id+":"+mk || lk == "agent:"+id+":main" {
+		return MainSessionKey(cfg, agentID)
+	}
+	return k
+}
+
+// IsSandboxed is resolveSandboxRuntimeStatus's answer for one session.
+func IsSandboxed(cfg *config.Config, agentID, sessionKey string) bool {
+	if strings.TrimSpace(sessionKey) == "" {
+		return false
+	}
+	switch ResolveSandboxSettings(cfg, agentID).Mode {
+	case ModeAll:
+		return true
+	case ModeNonMain:
+		return canonicalMainAlias(cfg, agentID, sessionKey) != MainSessionKey(cfg, agentID)
+	}
+	return false
+}
+
+// DefaultAgentID is the first agents.list entry with default: true, else the
+// first entry, else main.
+func DefaultAgentID(cfg *config.Config) string {
+	for _, a := range cfg.Agents.List {
+		if a.Default != nil && *a.Default {
+			return NormalizeAgentID(a.ID)
+		}
+	}
+	if len(cfg.Agents.List) > 0 {
+		return NormalizeAgentID(cfg.Agents.List[0].ID)
+	}
+	return "main"
+}
+
+// SandboxAgentID is the agent whose sandbox applies to a session: the one in
+// the key, else the default agent.
+func SandboxAgentID(cfg *config.Config, sessionKey string) string {
+	if id, ok := AgentFromSessionKey(sessionKey); ok {
+		return id
+	}
+	return DefaultAgentID(cfg)
+}
