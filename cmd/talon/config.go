@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"talon/internal/config"
+	"talon/internal/policy"
+)
+
+// loadConfig loads --config, or the first config file Talon knows in the
+// working directory when the flag is empty. A missing file is an error
+// here: these commands explain a config, so an empty one would mislead.
+func loadConfig(path string) (*config.File, error) {
+	if path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("finding config: %w", err)
+		}
+		p, ok := config.Find(wd)
+		if !ok {
+			return nil, fmt.Errorf("no config file: pass --config FILE (looked for %s in %s)", strings.Join(config.Names, ", "), wd)
+		}
+		path = p
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if !f.Exists {
+		return nil, fmt.Errorf("config %s does not exist", path)
+	}
+	return f, nil
+}
+
+// parsePluginTools reads --plugin-tool values: NAME=PLUGIN, optionally
+// followed by ",optional" and ",origin=ORIGIN" (default origin bundled).
+func parsePluginTools(specs []string) ([]policy.Registration, error) {
+	var out []policy.Registration
+	for _, s := range specs {
+		fields := strings.Split(s, ",")
+		name, plugin, ok := strings.Cut(fields[0], "=")
+		name, plugin = strings.TrimSpace(name), strings.TrimSpace(plugin)
+		if !ok || name == "" || plugin == "" {
+			return nil, fmt.Errorf("--plugin-tool %q: want NAME=PLUGIN[,optional][,origin=bundled|global|workspace|config]", s)
+		}
+		r := policy.Registration{Name: name, Plugin: plugin, Origin: policy.OriginBundled}
+		for _, f := range fields[1:] {
+			switch k, v, _ := strings.Cut(strings.TrimSpace(f), "="); k {
+			case "optional":
+				r.Optional = true
+			case "origin":
+				switch o := policy.Origin(v); o {
+				case policy.OriginBundled, policy.OriginGlobal, policy.OriginWorkspace, policy.OriginConfig:
+					r.Origin = o
+				default:
+					return nil, fmt.Errorf("--plugin-tool %q: origin must be bundled, global, workspace or config", s)
+				}
+			default:
+				return nil, fmt.Errorf("--plugin-tool %q: unknown option %q (want optional or origin=...)", s, f)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

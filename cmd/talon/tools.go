@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"talon/internal/policy"
+)
+
+func newToolsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "tools", Short: "Inspect which tools agents get"}
+	var (
+		cfgPath, agent, sessionKey, provider, model string
+		sandboxed, owner, asJSON                    bool
+		pluginTools                                 []string
+	)
+	explain := &cobra.Command{
+		Use:   "explain",
+		Short: "Show every candidate tool: available, or removed by which layer and key, and the fix",
+		Long: `Evaluates the tool policy for one run of one agent and prints a table of every
+candidate tool: available, or removed by which layer and which config key. Below it,
+the steps that applied and the likely mistakes, each with a one-line fix.
+
+The candidates are OpenClaw's tool catalog (§1.3 of the tool-policy spec). Declare
+plugin tools with --plugin-tool NAME=PLUGIN[,optional][,origin=...] (origin defaults
+to bundled, whose plugins are off until enabled).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (agent == "") == (sessionKey == "") {
+				return errors.New("tools explain: pass exactly one of --agent ID or --session-key KEY")
+			}
+			if (provider == "") != (model == "") && model != "" {
+				return errors.New("tools explain: --model needs --provider")
+			}
+			f, err := loadConfig(cfgPath)
+			if err != nil {
+				return err
+			}
+			regs, err := parsePluginTools(pluginTools)
+			if err != nil {
+				return err
+			}
+			ctx := policy.Context{
+				SessionKey: sessionKey, ModelProvider: provider, ModelID: model,
+				SenderIsOwner: owner, Plugins: regs,
+			}
+			if agent != "" {
+				id := policy.NormalizeAgentID(agent)
+				ctx.AgentID = id
+				ctx.SessionKey = policy.MainSessionKey(f.Config, id)
+			}
+			if cmd.Flags().Changed("sandboxed") {
+				ctx.Sandboxed = &sandboxed
+			}
+			x := policy.Explain(f.Config, ctx, policy.CandidateTools(f.Config))
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(x)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), x.Text())
+			return nil
+		},
+	}
+	fl := explain.Flags()
+	fl.StringVar(&cfgPath, "config", "", "config file (default: talon.json, openclaw.json or clawdbot.json in the working directory)")
+	fl.StringVar(&agent, "agent", "", "agent id; explains its main session")
+	fl.StringVar(&sessionKey, "session-key", "", "session key, e.g. agent:work:whatsapp:group:123")
+	fl.StringVar(&provider, "provider", "", "model provider, e.g. openai (selects byProvider policies)")
+	fl.StringVar(&model, "model", "", "model id, e.g. gpt-5.2")
+	fl.BoolVar(&sandboxed, "sandboxed", false, "treat the session as sandboxed (default: resolved from the config)")
+	fl.BoolVar(&owner, "owner", false, "the sender is an owner (keeps owner-only tools)")
+	fl.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fl.StringArrayVar(&pluginTools, "plugin-tool", nil, "a plugin tool: NAME=PLUGIN[,optional][,origin=ORIGIN] (repeatable)")
+	cmd.AddCommand(explain)
+	return cmd
+}

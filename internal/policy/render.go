@@ -1,0 +1,138 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+)
+
+// Text renders an explanation as the table `talon tools explain` prints.
+func (x *Explanation) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agent %s", orDash(x.Agent))
+	if x.SessionKey != "" {
+		fmt.Fprintf(&b, " · session %s", x.SessionKey)
+	}
+	fmt.Fprintf(&b, " · owner %s", yesNo(x.Owner))
+	if x.ModelProvider != "" {
+		fmt.Fprintf(&b, " · model %s", strings.Trim(x.ModelProvider+"/"+x.ModelID, "/"))
+	}
+	b.WriteString("\n")
+	if x.Sandboxed {
+		fmt.Fprintf(&b, "sandbox: mode %s, this session is sandboxed, workspace access %s\n", x.SandboxMode, x.WorkspaceAccess)
+	} else {
+		fmt.Fprintf(&b, "sandbox: mode %s, this session is not sandboxed\n", x.SandboxMode)
+	}
+	if x.Subagent != nil {
+		fmt.Fprintf(&b, "subagent: depth %d, role %s\n", x.Subagent.Depth, x.Subagent.Role)
+	}
+	avail := 0
+	for _, t := range x.Tools {
+		if t.Available {
+			avail++
+		}
+	}
+	fmt.Fprintf(&b, "\n%d of %d tools available\n\n", avail, len(x.Tools))
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSTATUS\tREMOVED BY\tKEY\tWHY")
+	for _, t := range x.Tools {
+		name := t.Name
+		if t.Plugin != "" {
+			name += " (" + t.Plugin + ")"
+		}
+		switch {
+		case t.Available:
+			fmt.Fprintf(tw, "%s\tavailable\t\t\t\n", name)
+		case t.Removal == nil:
+			fmt.Fprintf(tw, "%s\tnot built\t\t\t\n", name)
+		default:
+			rm := t.Removal
+			key := rm.Key
+			if rm.Default && key != "" {
+				key += " (default)"
+			}
+			fmt.Fprintf(tw, "%s\tremoved\t%s\t%s\t%s\n", name, rm.Stage, orDash(key), why(rm))
+		}
+	}
+	tw.Flush()
+
+	if len(x.Steps) > 0 {
+		b.WriteString("\nsteps applied, in order:\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for i, s := range x.Steps {
+			allow := "allow: none"
+			switch {
+			case s.AllowIgnored:
+				allow = "allow: ignored (" + s.AllowKey + ")"
+			case len(s.Allow) > 0:
+				allow = fmt.Sprintf("allow: %d entries (%s)", len(s.Allow), s.AllowKey)
+			}
+			deny := "deny: none"
+			if len(s.Deny) > 0 {
+				deny = fmt.Sprintf("deny: %d entries (%s)", len(s.Deny), s.DenyKey)
+			}
+			fmt.Fprintf(tw, "  %d. %s\t%s\t%s\tremoved %d\n", i+1, s.Label, allow, deny, s.Removed)
+		}
+		tw.Flush()
+	}
+	if len(x.Warnings) > 0 {
+		b.WriteString("\nOpenClaw warnings:\n")
+		for _, w := range x.Warnings {
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
+	}
+	writeFindings(&b, x.Findings)
+	return b.String()
+}
+
+// FindingsText renders findings as the doctor prints them.
+func FindingsText(fs []Finding) string {
+	var b strings.Builder
+	writeFindings(&b, fs)
+	return b.String()
+}
+
+func writeFindings(b *strings.Builder, fs []Finding) {
+	if len(fs) == 0 {
+		b.WriteString("\nno problems found\n")
+		return
+	}
+	b.WriteString("\nproblems:\n")
+	for _, f := range fs {
+		who := ""
+		if f.Agent != "" {
+			who = "agent " + f.Agent + ": "
+		}
+		fmt.Fprintf(b, "  %-7s %s%s [%s]\n          fix: %s\n", f.Severity, who, f.Message, f.Code, f.Fix)
+	}
+}
+
+func why(rm *Removal) string {
+	switch rm.Rule {
+	case RuleDenied:
+		return fmt.Sprintf("deny entry %q", rm.Entry)
+	case RuleNotAllowed:
+		return "not in allow list"
+	case RuleOwnerOnly:
+		return "owner-only tool, sender is not an owner"
+	}
+	if rm.Entry != "" {
+		return rm.Entry
+	}
+	return rm.Rule
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
