@@ -65,3 +65,28 @@ func parsePluginTools(specs []string) ([]policy.Registration, error) {
 	}
 	return out, nil
 }
+
+// parseSender reads --sender KIND:VALUE.
+func parseSender(s string) (policy.Sender, error) {
+	var snd policy.Sender
+	if s == "" {
+		return snd, nil
+	}
+	kind, v, ok := strings.Cut(s, ":")
+	if !ok || v == "" {
+		return snd, fmt.Errorf("--sender %q: want id:X, e164:X, username:X or name:X", s)
+	}
+	switch strings.ToLower(kind) {
+	case "id":
+		snd.ID = v
+	case "e164":
+		snd.E164 = v
+	case "username":
+		snd.Username = v
+	case "name":
+		snd.Name = v
+	default:
+		return snd, fmt.Errorf("--sender %q: kind must be id, e164, username or name", s)
+	}
+	return snd, nil
+}

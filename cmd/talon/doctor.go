@@ -39,7 +39,7 @@ named in byProvider. Exit status 1 when it finds an error (or, with --strict, a 
 				for _, is := range verr.Issues {
 					fmt.Fprintf(cmd.OutOrStdout(), "  error   %s\n", is)
 				}
-				return exitError{1, fmt.Sprintf("%d config errors", len(verr.Issues))}
+				return exitError{1, plural(len(verr.Issues), "config error")}
 			}
 			if err != nil {
 				return err
@@ -71,9 +71,9 @@ named in byProvider. Exit status 1 when it finds an error (or, with --strict, a 
 			}
 			switch {
 			case rep.Errors() > 0:
-				return exitError{1, fmt.Sprintf("%d errors, %d warnings", rep.Errors(), warnings)}
+				return exitError{1, fmt.Sprintf("%s, %s", plural(rep.Errors(), "error"), plural(warnings, "warning"))}
 			case strict && warnings > 0:
-				return exitError{1, fmt.Sprintf("%d warnings (--strict)", warnings)}
+				return exitError{1, plural(warnings, "warning") + " (--strict)"}
 			}
 			return nil
 		},
@@ -100,4 +100,11 @@ func countAgents(rep policy.DoctorReport) int {
 		seen[r.Agent] = true
 	}
 	return len(seen)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -14,6 +14,7 @@ func newToolsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "Inspect which tools agents get"}
 	var (
 		cfgPath, agent, sessionKey, provider, model string
+		channel, sender                             string
 		sandboxed, owner, asJSON                    bool
 		pluginTools                                 []string
 	)
@@ -43,9 +44,13 @@ to bundled, whose plugins are off until enabled).`,
 			if err != nil {
 				return err
 			}
+			snd, err := parseSender(sender)
+			if err != nil {
+				return err
+			}
 			ctx := policy.Context{
 				SessionKey: sessionKey, ModelProvider: provider, ModelID: model,
-				SenderIsOwner: owner, Plugins: regs,
+				MessageProvider: channel, Sender: snd, SenderIsOwner: owner, Plugins: regs,
 			}
 			if agent != "" {
 				id := policy.NormalizeAgentID(agent)
@@ -72,6 +77,8 @@ to bundled, whose plugins are off until enabled).`,
 	fl.StringVar(&provider, "provider", "", "model provider, e.g. openai (selects byProvider policies)")
 	fl.StringVar(&model, "model", "", "model id, e.g. gpt-5.2")
 	fl.BoolVar(&sandboxed, "sandboxed", false, "treat the session as sandboxed (default: resolved from the config)")
+	fl.StringVar(&channel, "channel", "", "message channel (provider), e.g. whatsapp; default: from the session key")
+	fl.StringVar(&sender, "sender", "", "sender for toolsBySender: id:X, e164:+1555…, username:@x or name:X")
 	fl.BoolVar(&owner, "owner", false, "the sender is an owner (keeps owner-only tools)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fl.StringArrayVar(&pluginTools, "plugin-tool", nil, "a plugin tool: NAME=PLUGIN[,optional][,origin=ORIGIN] (repeatable)")

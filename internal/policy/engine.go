@@ -106,9 +106,13 @@ type Engine struct {
 	defaultAgt string
 }
 
+// sandboxStep is what the sandbox contributes for one agent: its settings,
+// its main session and the compiled step-8 policy.
 type sandboxStep struct {
-	policy SandboxPolicy
-	step   step
+	settings SandboxSettings
+	main     mainSession
+	policy   SandboxPolicy
+	step     step
 }
 
 // New compiles a config for evaluation.
@@ -213,7 +217,7 @@ func (e *Engine) sandbox(agentID string) *sandboxStep {
 
 func compileSandbox(cfg *config.Config, agentID string) *sandboxStep {
 	sp := ResolveSandboxPolicy(cfg, agentID)
-	return &sandboxStep{policy: sp, step: step{
+	return &sandboxStep{settings: ResolveSandboxSettings(cfg, agentID), main: newMainSession(cfg, agentID), policy: sp, step: step{
 		label: StepSandbox, allowKey: sp.Sources.Allow.Key, denyKey: sp.Sources.Deny.Key,
 		rules:        NewRules(sp.Allow, sp.Deny),
 		allowDefault: sp.Sources.Allow.Source == "default", denyDefault: sp.Sources.Deny.Source == "default",

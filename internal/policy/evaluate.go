@@ -155,15 +155,14 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 	r.AgentID, _ = toolAgent(&ctx)
 
 	// Sandbox and subagent state.
-	sbAgent := SandboxAgentID(cfg, ctx.SessionKey)
-	settings := ResolveSandboxSettings(cfg, sbAgent)
-	r.SandboxMode = settings.Mode
+	sb := e.sandbox(SandboxAgentID(cfg, ctx.SessionKey))
+	r.SandboxMode = sb.settings.Mode
 	if ctx.Sandboxed != nil {
 		r.Sandboxed = *ctx.Sandboxed
 	} else {
-		r.Sandboxed = IsSandboxed(cfg, sbAgent, ctx.SessionKey)
+		r.Sandboxed = sandboxed(sb.settings.Mode, &sb.main, ctx.SessionKey)
 	}
-	access := settings.WorkspaceAccess
+	access := sb.settings.WorkspaceAccess
 	if ctx.WorkspaceAccess != "" {
 		access = ctx.WorkspaceAccess
 	}
@@ -186,11 +185,12 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 	if ap != nil {
 		steps[5] = ap.step
 	}
-	if gpol, key, ok := groupPolicy(cfg, &ctx); ok {
-		steps[6] = newStep(StepGroup, key, gpol)
+	if len(cfg.Channels) > 0 {
+		if gpol, key, ok := groupPolicy(cfg, &ctx); ok {
+			steps[6] = newStep(StepGroup, key, gpol)
+		}
 	}
 	if r.Sandboxed {
-		sb := e.sandbox(sbAgent)
 		sp := sb.policy
 		r.Sandbox = &sp
 		steps[7] = &sb.step
@@ -211,7 +211,8 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 	}
 
 	tools := make([]Tool, 0, len(candidates)+len(ctx.Plugins))
-	tools = e.construct(&r, &ctx, ag, access, candidates, tools)
+	r.Removed = make([]Removal, 0, len(candidates))
+	tools = e.construct(&r, &ctx, ag, access, sb.settings.AccessKey, candidates, tools)
 	tools = e.resolvePlugins(&r, &ctx, ag, &steps, tools)
 	tools = prefilter(&r, &ctx, tools)
 
@@ -280,10 +281,9 @@ func providerProfileStep(ag *agentSteps, gp, ap *providerStep) *step {
 }
 
 // construct applies construction gating (§1.3) to the candidates.
-func (e *Engine) construct(r *Result, ctx *Context, ag *agentSteps, access string, in, out []Tool) []Tool {
+func (e *Engine) construct(r *Result, ctx *Context, ag *agentSteps, access, accessKey string, in, out []Tool) []Tool {
 	cfg := e.cfg
 	ro := r.Sandboxed && access == AccessRO
-	accessKey := ResolveSandboxSettings(cfg, SandboxAgentID(cfg, ctx.SessionKey)).AccessKey
 	for _, t := range in {
 		n := normalizeName(t.Name)
 		key, why := "", ""

@@ -66,11 +66,11 @@ func (x *Explanation) Text() string {
 			case s.AllowIgnored:
 				allow = "allow: ignored (" + s.AllowKey + ")"
 			case len(s.Allow) > 0:
-				allow = fmt.Sprintf("allow: %d entries (%s)", len(s.Allow), s.AllowKey)
+				allow = fmt.Sprintf("allow: %s (%s)", entries(len(s.Allow)), s.AllowKey)
 			}
 			deny := "deny: none"
 			if len(s.Deny) > 0 {
-				deny = fmt.Sprintf("deny: %d entries (%s)", len(s.Deny), s.DenyKey)
+				deny = fmt.Sprintf("deny: %s (%s)", entries(len(s.Deny)), s.DenyKey)
 			}
 			fmt.Fprintf(tw, "  %d. %s\t%s\t%s\tremoved %d\n", i+1, s.Label, allow, deny, s.Removed)
 		}
@@ -121,6 +121,13 @@ func why(rm *Removal) string {
 		return rm.Entry
 	}
 	return rm.Rule
+}
+
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
 
 func orDash(s string) string {

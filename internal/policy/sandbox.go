@@ -177,31 +177,50 @@ func mainKey(cfg *config.Config) string {
 	return "main"
 }
 
-// canonicalMainAlias maps main-session aliases to the main key and leaves
-// every other key as it is (trimmed, case kept).
-func canonicalMainAlias(cfg *config.Config, agentID, key string) string {
-	k := strings.TrimSpace(key)
-	mk := mainKey(cfg)
-	id := NormalizeAgentID(agentID)
-	lk := strings.ToLower(k)
-	if lk == "main" || lk == mk || lk == "agent:"+id+":"+mk || lk == "agent:"+id+":main" {
-		return MainSessionKey(cfg, agentID)
-	}
-	return k
+// mainSession recognises an agent's main session. Its aliases (`main`, the
+// configured mainKey, agent:<id>:<mainKey> and agent:<id>:main) compare
+// case-insensitively; any other key must equal the main key exactly.
+type mainSession struct {
+	key     string
+	aliases [4]string
 }
 
-// IsSandboxed is resolveSandboxRuntimeStatus's answer for one session.
-func IsSandboxed(cfg *config.Config, agentID, sessionKey string) bool {
+func newMainSession(cfg *config.Config, agentID string) mainSession {
+	id, mk := NormalizeAgentID(agentID), mainKey(cfg)
+	return mainSession{
+		key:     MainSessionKey(cfg, agentID),
+		aliases: [4]string{"main", mk, "agent:" + id + ":" + mk, "agent:" + id + ":main"},
+	}
+}
+
+func (m *mainSession) is(sessionKey string) bool {
+	k := strings.TrimSpace(sessionKey)
+	for _, a := range m.aliases {
+		if strings.EqualFold(k, a) {
+			return true
+		}
+	}
+	return k == m.key
+}
+
+// sandboxed is resolveSandboxRuntimeStatus's answer for one session.
+func sandboxed(mode string, main *mainSession, sessionKey string) bool {
 	if strings.TrimSpace(sessionKey) == "" {
 		return false
 	}
-	switch ResolveSandboxSettings(cfg, agentID).Mode {
+	switch mode {
 	case ModeAll:
 		return true
 	case ModeNonMain:
-		return canonicalMainAlias(cfg, agentID, sessionKey) != MainSessionKey(cfg, agentID)
+		return !main.is(sessionKey)
 	}
 	return false
+}
+
+// IsSandboxed reports whether a session of an agent runs sandboxed (§8).
+func IsSandboxed(cfg *config.Config, agentID, sessionKey string) bool {
+	m := newMainSession(cfg, agentID)
+	return sandboxed(ResolveSandboxSettings(cfg, agentID).Mode, &m, sessionKey)
 }
 
 // DefaultAgentID is the first agents.list entry with default: true, else the

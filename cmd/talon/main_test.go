@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestMain lets the test binary stand in for the talon binary, so that
+// TestBinary can run the real main with real exit codes.
+func TestMain(m *testing.M) {
+	if os.Getenv("TALON_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// talon runs one command line in-process.
+func talon(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestToolsExplainGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"tenant-somi", []string{"--config", "testdata/explain/tenant.json5", "--agent", "somi",
+			"--plugin-tool", "generate_image=image-gen,optional", "--plugin-tool", "publish_linkedin=api-tools"}},
+		{"tenant-restricted-json", []string{"--config", "testdata/explain/tenant.json5", "--agent", "restricted", "--json"}},
+		{"coding-main-openai", []string{"--config", "testdata/explain/coding.json5", "--agent", "dev", "--owner",
+			"--provider", "openai", "--model", "gpt-5.2"}},
+		{"coding-group-alice", []string{"--config", "testdata/explain/coding.json5",
+			"--session-key", "agent:dev:whatsapp:group:family", "--provider", "openai", "--model", "gpt-4.1", "--sender", "username:alice"}},
+		{"coding-group-bob", []string{"--config", "testdata/explain/coding.json5",
+			"--session-key", "agent:dev:whatsapp:group:family", "--sender", "id:bob"}},
+		{"coding-subagent", []string{"--config", "testdata/explain/coding.json5",
+			"--session-key", "agent:dev:subagent:1234", "--owner"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := talon(t, "", append([]string{"tools", "explain"}, c.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden(t, filepath.Join("testdata", "explain", c.name+".golden"), out)
+		})
+	}
+}
+
+func TestToolsExplainUsageErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no agent or key", []string{"--config", "testdata/explain/coding.json5"}, "exactly one of --agent"},
+		{"both", []string{"--config", "testdata/explain/coding.json5", "--agent", "a", "--session-key", "k"}, "exactly one of --agent"},
+		{"missing file", []string{"--config", "testdata/explain/nope.json", "--agent", "a"}, "does not exist"},
+		{"bad plugin tool", []string{"--config", "testdata/explain/coding.json5", "--agent", "a", "--plugin-tool", "x"}, "want NAME=PLUGIN"},
+		{"bad origin", []string{"--config", "testdata/explain/coding.json5", "--agent", "a", "--plugin-tool", "x=p,origin=moon"}, "origin must be"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, code := talon(t, "", append([]string{"tools", "explain"}, c.args...)...)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, c.want)
+			}
+		})
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name     string
+		config   string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"clean", `{tools: {profile: "coding"}, agents: {list: [{id: "main"}]}}`, nil, 0, []string{"no problems found"}},
+		{"tenant", "", []string{"--config", "testdata/explain/tenant.json5", "--plugin-tool", "generate_image=image-gen,optional"}, 1,
+			[]string{"plugin-not-enabled", "plugins.entries.image-gen.enabled: true", "allowlist-ignored", "sandbox-empty-allow"}},
+		{"warnings only pass", `{agents: {defaults: {sandbox: {mode: "all"}}}, tools: {sandbox: {tools: {allow: []}}}}`, nil, 0, []string{"sandbox-empty-allow"}},
+		{"warnings fail strict", `{tools: {allow: ["*"]}}`, []string{"--strict"}, 1, []string{"allow-star"}},
+		{"type error", `{agents: {list: [{id: "a"}, {id: "b"}, {id: "c", tools: {allow: "read"}}]}}`, nil, 1,
+			[]string{"agents.list[2].tools.allow: expected array of strings"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if c.config != "" {
+				args = append([]string{"--config", write(strings.ReplaceAll(c.name, " ", "-")+".json", c.config)}, args...)
+			}
+			out, errOut, code := talon(t, "", append([]string{"doctor"}, args...)...)
+			if code != c.wantCode {
+				t.Errorf("exit %d, want %d; stderr %s", code, c.wantCode, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestBinary runs the real main in a child process, for exit statuses.
+func TestBinary(t *testing.T) {
+	cases := []struct {
+		args  []string
+		stdin string
+		code  int
+	}{
+		{[]string{"version"}, "", 0},
+		{[]string{"policy", "eval"}, `{"id":"x","kind":"filter","config":{"deny":["exec"]},"tools_in":["read","exec"]}`, 0},
+		{[]string{"policy", "eval"}, `{"kind":`, 2},
+		{[]string{"doctor", "--config", "testdata/explain/tenant.json5"}, "", 1},
+		{[]string{"nosuchcommand"}, "", 2},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], c.args...)
+			cmd.Env = append(os.Environ(), "TALON_TEST_MAIN=1")
+			cmd.Stdin = strings.NewReader(c.stdin)
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code {
+				t.Errorf("exit %d, want %d; output:\n%s", code, c.code, out)
+			}
+		})
+	}
+}
