@@ -245,3 +245,55 @@ func SandboxAgentID(cfg *config.Config, sessionKey string) string {
 	}
 	return DefaultAgentID(cfg)
 }
+
+// SandboxBlockedMessage is the message a sandboxed run gets when it calls a
+// tool the sandbox tool policy blocks, or "" when the policy lets it
+// through or the session is not sandboxed (formatSandboxToolPolicyBlocked
+// Message, §5). Like OpenClaw's it compares the lower-cased name by exact
+// membership; unlike OpenClaw's it points at `talon tools explain`.
+func SandboxBlockedMessage(cfg *config.Config, sessionKey, tool string) string {
+	agentID := SandboxAgentID(cfg, sessionKey)
+	if !IsSandboxed(cfg, agentID, sessionKey) {
+		return ""
+	}
+	sp := ResolveSandboxPolicy(cfg, agentID)
+	t := strings.ToLower(strings.TrimSpace(tool))
+	inDeny := containsExact(sp.Deny, t)
+	notAllowed := len(sp.Allow) > 0 && !containsExact(sp.Allow, t)
+	if !inDeny && !notAllowed {
+		return ""
+	}
+	settings := ResolveSandboxSettings(cfg, agentID)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tool %q blocked by sandbox tool policy (mode=%s).\n", tool, settings.Mode)
+	fmt.Fprintf(&b, "Session: %s\n", sessionKey)
+	switch {
+	case inDeny && notAllowed:
+		b.WriteString("Reason: deny list + allow list\n")
+	case inDeny:
+		b.WriteString("Reason: deny list\n")
+	default:
+		b.WriteString("Reason: allow list\n")
+	}
+	b.WriteString("Fix:\n- agents.defaults.sandbox.mode=off (disable sandbox)\n")
+	if inDeny {
+		fmt.Fprintf(&b, "- Remove %q from %s.\n", tool, sp.Sources.Deny.Key)
+	}
+	if notAllowed {
+		fmt.Fprintf(&b, "- Add %q to %s (or set it to [] to allow all).\n", tool, sp.Sources.Allow.Key)
+	}
+	if settings.Mode == ModeNonMain {
+		fmt.Fprintf(&b, "- Use main session key (direct): %s\n", MainSessionKey(cfg, agentID))
+	}
+	fmt.Fprintf(&b, "- See: talon tools explain --session-key %s", sessionKey)
+	return b.String()
+}
+
+func containsExact(list []string, s string) bool {
+	for _, e := range list {
+		if strings.ToLower(strings.TrimSpace(e)) == s {
+			return true
+		}
+	}
+	return false
+}
