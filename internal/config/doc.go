@@ -1,0 +1,16 @@
+// Package config loads, validates, patches and saves Talon's OpenClaw-shaped
+// JSON5 config file (talon.json, openclaw.json).
+//
+// A file is held twice: as an ordered tree (Value), which is what gets
+// patched, redacted and written back so that unknown keys and member order
+// survive a round trip, and as the typed Config decoded from that tree,
+// which is what the rest of Talon reads.
+//
+// Concurrency: a Value, Config or File is not safe for concurrent mutation;
+// share one only if nobody modifies it, or copy it (Value.Clone). Load,
+// Parse, Decode and Save share nothing but a concurrency-safe cache of
+// struct layouts, so they are safe to call from many goroutines on
+// different paths. Two concurrent Saves of one path each replace the file
+// atomically and the last rename wins; callers serialise writers with
+// baseHash and a lock of their own.
+package config

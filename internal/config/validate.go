@@ -1,0 +1,112 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The value rules Talon relies on, in one place. Type errors are found while
+// decoding; these run on the decoded Config. An empty string means the key
+// was absent (or empty, which OpenClaw also treats as unset).
+
+var (
+	sandboxModes     = []string{"off", "non-main", "all", "paths-only"}
+	sandboxScopes    = []string{"session", "agent", "shared"}
+	workspaceAccess  = []string{"none", "ro", "rw"}
+	sandboxBackends  = []string{"bwrap", "docker", "host"}
+	sessionScopes    = []string{"per-sender", "global"}
+	knownToolProfile = []string{"minimal", "coding", "messaging", "full"}
+)
+
+// Validate returns the value errors in c: enums Talon acts on, the gateway
+// port, and agent ids (present, unique ignoring case).
+func Validate(c *Config) []Issue {
+	errs, _ := check(c)
+	return errs
+}
+
+// check returns Validate's errors and the warnings about values OpenClaw
+// tolerates (unknown tool profiles, which it ignores).
+func check(c *Config) (errs, warns []Issue) {
+	if c == nil {
+		return nil, nil
+	}
+	k := &checker{}
+	if p := c.Gateway.Port; p != nil && (*p < 1 || *p > 65535) {
+		k.fail("gateway.port", fmt.Sprintf("expected a port number from 1 to 65535 (got %d)", *p))
+	}
+	k.oneOf("session.scope", c.Session.Scope, sessionScopes)
+	k.sandbox("agents.defaults.sandbox", c.Agents.Defaults.Sandbox)
+	k.profile("tools.profile", c.Tools.Profile)
+	k.byProvider("tools.byProvider", c.Tools.ByProvider)
+
+	seen := map[string]int{}
+	for i, a := range c.Agents.List {
+		at := joinIndex("agents.list", i)
+		id := strings.ToLower(strings.TrimSpace(a.ID))
+		switch first, dup := seen[id]; {
+		case id == "":
+			k.fail(at+".id", "missing id")
+		case dup:
+			k.fail(at+".id", fmt.Sprintf("duplicate agent id %q (also %s)", a.ID, joinIndex("agents.list", first)))
+		default:
+			seen[id] = i
+		}
+		k.sandbox(at+".sandbox", a.Sandbox)
+		k.profile(at+".tools.profile", a.Tools.Profile)
+		k.byProvider(at+".tools.byProvider", a.Tools.ByProvider)
+	}
+	return k.errs, k.warns
+}
+
+type checker struct{ errs, warns []Issue }
+
+func (k *checker) fail(path, msg string) {
+	k.errs = append(k.errs, Issue{Path: path, Message: msg})
+}
+
+func (k *checker) oneOf(path, got string, allowed []string) {
+	if got == "" {
+		return
+	}
+	for _, a := range allowed {
+		if got == a {
+			return
+		}
+	}
+	k.fail(path, fmt.Sprintf("expected one of %s (got %q)", strings.Join(allowed, ", "), got))
+}
+
+func (k *checker) sandbox(path string, s Sandbox) {
+	k.oneOf(path+".mode", s.Mode, sandboxModes)
+	k.oneOf(path+".scope", s.Scope, sandboxScopes)
+	k.oneOf(path+".workspaceAccess", s.WorkspaceAccess, workspaceAccess)
+	k.oneOf(path+".backend", s.Backend, sandboxBackends)
+}
+
+// profile warns rather than fails: OpenClaw applies no profile policy for an
+// unknown id, so such a config does load there and must load here.
+func (k *checker) profile(path, got string) {
+	if got == "" {
+		return
+	}
+	for _, p := range knownToolProfile {
+		if got == p {
+			return
+		}
+	}
+	k.warns = append(k.warns, Issue{Path: path, Message: fmt.Sprintf(
+		"unknown profile %q: no profile policy applies (known: %s)", got, strings.Join(knownToolProfile, ", "))})
+}
+
+func (k *checker) byProvider(path string, m map[string]ProviderTools) {
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys) // file order is restored by the caller; this keeps ties stable
+	for _, key := range keys {
+		k.profile(joinKey(path, key)+".profile", m[key].Profile)
+	}
+}
