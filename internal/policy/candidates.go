@@ -22,11 +22,9 @@ func CandidateTools(cfg *config.Config) []Tool {
 	for _, n := range NativeTools {
 		tools = append(tools, Tool{Name: n, OwnerOnly: slices.Contains(OwnerOnlyTools, n)})
 	}
-	if !off(cfg.Plugins.Enabled) && MemorySlot(&cfg.Plugins) == MemoryPlugin {
-		if st := PluginEnableState(cfg, MemoryPlugin, OriginBundled); st.Enabled {
-			for _, n := range MemoryTools {
-				tools = append(tools, Tool{Name: n, Plugin: MemoryPlugin})
-			}
+	if LoadState(cfg, MemoryPlugin, OriginBundled, "memory").Enabled {
+		for _, n := range MemoryTools {
+			tools = append(tools, Tool{Name: n, Plugin: MemoryPlugin})
 		}
 	}
 	return tools

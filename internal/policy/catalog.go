@@ -104,15 +104,15 @@ var profileAllow = map[string][]string{
 
 // ProfileAllow returns a profile's allow list and whether the profile
 // restricts anything. Unknown and empty ids, and `full`, restrict nothing.
+// Ids match exactly, as OpenClaw looks them up: "Coding" is unknown.
 func ProfileAllow(profile string) ([]string, bool) {
-	a, ok := profileAllow[normalizeName(profile)]
+	a, ok := profileAllow[profile]
 	return a, ok
 }
 
 // IsKnownProfile reports whether OpenClaw knows the profile id.
 func IsKnownProfile(profile string) bool {
-	p := normalizeName(profile)
-	return p == ProfileFull || profileAllow[p] != nil
+	return profile == ProfileFull || profileAllow[profile] != nil
 }
 
 // NativeTools are the OpenClaw-native tools of the candidate list (§1.3 item

@@ -45,6 +45,9 @@ type step struct {
 	// profileOwn is a profile step's allow list without its alsoAllow: the
 	// part that counts as explicit for optional plugin tools (§9.2).
 	profileOwn []string
+	// builtinDeny are deny entries that are built-in defaults (the subagent
+	// deny lists), not written in the config.
+	builtinDeny []string
 	// defaults marks lists that are built-in defaults, not written in the
 	// config; the keys then say where to override them.
 	allowDefault, denyDefault bool
@@ -143,7 +146,7 @@ func New(cfg *config.Config) *Engine {
 		sp := ResolveSubagentPolicy(cfg, role)
 		e.subagents[role] = &step{
 			label: StepSubagent, allowKey: "tools.subagents.tools.allow", denyKey: "tools.subagents.tools.deny",
-			rules: NewRules(sp.Allow, sp.Deny),
+			rules: NewRules(sp.Allow, sp.Deny), builtinDeny: sp.BuiltIn,
 		}
 	}
 	return e

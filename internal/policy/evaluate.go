@@ -384,7 +384,7 @@ func (e *Engine) resolvePlugins(r *Result, ctx *Context, ag *agentSteps, steps *
 	}
 	for _, reg := range ctx.Plugins {
 		if reg.Origin != "" {
-			if st := PluginEnableState(cfg, reg.Plugin, reg.Origin); !st.Enabled {
+			if st := LoadState(cfg, reg.Plugin, reg.Origin, reg.Kind); !st.Enabled {
 				drop(reg, RulePluginOff, st.Key, st.Reason)
 				continue
 			}
@@ -486,7 +486,8 @@ func applyStep(r *Result, rs runStep, plugins *pluginIndex, tools []Tool) []Tool
 		case Allowed:
 			out = append(out, t)
 		case Denied:
-			r.Removed = append(r.Removed, Removal{Tool: t.Name, Stage: s.label, Key: s.denyKey, Default: s.denyDefault, Rule: RuleDenied, Entry: entry})
+			def := s.denyDefault || slices.Contains(s.builtinDeny, entry)
+			r.Removed = append(r.Removed, Removal{Tool: t.Name, Stage: s.label, Key: s.denyKey, Default: def, Rule: RuleDenied, Entry: entry})
 		default:
 			r.Removed = append(r.Removed, Removal{Tool: t.Name, Stage: s.label, Key: s.allowKey, Default: s.allowDefault, Rule: RuleNotAllowed})
 		}

@@ -92,25 +92,33 @@ func Explain(cfg *config.Config, ctx Context, candidates []Tool) Explanation {
 	if x.Warnings == nil {
 		x.Warnings = []string{}
 	}
-	removed := make(map[string]*Removal, len(r.Removed))
+	// A plugin registration is traced at the plugin stage when it is
+	// dropped there, and like any candidate when a later stage removes it;
+	// names are unique past the plugin stage, so matching by name is exact.
+	pipeline := map[string]*Removal{}
+	registry := map[string]*Removal{}
 	for i := range r.Removed {
-		if _, seen := removed[r.Removed[i].Tool]; !seen {
-			removed[r.Removed[i].Tool] = &r.Removed[i]
+		m := pipeline
+		if r.Removed[i].Stage == StagePlugin {
+			m = registry
+		}
+		if _, seen := m[r.Removed[i].Tool]; !seen {
+			m[r.Removed[i].Tool] = &r.Removed[i]
 		}
 	}
-	all := slices.Clone(candidates)
+	row := func(t Tool, dropped *Removal) ToolRow {
+		tr := ToolRow{Name: t.Name, Plugin: t.Plugin, Removal: dropped}
+		if tr.Removal == nil {
+			tr.Removal = pipeline[t.Name]
+		}
+		tr.Available = tr.Removal == nil
+		return tr
+	}
+	for _, t := range candidates {
+		x.Tools = append(x.Tools, row(t, nil))
+	}
 	for _, reg := range ctx.Plugins {
-		all = append(all, Tool{Name: reg.Name, Plugin: reg.Plugin})
-	}
-	kept := r.Names()
-	for _, t := range all {
-		row := ToolRow{Name: t.Name, Plugin: t.Plugin}
-		if rm, ok := removed[t.Name]; ok && (t.Plugin == "" || rm.Stage != StagePlugin || !slices.Contains(kept, t.Name)) {
-			row.Removal = rm
-		} else {
-			row.Available = slices.Contains(kept, t.Name)
-		}
-		x.Tools = append(x.Tools, row)
+		x.Tools = append(x.Tools, row(Tool{Name: reg.Name, Plugin: reg.Plugin}, registry[reg.Name]))
 	}
 	a, idx := agentEntry(cfg, r.AgentID)
 	x.Findings = append(x.Findings, runFindings(cfg, &ctx, &r, a, idx)...)

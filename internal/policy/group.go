@@ -72,9 +72,9 @@ func groupPolicy(cfg *config.Config, ctx *Context) (config.ToolPolicy, string, b
 	if !ok {
 		return config.ToolPolicy{}, "", false
 	}
-	groups, base := ch.Groups, "channels."+channel+".groups"
+	groups, base := ch.Groups, "channels"+keySegment(channel)+".groups"
 	if acct, ok := ch.Accounts[ctx.AccountID]; ok && ctx.AccountID != "" && acct.Groups != nil {
-		groups, base = acct.Groups, "channels."+channel+".accounts."+keySegment(ctx.AccountID)+".groups"
+		groups, base = acct.Groups, "channels"+keySegment(channel)+".accounts"+keySegment(ctx.AccountID)+".groups"
 	}
 	try := func(id string) (config.ToolPolicy, string, bool) {
 		g, ok := groups[id]

@@ -89,7 +89,7 @@ func NormalizeAgentID(id string) string {
 	}
 	out := strings.Trim(b.String(), "-")
 	if len(out) > 64 {
-		out = strings.Trim(out[:64], "-")
+		out = out[:64] // cut after trimming, as OpenClaw does: a dash may end it
 	}
 	if out == "" {
 		return "main"

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -152,9 +153,32 @@ type Registration struct {
 	Plugin   string `json:"pluginId"`
 	Name     string `json:"name"`
 	Optional bool   `json:"optional,omitempty"`
+	// Kind is the plugin's manifest kind; "memory" plugins compete for the
+	// memory slot.
+	Kind string `json:"kind,omitempty"`
 	// Origin, when set, subjects the plugin to its enable state; when empty
 	// the plugin is taken as already loaded.
 	Origin Origin `json:"origin,omitempty"`
+}
+
+// MemoryPlugins are the bundled plugins of kind memory.
+var MemoryPlugins = []string{"memory-core", "memory-lancedb"}
+
+// LoadState is PluginEnableState plus the loader's extra rule (§9.1): a
+// bundled memory-kind plugin loads only while it holds the memory slot.
+func LoadState(cfg *config.Config, id string, origin Origin, kind string) EnableState {
+	st := PluginEnableState(cfg, id, origin)
+	memory := kind == "memory" || kind == "" && slices.Contains(MemoryPlugins, id)
+	if !st.Enabled || origin != OriginBundled || !memory {
+		return st
+	}
+	switch slot := MemorySlot(&cfg.Plugins); {
+	case slot == "":
+		return EnableState{false, "memory slot disabled", "plugins.slots.memory"}
+	case slot != id:
+		return EnableState{false, fmt.Sprintf("memory slot set to %q", slot), "plugins.slots.memory"}
+	}
+	return st
 }
 
 // optionalAllowed is isOptionalToolAllowed: the tool's name, its plugin's id

@@ -177,9 +177,10 @@ func mainKey(cfg *config.Config) string {
 	return "main"
 }
 
-// mainSession recognises an agent's main session. Its aliases (`main`, the
-// configured mainKey, agent:<id>:<mainKey> and agent:<id>:main) compare
-// case-insensitively; any other key must equal the main key exactly.
+// mainSession recognises an agent's main session: its aliases (`main`, the
+// configured mainKey, agent:<id>:<mainKey> and agent:<id>:main) and the main
+// key itself, compared trimmed and case-sensitively. "MAIN" is not main, so
+// under non-main it is sandboxed: the safe side.
 type mainSession struct {
 	key     string
 	aliases [4]string
@@ -196,7 +197,7 @@ func newMainSession(cfg *config.Config, agentID string) mainSession {
 func (m *mainSession) is(sessionKey string) bool {
 	k := strings.TrimSpace(sessionKey)
 	for _, a := range m.aliases {
-		if strings.EqualFold(k, a) {
+		if k == a {
 			return true
 		}
 	}
