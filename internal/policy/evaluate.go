@@ -217,10 +217,13 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 	tools = prefilter(&r, &ctx, tools)
 
 	plugins := newPluginIndex(tools)
+	// Normalised names, kept in step with tools as steps filter both.
+	names := make([]string, len(tools))
 	core := make([]string, 0, len(tools))
-	for _, t := range tools {
+	for i, t := range tools {
+		names[i] = Normalize(t.Name)
 		if t.Plugin == "" {
-			core = append(core, Normalize(t.Name))
+			core = append(core, names[i])
 		}
 	}
 
@@ -245,7 +248,7 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 			rep.Allow, rep.Deny = r.Sandbox.Allow, r.Sandbox.Deny
 		}
 		before := len(tools)
-		tools = applyStep(&r, rs, plugins, tools)
+		tools, names = applyStep(&r, rs, plugins, tools, names)
 		rep.Removed = before - len(tools)
 		r.Steps = append(r.Steps, rep)
 	}
@@ -473,18 +476,19 @@ func isXAI(provider, model string) bool {
 }
 
 // applyStep filters tools through one step, recording removals.
-func applyStep(r *Result, rs runStep, plugins *pluginIndex, tools []Tool) []Tool {
+func applyStep(r *Result, rs runStep, plugins *pluginIndex, tools []Tool, names []string) ([]Tool, []string) {
 	s := rs.s
 	rules := s.rules
 	if !rs.allow {
 		rules.allow = ruleList{}
 	}
-	out := tools[:0]
-	for _, t := range tools {
-		v, entry := rules.check(Normalize(t.Name), plugins)
+	out, outNames := tools[:0], names[:0]
+	for i, t := range tools {
+		v, entry := rules.check(names[i], plugins)
 		switch v {
 		case Allowed:
 			out = append(out, t)
+			outNames = append(outNames, names[i])
 		case Denied:
 			def := s.denyDefault || slices.Contains(s.builtinDeny, entry)
 			r.Removed = append(r.Removed, Removal{Tool: t.Name, Stage: s.label, Key: s.denyKey, Default: def, Rule: RuleDenied, Entry: entry})
@@ -492,5 +496,5 @@ func applyStep(r *Result, rs runStep, plugins *pluginIndex, tools []Tool) []Tool
 			r.Removed = append(r.Removed, Removal{Tool: t.Name, Stage: s.label, Key: s.allowKey, Default: s.allowDefault, Rule: RuleNotAllowed})
 		}
 	}
-	return out
+	return out, outNames
 }

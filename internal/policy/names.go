@@ -2,12 +2,6 @@ package policy
 
 import "strings"
 
-// aliases are the tool-name aliases OpenClaw resolves before matching.
-var aliases = map[string]string{
-	"bash":        "exec",
-	"apply-patch": "apply_patch",
-}
-
 // normalizeName trims and lower-cases. It does not allocate for names that
 // are already normalised, which is nearly all of them.
 func normalizeName(s string) string {
@@ -18,11 +12,14 @@ func normalizeName(s string) string {
 // aliases bash → exec and apply-patch → apply_patch. It applies to policy
 // entries and to the tool names being tested alike.
 func Normalize(name string) string {
-	n := normalizeName(name)
-	if a, ok := aliases[n]; ok {
-		return a
+	switch n := normalizeName(name); n {
+	case "bash":
+		return "exec"
+	case "apply-patch":
+		return "apply_patch"
+	default:
+		return n
 	}
-	return n
 }
 
 // normalizeList normalises entries and drops the ones that become empty.

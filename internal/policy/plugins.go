@@ -13,6 +13,7 @@ import (
 // pipeline.
 type pluginIndex struct {
 	tools []pluginTool
+	ids   []string // distinct plugin ids, lower-cased
 }
 
 type pluginTool struct {
@@ -24,19 +25,18 @@ func newPluginIndex(tools []Tool) *pluginIndex {
 	p := &pluginIndex{}
 	for _, t := range tools {
 		if t.Plugin != "" {
-			p.tools = append(p.tools, pluginTool{Normalize(t.Name), strings.ToLower(t.Plugin)})
+			id := strings.ToLower(t.Plugin)
+			p.tools = append(p.tools, pluginTool{Normalize(t.Name), id})
+			if !slices.Contains(p.ids, id) {
+				p.ids = append(p.ids, id)
+			}
 		}
 	}
 	return p
 }
 
 func (p *pluginIndex) hasPlugin(id string) bool {
-	for _, t := range p.tools {
-		if t.plugin == id {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(p.ids, id)
 }
 
 func (p *pluginIndex) isPluginTool(n string) bool {
