@@ -284,27 +284,8 @@ func (p *parser) object() (*Value, error) {
 			return nil, err
 		}
 		index = addMember(v, index, key, val)
-		if err := p.skipSpace(); err != nil {
-			return nil, err
-		}
-		switch p.peek() {
-		case ',':
-			p.pos++
-			if err := p.skipSpace(); err != nil {
-				return nil, err
-			}
-			if p.peek() == '}' {
-				if !p.json5 {
-					return nil, p.errorf("expected a property name, found '}' (JSON does not allow a trailing comma)")
-				}
-				p.pos++
-				return v, nil
-			}
-		case '}':
-			p.pos++
-			return v, nil
-		default:
-			return nil, p.errorf("expected ',' or '}' after the property value, found %s", p.found())
+		if done, err := p.next('}', "property value", "a property name"); done || err != nil {
+			return v, err
 		}
 	}
 }
@@ -329,29 +310,37 @@ func (p *parser) array() (*Value, error) {
 			return nil, err
 		}
 		v.Items = append(v.Items, item)
-		if err := p.skipSpace(); err != nil {
-			return nil, err
-		}
-		switch p.peek() {
-		case ',':
-			p.pos++
-			if err := p.skipSpace(); err != nil {
-				return nil, err
-			}
-			if p.peek() == ']' {
-				if !p.json5 {
-					return nil, p.errorf("expected a value, found ']' (JSON does not allow a trailing comma)")
-				}
-				p.pos++
-				return v, nil
-			}
-		case ']':
-			p.pos++
-			return v, nil
-		default:
-			return nil, p.errorf("expected ',' or ']' after the array element, found %s", p.found())
+		if done, err := p.next(']', "array element", "a value"); done || err != nil {
+			return v, err
 		}
 	}
+}
+
+// next consumes what follows a member or element: a comma (in JSON5 perhaps
+// trailing) or the closing bracket. It reports whether the container ended.
+func (p *parser) next(closer rune, after, expected string) (bool, error) {
+	if err := p.skipSpace(); err != nil {
+		return false, err
+	}
+	switch p.peek() {
+	case ',':
+		p.pos++
+		if err := p.skipSpace(); err != nil {
+			return false, err
+		}
+		if p.peek() != closer {
+			return false, nil
+		}
+		if !p.json5 {
+			return false, p.errorf("expected %s, found '%c' (JSON does not allow a trailing comma)", expected, closer)
+		}
+		p.pos++
+		return true, nil
+	case closer:
+		p.pos++
+		return true, nil
+	}
+	return false, p.errorf("expected ',' or '%c' after the %s, found %s", closer, after, p.found())
 }
 
 // addMember adds or replaces key; the last duplicate wins but keeps the first
