@@ -104,6 +104,9 @@ func TestPolicyEvalBadInput(t *testing.T) {
 		{"two values", `{"id":"x","kind":"filter"} {}`, "more than one"},
 		{"plugin without id", `{"id":"x","kind":"plugin_enable","context":{"origin":"bundled"}}`, "plugin_id is required"},
 		{"bad origin", `{"id":"x","kind":"plugin_enable","context":{"plugin_id":"p","origin":"moon"}}`, "origin must be"},
+		{"bad role", `{"id":"x","kind":"effective","context":{"session_key":"agent:a:subagent:b","subagent_role":"boss"}}`, "subagent_role must be"},
+		{"bad access", `{"id":"x","kind":"effective","context":{"workspace_access":"all"}}`, "workspace_access must be"},
+		{"registration without name", `{"id":"x","kind":"effective","context":{"plugin_registrations":[{"pluginId":"p"}]}}`, "name and pluginId are required"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -203,7 +203,7 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 			rep.Depth = SubagentDepth(ctx.SessionKey, ctx.Sessions)
 		}
 		rep.Role = ctx.SubagentRole
-		if rep.Role == "" {
+		if _, known := e.subagents[rep.Role]; !known {
 			rep.Role = SubagentRole(cfg, ctx.SessionKey, ctx.Sessions, rep.Depth)
 		}
 		r.Subagent = rep
@@ -229,7 +229,7 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 
 	r.ExecBackground = true
 	r.Steps = make([]StepReport, 0, len(steps))
-	for i, s := range steps {
+	for _, s := range steps {
 		if s == nil {
 			continue
 		}
@@ -243,9 +243,6 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 		rep := StepReport{
 			Label: s.label, Applied: true, Allow: s.rules.allow.raw, Deny: s.rules.deny.raw,
 			AllowKey: s.allowKey, DenyKey: s.denyKey, AllowIgnored: !rs.allow && !s.rules.allow.empty(),
-		}
-		if i == 7 {
-			rep.Allow, rep.Deny = r.Sandbox.Allow, r.Sandbox.Deny
 		}
 		before := len(tools)
 		tools, names = applyStep(&r, rs, plugins, tools, names)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"talon/internal/config"
 )
@@ -151,6 +152,9 @@ func EvalVector(v Vector) (VectorResult, error) {
 		st := PluginEnableState(cfg, v.Context.PluginID, origin)
 		res.State = &st
 	case KindEffective:
+		if err := v.Context.validate(); err != nil {
+			return res, fmt.Errorf("vector %q: %w", v.ID, err)
+		}
 		r := Evaluate(cfg, v.Context.runContext(), v.Context.candidates(v.ToolsIn))
 		res.ToolsOut = append(res.ToolsOut, r.Names()...)
 		res.Warnings = append(res.Warnings, r.Warnings...)
@@ -195,6 +199,30 @@ func decodeJSON(raw json.RawMessage, out any) error {
 	}
 	_, err = config.Decode(tree, out)
 	return err
+}
+
+func (c *VectorContext) validate() error {
+	switch c.WorkspaceAccess {
+	case "", AccessNone, AccessRO, AccessRW:
+	default:
+		return fmt.Errorf("context.workspace_access must be none, ro or rw (got %q)", c.WorkspaceAccess)
+	}
+	switch c.SubagentRole {
+	case "", RoleMain, RoleOrchestrator, RoleLeaf:
+	default:
+		return fmt.Errorf("context.subagent_role must be main, orchestrator or leaf (got %q)", c.SubagentRole)
+	}
+	for i, r := range c.PluginRegistrations {
+		if strings.TrimSpace(r.Name) == "" || strings.TrimSpace(r.Plugin) == "" {
+			return fmt.Errorf("context.plugin_registrations[%d]: name and pluginId are required", i)
+		}
+		switch r.Origin {
+		case "", OriginBundled, OriginConfig, OriginGlobal, OriginWorkspace:
+		default:
+			return fmt.Errorf("context.plugin_registrations[%d].origin must be bundled, config, global or workspace (got %q)", i, r.Origin)
+		}
+	}
+	return nil
 }
 
 func (c *VectorContext) runContext() Context {
