@@ -73,8 +73,8 @@ func groupPolicy(cfg *config.Config, ctx *Context) (config.ToolPolicy, string, b
 		return config.ToolPolicy{}, "", false
 	}
 	groups, base := ch.Groups, "channels"+keySegment(channel)+".groups"
-	if acct, ok := ch.Accounts[ctx.AccountID]; ok && ctx.AccountID != "" && acct.Groups != nil {
-		groups, base = acct.Groups, "channels"+keySegment(channel)+".accounts"+keySegment(ctx.AccountID)+".groups"
+	if key, acct, ok := account(ch.Accounts, ctx.AccountID); ok && acct.Groups != nil {
+		groups, base = acct.Groups, "channels"+keySegment(channel)+".accounts"+keySegment(key)+".groups"
 	}
 	try := func(id string) (config.ToolPolicy, string, bool) {
 		g, ok := groups[id]
@@ -94,6 +94,26 @@ func groupPolicy(cfg *config.Config, ctx *Context) (config.ToolPolicy, string, b
 		return p, key, true
 	}
 	return try("*")
+}
+
+// account finds a channel account by its normalised id ("default" when the
+// run names none), exactly first and then ignoring case.
+func account(accounts map[string]config.ChannelAccount, id string) (string, config.ChannelAccount, bool) {
+	n := normalizeAccountID(id)
+	if a, ok := accounts[n]; ok {
+		return n, a, true
+	}
+	keys := make([]string, 0, len(accounts))
+	for k := range accounts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.EqualFold(k, n) {
+			return k, accounts[k], true
+		}
+	}
+	return "", config.ChannelAccount{}, false
 }
 
 func hasPolicy(p config.ToolPolicy) bool {

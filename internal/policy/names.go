@@ -63,10 +63,16 @@ func ExpandGroups(list []string) []string {
 // NormalizeAgentID turns any id or name into an agent id: trimmed, lower
 // case, [a-z0-9][a-z0-9_-]{0,63}; anything else collapses to "-" runs; empty
 // becomes "main".
-func NormalizeAgentID(id string) string {
+func NormalizeAgentID(id string) string { return normalizeID(id, "main") }
+
+// normalizeAccountID is the same rule for channel account ids, whose
+// fallback is "default".
+func normalizeAccountID(id string) string { return normalizeID(id, "default") }
+
+func normalizeID(id, fallback string) string {
 	s := strings.TrimSpace(id)
 	if s == "" {
-		return "main"
+		return fallback
 	}
 	if validAgentID(s) {
 		return strings.ToLower(s)
@@ -89,7 +95,7 @@ func NormalizeAgentID(id string) string {
 		out = out[:64] // cut after trimming, as OpenClaw does: a dash may end it
 	}
 	if out == "" {
-		return "main"
+		return fallback
 	}
 	return out
 }
