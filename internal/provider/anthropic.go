@@ -1,0 +1,455 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Anthropic API defaults.
+const (
+	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
+	DefaultAnthropicMaxTokens = 4096
+	anthropicVersion          = "2023-06-01"
+)
+
+// AnthropicOptions configures an Anthropic Messages client.
+type AnthropicOptions struct {
+	// Name prefixes errors; default "anthropic".
+	Name string
+	// BaseURL is used verbatim + "/v1/messages" (a trailing slash is
+	// dropped). Default DefaultAnthropicBaseURL.
+	BaseURL string
+	// APIKey is sent as x-api-key; empty sends none.
+	APIKey string
+	// Headers are sent with every request, after (and so overriding) the
+	// client's own.
+	Headers map[string]string
+	// HTTPClient, Timeout, IdleTimeout and MaxRetries are as in
+	// OpenAIOptions.
+	HTTPClient  *http.Client
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+	MaxRetries  int
+	// MaxTokens is sent when Request.MaxTokens is 0 (the API requires one).
+	// Default DefaultAnthropicMaxTokens.
+	MaxTokens int
+}
+
+// Anthropic is a client for the Anthropic Messages API. It is safe for
+// concurrent use.
+type Anthropic struct {
+	t         transport
+	url       string
+	maxTokens int
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+// NewAnthropic returns a Messages client. It does no I/O.
+func NewAnthropic(opts AnthropicOptions) *Anthropic {
+	name := opts.Name
+	if name == "" {
+		name = "anthropic"
+	}
+	base := strings.TrimRight(opts.BaseURL, "/")
+	if base == "" {
+		base = DefaultAnthropicBaseURL
+	}
+	c := &Anthropic{
+		t:         newTransport(name, opts.HTTPClient, opts.Timeout, opts.IdleTimeout, opts.MaxRetries),
+		url:       base + "/v1/messages",
+		maxTokens: opts.MaxTokens,
+	}
+	if c.maxTokens <= 0 {
+		c.maxTokens = DefaultAnthropicMaxTokens
+	}
+	h := c.t.header
+	h.Set("User-Agent", "talon")
+	h.Set("Anthropic-Version", anthropicVersion)
+	if opts.APIKey != "" {
+		h.Set("X-Api-Key", opts.APIKey)
+	}
+	for k, v := range opts.Headers {
+		h.Set(k, v)
+	}
+	return c
+}
+
+// Wire types.
+
+type anRequest struct {
+	Model       string      `json:"model"`
+	System      string      `json:"system,omitempty"`
+	Messages    []anMessage `json:"messages"`
+	Tools       []anTool    `json:"tools,omitempty"`
+	MaxTokens   int         `json:"max_tokens"`
+	Temperature *float64    `json:"temperature,omitempty"`
+	Stream      bool        `json:"stream,omitempty"`
+}
+
+type anMessage struct {
+	Role    string    `json:"role"`
+	Content []anBlock `json:"content"`
+}
+
+// anBlock is a content block; which fields are set depends on Type.
+type anBlock struct {
+	Type string `json:"type"`
+	// text
+	Text string `json:"text,omitempty"`
+	// tool_use
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// tool_result
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	Content   string `json:"content,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+}
+
+// anOutBlock is a content block in a response; fields of block types we do
+// not use are not decoded, so that their shapes cannot fail the decode.
+type anOutBlock struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type anTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type anUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// prompt counts every input token, cached or not.
+func (u *anUsage) prompt() int {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+type anResponse struct {
+	Type       string          `json:"type"`
+	Content    []anOutBlock    `json:"content"`
+	StopReason string          `json:"stop_reason"`
+	Usage      anUsage         `json:"usage"`
+	Error      json.RawMessage `json:"error"`
+}
+
+// toolInput is the tool_use input for a call's arguments: the arguments
+// when they are a JSON object, else {} (the API accepts only objects).
+func toolInput(args string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil || obj == nil {
+		return json.RawMessage(`{}`)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(args)) != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b.Bytes()
+}
+
+func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
+	w := anRequest{
+		Model:       req.Model,
+		System:      req.System,
+		Messages:    []anMessage{},
+		MaxTokens:   req.MaxTokens,
+		Temperature: req.Temperature,
+		Stream:      stream,
+	}
+	if w.MaxTokens <= 0 {
+		w.MaxTokens = c.maxTokens
+	}
+	// lastIsResults says the last message so far is a user turn that
+	// starts with tool results, which following results and user text
+	// join (the API wants a tool turn's results in one user message).
+	lastIsResults := false
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleTool:
+			b := anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
+			if lastIsResults {
+				last := &w.Messages[len(w.Messages)-1]
+				last.Content = append(last.Content, b)
+			} else {
+				w.Messages = append(w.Messages, anMessage{Role: "user", Content: []anBlock{b}})
+				lastIsResults = true
+			}
+		case RoleAssistant:
+			var blocks []anBlock
+			if m.Content != "" {
+				blocks = append(blocks, anBlock{Type: "text", Text: m.Content})
+			}
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
+			}
+			if len(blocks) == 0 {
+				continue // the API rejects empty content
+			}
+			w.Messages = append(w.Messages, anMessage{Role: "assistant", Content: blocks})
+			lastIsResults = false
+		default: // user
+			if m.Content == "" {
+				continue // the API rejects empty text blocks
+			}
+			b := anBlock{Type: "text", Text: m.Content}
+			if lastIsResults {
+				last := &w.Messages[len(w.Messages)-1]
+				last.Content = append(last.Content, b)
+				lastIsResults = false
+				continue
+			}
+			w.Messages = append(w.Messages, anMessage{Role: "user", Content: []anBlock{b}})
+		}
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(bytes.TrimSpace(schema)) == 0 || string(schema) == "null" {
+			schema = emptySchema
+		}
+		w.Tools = append(w.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
+	}
+	return b, nil
+}
+
+// Chat implements Provider.
+func (c *Anthropic) Chat(ctx context.Context, req *Request, onDelta func(string)) (*Response, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%s: nil request", c.t.name)
+	}
+	stream := onDelta != nil
+	body, err := c.encode(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	return c.t.do(ctx, c.url, body, stream, onDelta, parser{body: c.parseBody, stream: c.parseStream})
+}
+
+func stopReason(r string) string {
+	switch r {
+	case "end_turn", "stop_sequence", "pause_turn", "":
+		return FinishStop
+	case "max_tokens":
+		return FinishLength
+	case "tool_use":
+		return FinishToolCalls
+	case "refusal":
+		return "content_filter"
+	}
+	return r
+}
+
+// anErrorStatus is the HTTP status Anthropic documents for an error type,
+// so that an error event in a stream is as temporary as the same error
+// returned as a status.
+var anErrorStatus = map[string]int{
+	"invalid_request_error": 400,
+	"authentication_error":  401,
+	"permission_error":      403,
+	"not_found_error":       404,
+	"request_too_large":     413,
+	"rate_limit_error":      429,
+	"api_error":             500,
+	"timeout_error":         504,
+	"overloaded_error":      529,
+}
+
+func (c *Anthropic) errorValue(raw json.RawMessage) error {
+	var ae apiError
+	if json.Unmarshal(raw, &ae) != nil {
+		return &Error{Provider: c.t.name, Message: string(raw)}
+	}
+	return &Error{Provider: c.t.name, Status: anErrorStatus[ae.Type], Type: ae.Type, Message: ae.Message}
+}
+
+// compactJSON re-encodes a tool_use input as compact JSON text.
+func compactJSON(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func (c *Anthropic) parseBody(data []byte) (*Response, error) {
+	var w anResponse
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, malformed(c.t.name, "JSON in response body", err)
+	}
+	if w.Type == "error" || (len(w.Error) > 0 && string(w.Error) != "null") {
+		return nil, c.errorValue(w.Error)
+	}
+	if w.Type != "message" && w.Type != "" {
+		return nil, fmt.Errorf("%s: malformed response body: type %q, want \"message\"", c.t.name, w.Type)
+	}
+	r := &Response{FinishReason: stopReason(w.StopReason)}
+	var text strings.Builder
+	for _, b := range w.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			r.ToolCalls = append(r.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: compactJSON(b.Input)})
+		}
+	}
+	r.Content = text.String()
+	r.Usage = Usage{PromptTokens: w.Usage.prompt(), CompletionTokens: w.Usage.OutputTokens}
+	r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+	return r, nil
+}
+
+// anEvent is any streamed event; which fields are set depends on Type.
+type anEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		Usage anUsage `json:"usage"`
+	} `json:"message"`
+	Index        int         `json:"index"`
+	ContentBlock *anOutBlock `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anUsage        `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type anBlockBuilder struct {
+	kind     string
+	id, name string
+	start    json.RawMessage // input given in content_block_start
+	args     strings.Builder
+	text     strings.Builder
+}
+
+func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(string)) (*Response, error) {
+	var (
+		blocks  = map[int]*anBlockBuilder{}
+		usage   anUsage
+		stop    string
+		stopped bool // message_stop seen
+	)
+	for !stopped {
+		ev, err := events()
+		if err == io.EOF {
+			if stop == "" {
+				return nil, &Error{Provider: c.t.name, Message: "stream ended early: no message_stop and no stop_reason"}
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if len(data) == 0 {
+			continue
+		}
+		var e anEvent
+		if err := json.Unmarshal(data, &e); err != nil {
+			name := ev.Event
+			if name == "" {
+				name = "stream"
+			}
+			return nil, malformed(c.t.name, "JSON in "+name+" event", err)
+		}
+		typ := ev.Event
+		if typ == "" {
+			typ = e.Type
+		}
+		switch typ {
+		case "message_start":
+			if e.Message != nil {
+				usage = e.Message.Usage
+			}
+		case "content_block_start":
+			if e.ContentBlock == nil {
+				return nil, fmt.Errorf("%s: malformed content_block_start event: no content_block", c.t.name)
+			}
+			b := &anBlockBuilder{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, start: e.ContentBlock.Input}
+			if e.ContentBlock.Text != "" {
+				b.text.WriteString(e.ContentBlock.Text)
+				emit(e.ContentBlock.Text)
+			}
+			blocks[e.Index] = b
+		case "content_block_delta":
+			b := blocks[e.Index]
+			if b == nil || e.Delta == nil {
+				return nil, fmt.Errorf("%s: malformed content_block_delta event: no block %d started", c.t.name, e.Index)
+			}
+			switch e.Delta.Type {
+			case "text_delta":
+				b.text.WriteString(e.Delta.Text)
+				emit(e.Delta.Text)
+			case "input_json_delta":
+				b.args.WriteString(e.Delta.PartialJSON)
+			}
+		case "message_delta":
+			if e.Delta != nil && e.Delta.StopReason != "" {
+				stop = e.Delta.StopReason
+			}
+			if e.Usage != nil {
+				usage.OutputTokens = e.Usage.OutputTokens
+				if e.Usage.prompt() > 0 {
+					usage.InputTokens = e.Usage.InputTokens
+					usage.CacheCreationInputTokens = e.Usage.CacheCreationInputTokens
+					usage.CacheReadInputTokens = e.Usage.CacheReadInputTokens
+				}
+			}
+		case "message_stop":
+			stopped = true
+		case "error":
+			return nil, c.errorValue(e.Error)
+		}
+		// content_block_stop, ping and unknown events need nothing.
+	}
+	idxs := make([]int, 0, len(blocks))
+	for i := range blocks {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	r := &Response{FinishReason: stopReason(stop)}
+	var text strings.Builder
+	for _, i := range idxs {
+		b := blocks[i]
+		switch b.kind {
+		case "text":
+			text.WriteString(b.text.String())
+		case "tool_use":
+			args := b.args.String()
+			if strings.TrimSpace(args) == "" {
+				args = compactJSON(b.start)
+			}
+			r.ToolCalls = append(r.ToolCalls, ToolCall{ID: b.id, Name: b.name, Arguments: args})
+		}
+	}
+	r.Content = text.String()
+	r.Usage = Usage{PromptTokens: usage.prompt(), CompletionTokens: usage.OutputTokens}
+	r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+	return r, nil
+}

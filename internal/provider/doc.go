@@ -1,0 +1,21 @@
+// Package provider holds Talon's LLM clients: OpenAI-compatible Chat
+// Completions (OpenAI, OpenRouter, ollama, llama-server, vLLM), Anthropic
+// Messages, and the offline deterministic inspect model, behind one small
+// Provider interface.
+//
+// Clients are thin and ours: they speak the wire formats directly, stream
+// or not, retry 429 and 5xx with backoff, and honour context cancellation.
+// All clients are safe for concurrent use.
+//
+// Resolve maps a model reference ("openai/gpt-4o", "inspect", a provider
+// under models.providers) to a Provider and the model id to send; building
+// a client does no I/O and all clients share one pooled http.Client, so
+// resolving per run is cheap. DefaultModel reads agents.defaults.model.
+//
+// Failures are *Error values (Provider, Status, Type, Message, RetryAfter)
+// whose Temporary method says whether repeating the request may help. A
+// call is retried (exponential backoff with jitter, or the server's
+// Retry-After) only while no text has been passed to onDelta and the
+// context is live; a stream that stalls past the idle timeout, or ends
+// without its terminating event, is an error.
+package provider

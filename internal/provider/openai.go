@@ -1,0 +1,492 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// OpenAI API defaults.
+const (
+	DefaultOpenAIBaseURL     = "https://api.openai.com/v1"
+	DefaultOpenRouterBaseURL = "https://openrouter.ai/api/v1"
+	// DefaultOpenRouterTitle identifies Talon to OpenRouter (its X-Title
+	// attribution header); HTTP-Referer is sent only when configured.
+	DefaultOpenRouterTitle = "Talon"
+)
+
+// OpenAIOptions configures an OpenAI-compatible Chat Completions client.
+type OpenAIOptions struct {
+	// Name prefixes errors ("openai", "openrouter", "ollama"); default "openai".
+	Name string
+	// BaseURL is used verbatim + "/chat/completions" (a trailing slash is
+	// dropped), so it normally ends in /v1. Default DefaultOpenAIBaseURL.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer KEY"; empty sends no
+	// Authorization header (local servers: ollama, llama-server, vLLM).
+	APIKey string
+	// Headers are sent with every request, after (and so overriding) the
+	// client's own.
+	Headers map[string]string
+	// HTTPClient defaults to a shared client with pooled keep-alive
+	// connections.
+	HTTPClient *http.Client
+	// Timeout bounds one attempt: the whole exchange for a non-streamed
+	// call, and up to the response headers for a streamed one. 0 means
+	// DefaultTimeout, negative none.
+	Timeout time.Duration
+	// IdleTimeout fails a stream that sends nothing for this long. 0 means
+	// DefaultIdleTimeout, negative none.
+	IdleTimeout time.Duration
+	// MaxRetries is how many times a temporary failure is retried. 0 means
+	// DefaultMaxRetries, negative none.
+	MaxRetries int
+	// Referer and Title are sent as HTTP-Referer and X-Title when the base
+	// URL's host is openrouter.ai. Defaults: no Referer and
+	// DefaultOpenRouterTitle.
+	Referer, Title string
+}
+
+// OpenAI is a client for OpenAI-compatible Chat Completions APIs: OpenAI,
+// OpenRouter, ollama, llama-server, vLLM and the like. It is safe for
+// concurrent use.
+type OpenAI struct {
+	t   transport
+	url string
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI returns a Chat Completions client. It does no I/O.
+func NewOpenAI(opts OpenAIOptions) *OpenAI {
+	name := opts.Name
+	if name == "" {
+		name = "openai"
+	}
+	base := strings.TrimRight(opts.BaseURL, "/")
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	c := &OpenAI{
+		t:   newTransport(name, opts.HTTPClient, opts.Timeout, opts.IdleTimeout, opts.MaxRetries),
+		url: base + "/chat/completions",
+	}
+	h := c.t.header
+	h.Set("User-Agent", "talon")
+	if opts.APIKey != "" {
+		h.Set("Authorization", "Bearer "+opts.APIKey)
+	}
+	if isOpenRouter(base) {
+		title := opts.Title
+		if title == "" {
+			title = DefaultOpenRouterTitle
+		}
+		if opts.Referer != "" {
+			h.Set("HTTP-Referer", opts.Referer)
+		}
+		h.Set("X-Title", title)
+	}
+	for k, v := range opts.Headers {
+		h.Set(k, v)
+	}
+	return c
+}
+
+func isOpenRouter(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	return host == "openrouter.ai" || strings.HasSuffix(host, ".openrouter.ai")
+}
+
+// Wire types.
+
+type oaRequest struct {
+	Model         string       `json:"model"`
+	Messages      []oaMessage  `json:"messages"`
+	Tools         []oaTool     `json:"tools,omitempty"`
+	MaxTokens     int          `json:"max_tokens,omitempty"`
+	Temperature   *float64     `json:"temperature,omitempty"`
+	Stream        bool         `json:"stream,omitempty"`
+	StreamOptions *oaStreamOpt `json:"stream_options,omitempty"`
+}
+
+type oaStreamOpt struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type oaMessage struct {
+	Role       string       `json:"role"`
+	Content    *string      `json:"content"`
+	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
+}
+
+type oaToolCall struct {
+	Index    *int       `json:"index,omitempty"`
+	ID       string     `json:"id,omitempty"`
+	Type     string     `json:"type,omitempty"`
+	Function oaFunction `json:"function"`
+}
+
+type oaFunction struct {
+	Name string `json:"name,omitempty"`
+	// Arguments is a JSON string on the wire; some servers send an object.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+type oaTool struct {
+	Type     string        `json:"type"`
+	Function oaFunctionDef `json:"function"`
+}
+
+type oaFunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type oaUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u *oaUsage) usage() Usage {
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
+	}
+	return Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+}
+
+type oaResponse struct {
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []oaToolCall    `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *oaUsage        `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type oaChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   json.RawMessage `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []oaToolCall    `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *oaUsage        `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// emptySchema is sent for a tool without parameters.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func strptr(s string) *string { return &s }
+
+func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
+	w := oaRequest{
+		Model:       req.Model,
+		Messages:    make([]oaMessage, 0, len(req.Messages)+1),
+		MaxTokens:   req.MaxTokens,
+		Temperature: req.Temperature,
+		Stream:      stream,
+	}
+	if stream {
+		w.StreamOptions = &oaStreamOpt{IncludeUsage: true}
+	}
+	if req.System != "" {
+		w.Messages = append(w.Messages, oaMessage{Role: "system", Content: strptr(req.System)})
+	}
+	for _, m := range req.Messages {
+		om := oaMessage{Role: string(m.Role), Content: strptr(m.Content)}
+		switch m.Role {
+		case RoleAssistant:
+			if m.Content == "" && len(m.ToolCalls) > 0 {
+				om.Content = nil
+			}
+			for _, tc := range m.ToolCalls {
+				args := tc.Arguments
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				raw, _ := json.Marshal(args)
+				om.ToolCalls = append(om.ToolCalls, oaToolCall{
+					ID: tc.ID, Type: "function",
+					Function: oaFunction{Name: tc.Name, Arguments: raw},
+				})
+			}
+		case RoleTool:
+			om.ToolCallID = m.ToolCallID
+		}
+		w.Messages = append(w.Messages, om)
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
+			params = emptySchema
+		}
+		w.Tools = append(w.Tools, oaTool{Type: "function", Function: oaFunctionDef{
+			Name: t.Name, Description: t.Description, Parameters: params,
+		}})
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
+	}
+	return b, nil
+}
+
+// Chat implements Provider.
+func (c *OpenAI) Chat(ctx context.Context, req *Request, onDelta func(string)) (*Response, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%s: nil request", c.t.name)
+	}
+	stream := onDelta != nil
+	body, err := c.encode(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	return c.t.do(ctx, c.url, body, stream, onDelta, parser{body: c.parseBody, stream: c.parseStream})
+}
+
+// apiErrorValue turns an "error" member found in a 200 response or a stream
+// chunk into an Error.
+func apiErrorValue(provider string, raw json.RawMessage) error {
+	var ae apiError
+	var s string
+	switch {
+	case json.Unmarshal(raw, &ae) == nil:
+		e := &Error{Provider: provider, Type: ae.kind(), Message: ae.Message}
+		// OpenRouter puts the upstream HTTP status in code.
+		var n int
+		if json.Unmarshal(ae.Code, &n) == nil && n >= 400 && n <= 599 {
+			e.Status, e.Type = n, ae.Type
+		}
+		if e.Message == "" {
+			e.Message = string(raw)
+		}
+		return e
+	case json.Unmarshal(raw, &s) == nil:
+		return &Error{Provider: provider, Message: s}
+	}
+	return &Error{Provider: provider, Message: string(raw)}
+}
+
+// contentText reads a message content: a string, null, or an array of
+// {type: "text", text} parts.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// argumentsText reads function.arguments: a JSON string, or (from some
+// servers) the object itself.
+func argumentsText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	return string(raw), nil
+}
+
+func finishReason(reason string, toolCalls int) string {
+	switch reason {
+	case "function_call":
+		reason = FinishToolCalls
+	case "", FinishStop:
+		// Some servers report "stop" (or nothing) for a tool-call turn.
+		if toolCalls > 0 {
+			reason = FinishToolCalls
+		} else {
+			reason = FinishStop
+		}
+	}
+	return reason
+}
+
+func (c *OpenAI) parseBody(data []byte) (*Response, error) {
+	var w oaResponse
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, malformed(c.t.name, "JSON in response body", err)
+	}
+	if len(w.Error) > 0 && string(w.Error) != "null" {
+		return nil, apiErrorValue(c.t.name, w.Error)
+	}
+	if len(w.Choices) == 0 {
+		return nil, fmt.Errorf("%s: malformed response body: no choices", c.t.name)
+	}
+	ch := w.Choices[0]
+	text, err := contentText(ch.Message.Content)
+	if err != nil {
+		return nil, malformed(c.t.name, "message content in response body", err)
+	}
+	if text == "" {
+		text = ch.Message.Refusal
+	}
+	r := &Response{Content: text}
+	for i, tc := range ch.Message.ToolCalls {
+		args, err := argumentsText(tc.Function.Arguments)
+		if err != nil {
+			return nil, malformed(c.t.name, fmt.Sprintf("arguments of tool call %d in response body", i), err)
+		}
+		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	r.FinishReason = finishReason(ch.FinishReason, len(r.ToolCalls))
+	if w.Usage != nil {
+		r.Usage = w.Usage.usage()
+	}
+	return r, nil
+}
+
+// callBuilder assembles one streamed tool call.
+type callBuilder struct {
+	id, name string
+	args     strings.Builder
+}
+
+func (c *OpenAI) parseStream(events func() (sseEvent, error), emit func(string)) (*Response, error) {
+	var (
+		text     strings.Builder
+		calls    = map[int]*callBuilder{}
+		lastIdx  = -1
+		finish   string
+		finished bool
+		usage    *oaUsage
+	)
+	for {
+		ev, err := events()
+		if err == io.EOF {
+			if !finished {
+				return nil, &Error{Provider: c.t.name, Message: "stream ended early: no [DONE] and no finish_reason"}
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if string(data) == "[DONE]" {
+			break
+		}
+		if len(data) == 0 {
+			continue
+		}
+		var ch oaChunk
+		if err := json.Unmarshal(data, &ch); err != nil {
+			return nil, malformed(c.t.name, "JSON in stream chunk", err)
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			return nil, apiErrorValue(c.t.name, ch.Error)
+		}
+		if ch.Usage != nil {
+			usage = ch.Usage
+		}
+		for _, choice := range ch.Choices {
+			if choice.Index != 0 {
+				continue
+			}
+			frag, err := contentText(choice.Delta.Content)
+			if err != nil {
+				return nil, malformed(c.t.name, "delta content in stream chunk", err)
+			}
+			if frag == "" {
+				frag = choice.Delta.Refusal
+			}
+			if frag != "" {
+				text.WriteString(frag)
+				emit(frag)
+			}
+			for _, tc := range choice.Delta.ToolCalls {
+				idx := lastIdx
+				switch {
+				case tc.Index != nil:
+					idx = *tc.Index
+				case tc.ID != "" && (lastIdx < 0 || calls[lastIdx].id != tc.ID):
+					// No index: a new id starts a new call.
+					idx = len(calls)
+				case idx < 0:
+					idx = 0
+				}
+				b := calls[idx]
+				if b == nil {
+					b = &callBuilder{}
+					calls[idx] = b
+				}
+				lastIdx = idx
+				if b.id == "" {
+					b.id = tc.ID
+				}
+				if b.name == "" {
+					b.name = tc.Function.Name
+				}
+				args, err := argumentsText(tc.Function.Arguments)
+				if err != nil {
+					return nil, malformed(c.t.name, "tool call arguments in stream chunk", err)
+				}
+				b.args.WriteString(args)
+			}
+			if choice.FinishReason != nil && *choice.FinishReason != "" {
+				finish = *choice.FinishReason
+				finished = true
+			}
+		}
+	}
+	r := &Response{Content: text.String()}
+	idxs := make([]int, 0, len(calls))
+	for i := range calls {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	for _, i := range idxs {
+		b := calls[i]
+		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: b.id, Name: b.name, Arguments: b.args.String()})
+	}
+	r.FinishReason = finishReason(finish, len(r.ToolCalls))
+	if usage != nil {
+		r.Usage = usage.usage()
+	}
+	return r, nil
+}

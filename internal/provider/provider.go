@@ -1,0 +1,87 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one turn of a conversation. The system prompt is not a
+// message; it travels in Request.System.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant turn made.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Name identify the call a tool turn answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// IsError marks a tool result that reports a failure.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolCall is one function call a model asked for.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON object text the model produced, as it produced
+	// it; it may be invalid JSON.
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON Schema object
+}
+
+// Request is one model call.
+type Request struct {
+	// Model is the model id as the provider knows it (no provider prefix).
+	Model       string
+	System      string
+	Messages    []Message
+	Tools       []ToolSpec
+	MaxTokens   int      // 0: provider default
+	Temperature *float64 // nil: provider default
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Finish reasons.
+const (
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
+)
+
+// Response is a complete model answer.
+type Response struct {
+	Content      string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Usage        Usage
+}
+
+// Provider is an LLM client. Chat streams when onDelta is non-nil, calling
+// it with each text fragment as it arrives, and returns the assembled
+// response either way. It honours ctx for cancellation and deadlines.
+// Implementations are safe for concurrent use.
+type Provider interface {
+	Chat(ctx context.Context, req *Request, onDelta func(text string)) (*Response, error)
+}

@@ -1,0 +1,186 @@
+package provider
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"talon/internal/config"
+)
+
+// The api values of models.providers.<id>.api that Talon speaks.
+const (
+	APIOpenAICompletions = "openai-completions"
+	APIAnthropicMessages = "anthropic-messages"
+)
+
+// ResolveError is a model reference Resolve cannot turn into a provider:
+// no or an unknown provider, an unsupported api, a bad baseUrl, a missing
+// API key. Its message names config keys and environment variables, never
+// their values, so it is safe to show to whoever picked the model.
+type ResolveError struct {
+	Ref     string // the model reference as given, trimmed
+	Message string
+}
+
+func (e *ResolveError) Error() string { return e.Message }
+
+func resolveErr(ref, format string, args ...any) error {
+	return &ResolveError{Ref: ref, Message: fmt.Sprintf(format, args...)}
+}
+
+// builtin is a provider Talon knows without configuration.
+type builtin struct {
+	api, baseURL, keyEnv string
+}
+
+var builtins = map[string]builtin{
+	"openai":     {APIOpenAICompletions, DefaultOpenAIBaseURL, "OPENAI_API_KEY"},
+	"openrouter": {APIOpenAICompletions, DefaultOpenRouterBaseURL, "OPENROUTER_API_KEY"},
+	"anthropic":  {APIAnthropicMessages, DefaultAnthropicBaseURL, "ANTHROPIC_API_KEY"},
+}
+
+const howToName = `name a model as provider/model (for example openai/gpt-4o, ` +
+	`anthropic/claude-sonnet-4-5, openrouter/google/gemini-3-flash, or a provider ` +
+	`configured under models.providers), or use "inspect" for the offline model`
+
+// envRef matches an apiKey written as "${NAME}".
+var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// Resolve picks the provider for a model reference and returns it with the
+// model id to put in Request.Model.
+//
+//   - "inspect" and "talon/inspect" are the offline Inspect model.
+//   - "provider/model" splits at the first slash, so the model id keeps its
+//     own slashes ("openrouter/google/gemini-3-flash" → "google/gemini-3-flash").
+//     A provider configured under models.providers is used with its api
+//     (openai-completions, anthropic-messages; empty means the built-in's
+//     api for a built-in name, else openai-completions), baseUrl, apiKey,
+//     headers (the provider's, then the matching models[] entry's) and
+//     timeoutSeconds. The built-ins openai, openrouter and anthropic work
+//     unconfigured.
+//   - An apiKey is taken from the config, where "${NAME}" reads the
+//     environment variable NAME, else for a built-in from its variable
+//     (OPENAI_API_KEY, OPENROUTER_API_KEY, ANTHROPIC_API_KEY). A built-in
+//     at its hosted address without a key is an error; other providers
+//     without a key send none (local servers).
+//
+// env reads environment variables; nil means os.Getenv. Resolve does no
+// I/O, and the clients it builds share one connection pool, so calling it
+// for every run is cheap.
+func Resolve(cfg *config.Config, ref string, env func(string) string) (Provider, string, error) {
+	if env == nil {
+		env = os.Getenv
+	}
+	ref = strings.TrimSpace(ref)
+	switch ref {
+	case "":
+		return nil, "", &ResolveError{Message: "resolving model: no model given: " + howToName}
+	case "inspect", "talon/inspect":
+		return Inspect{}, InspectModel, nil
+	}
+	id, model, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil, "", resolveErr(ref, "resolving model %q: no provider: %s", ref, howToName)
+	}
+	if id == "" || model == "" {
+		return nil, "", resolveErr(ref, "resolving model %q: empty provider or model: %s", ref, howToName)
+	}
+
+	var pc config.Provider
+	configured := false
+	if cfg != nil {
+		pc, configured = cfg.Models.Providers[id]
+	}
+	bi, known := builtins[id]
+	if !configured && !known {
+		return nil, "", resolveErr(ref, "resolving model %q: unknown provider %q: configure models.providers.%s or use a built-in provider (openai, openrouter, anthropic)", ref, id, id)
+	}
+
+	api := pc.API
+	if api == "" {
+		api = APIOpenAICompletions
+		if known {
+			api = bi.api
+		}
+	}
+	if api != APIOpenAICompletions && api != APIAnthropicMessages {
+		return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.api %q is not supported (supported: %s, %s)",
+			ref, id, api, APIOpenAICompletions, APIAnthropicMessages)
+	}
+
+	base := strings.TrimSpace(pc.BaseURL)
+	switch {
+	case base != "":
+	case known && api == bi.api:
+		base = bi.baseURL
+	case api == APIAnthropicMessages:
+		base = DefaultAnthropicBaseURL
+	default:
+		return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.baseUrl is required", ref, id)
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.baseUrl %q is not an http(s) URL", ref, id, base)
+	}
+
+	key := strings.TrimSpace(pc.APIKey)
+	if m := envRef.FindStringSubmatch(key); m != nil {
+		key = strings.TrimSpace(env(m[1]))
+		if key == "" {
+			return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.apiKey refers to %s, which is not set", ref, id, m[1])
+		}
+	}
+	if key == "" && known {
+		key = strings.TrimSpace(env(bi.keyEnv))
+		if key == "" && sameHost(base, bi.baseURL) {
+			return nil, "", resolveErr(ref, "%s: no API key: set %s or models.providers.%s.apiKey", id, bi.keyEnv, id)
+		}
+	}
+
+	headers := maps.Clone(pc.Headers)
+	for _, m := range pc.Models {
+		if m.ID == model && len(m.Headers) > 0 {
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			maps.Copy(headers, m.Headers)
+		}
+	}
+	var timeout time.Duration
+	if pc.TimeoutSeconds != nil && *pc.TimeoutSeconds > 0 {
+		timeout = time.Duration(*pc.TimeoutSeconds * float64(time.Second))
+	}
+
+	if api == APIAnthropicMessages {
+		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout}), model, nil
+	}
+	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout}), model, nil
+}
+
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(ua.Hostname(), ub.Hostname())
+}
+
+// DefaultModel is the model reference agents use unless told otherwise:
+// agents.defaults.model (a string, or an object's "primary"), else
+// "inspect".
+func DefaultModel(cfg *config.Config) string {
+	if cfg != nil && cfg.Agents.Defaults.Model != nil {
+		v := cfg.Agents.Defaults.Model.Value
+		if v != nil && v.Kind == config.Object {
+			v = v.Get("primary")
+		}
+		if v != nil && v.Kind == config.String {
+			if s := strings.TrimSpace(v.Str); s != "" {
+				return s
+			}
+		}
+	}
+	return InspectModel
+}
