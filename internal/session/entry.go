@@ -1,0 +1,154 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Entry is one session's row in the store (OpenClaw's SessionEntry, spec
+// §5.2): the current transcript id, when it last changed, and per-session
+// settings and counters. Fields OpenClaw defines but Talon does not model
+// are kept in Extra and written back unchanged.
+type Entry struct {
+	// SessionID names the current transcript (a UUID).
+	SessionID string `json:"sessionId"`
+	// UpdatedAt is the time of the last change, in Unix milliseconds.
+	UpdatedAt int64 `json:"updatedAt"`
+
+	Label        string `json:"label,omitempty"`
+	DisplayName  string `json:"displayName,omitempty"`
+	SpawnedBy    string `json:"spawnedBy,omitempty"`
+	SpawnDepth   *int   `json:"spawnDepth,omitempty"`
+	SubagentRole string `json:"subagentRole,omitempty"`
+	ChatType     string `json:"chatType,omitempty"`
+
+	ExecHost     string `json:"execHost,omitempty"`
+	ExecSecurity string `json:"execSecurity,omitempty"`
+	ExecAsk      string `json:"execAsk,omitempty"`
+	ExecNode     string `json:"execNode,omitempty"`
+
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+	VerboseLevel    string `json:"verboseLevel,omitempty"`
+	ReasoningLevel  string `json:"reasoningLevel,omitempty"`
+	ElevatedLevel   string `json:"elevatedLevel,omitempty"`
+	ResponseUsage   string `json:"responseUsage,omitempty"`
+	SendPolicy      string `json:"sendPolicy,omitempty"`
+	GroupActivation string `json:"groupActivation,omitempty"`
+
+	ProviderOverride string `json:"providerOverride,omitempty"`
+	ModelOverride    string `json:"modelOverride,omitempty"`
+	// Model and ModelProvider are the model last used.
+	Model         string `json:"model,omitempty"`
+	ModelProvider string `json:"modelProvider,omitempty"`
+
+	InputTokens  int64 `json:"inputTokens,omitempty"`
+	OutputTokens int64 `json:"outputTokens,omitempty"`
+	TotalTokens  int64 `json:"totalTokens,omitempty"`
+
+	AbortedLastRun bool `json:"abortedLastRun,omitempty"`
+	SystemSent     bool `json:"systemSent,omitempty"`
+
+	// Origin is where the session started ({label, provider, surface, from,
+	// to, accountId, threadId, …}), kept as written.
+	Origin json.RawMessage `json:"origin,omitempty"`
+
+	// Extra holds the members this type does not model, by JSON name. They
+	// are written after the modelled ones, sorted by name; a name that
+	// matches a modelled field (case-insensitively) is ignored.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// entryFields is Entry without its JSON methods.
+type entryFields Entry
+
+// knownFields are the JSON names of Entry's modelled fields, lower-cased:
+// encoding/json matches struct fields case-insensitively.
+var knownFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[entryFields]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			m[strings.ToLower(name)] = true
+		}
+	}
+	return m
+}()
+
+func isKnownField(name string) bool { return knownFields[strings.ToLower(name)] }
+
+// MarshalJSON writes the modelled fields, then Extra.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(entryFields(e))
+	if err != nil || len(e.Extra) == 0 {
+		return b, err
+	}
+	names := make([]string, 0, len(e.Extra))
+	for k := range e.Extra {
+		if !isKnownField(k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	buf := bytes.NewBuffer(b[:len(b)-1]) // drop the closing brace
+	for _, k := range names {
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		v := e.Extra[k]
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads the modelled fields and keeps every other member in
+// Extra.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var f entryFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for k := range all {
+		if isKnownField(k) {
+			delete(all, k)
+		}
+	}
+	if len(all) > 0 {
+		f.Extra = all
+	}
+	*e = Entry(f)
+	return nil
+}
+
+// Clone returns a copy of e that shares no mutable memory with it.
+func (e Entry) Clone() Entry {
+	c := e
+	if e.SpawnDepth != nil {
+		d := *e.SpawnDepth
+		c.SpawnDepth = &d
+	}
+	if e.Origin != nil {
+		c.Origin = slices.Clone(e.Origin)
+	}
+	if e.Extra != nil {
+		c.Extra = make(map[string]json.RawMessage, len(e.Extra))
+		for k, v := range e.Extra {
+			c.Extra[k] = slices.Clone(v)
+		}
+	}
+	return c
+}

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"talon/internal/provider"
+)
+
+// BenchmarkAppend appends one message per transaction: one fsynced commit
+// per iteration.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	db := openTest(b)
+	m := provider.Message{Role: provider.RoleAssistant, Content: "a reply of about a hundred bytes, which is a typical short assistant turn in a chat."}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := db.AppendMessages(ctx, "bench", m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTranscript reads the last 200 messages of a 1000-message
+// transcript (chat.history's default limit).
+func BenchmarkTranscript(b *testing.B) {
+	for _, limit := range []int{200} {
+		b.Run(fmt.Sprint(limit), func(b *testing.B) {
+			ctx := context.Background()
+			db := openTest(b)
+			batch := make([]provider.Message, 100)
+			for i := range batch {
+				batch[i] = provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("message %d with some text to make it realistic", i)}
+			}
+			for range 10 {
+				if err := db.AppendMessages(ctx, "bench", batch...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				msgs, err := db.Transcript(ctx, "bench", limit)
+				if err != nil || len(msgs) != limit {
+					b.Fatal(len(msgs), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,36 @@
+// Package store keeps a tenant's sessions and transcripts in one SQLite
+// database (modernc.org/sqlite: pure Go, no cgo).
+//
+// # Tenancy
+//
+// Tenancy is by file: each tenant's state directory holds its own database,
+// opened with its own DB. There is no tenant column, so one tenant's queries
+// cannot reach another's rows. Within a file, sessions are keyed by
+// (agent id, canonical session key); see package session for the keys.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=FULL: when a write method
+// returns nil, its transaction is in the WAL and fsynced, so it survives
+// kill -9 and power loss. Every write is one transaction — all or nothing.
+// Transcripts are append-only: rows are never updated (a trigger refuses
+// it), each session's messages are numbered 1, 2, 3, … without gaps, and
+// resetting a session starts a new transcript under a new session id while
+// the old one stays.
+//
+// The schema is versioned in the schema_migrations table. Open applies the
+// missing migrations in one transaction and refuses a database whose
+// version is newer than this binary knows.
+//
+// # Concurrency
+//
+// A DB is safe for concurrent use by many goroutines. Writes go through a
+// single connection and so are serialised in the process: concurrent
+// writers wait their turn (honouring their context) instead of failing
+// with SQLITE_BUSY. Reads use a separate pool of read-only connections and
+// run in parallel with each other and with the writer; each read sees the
+// database as of the last commit before it started. Several processes may
+// open the same file — SQLite's locks keep it consistent and writers wait
+// up to 5 s for each other — but Talon runs one process per state
+// directory. Close waits for nothing: call it after the last use.
+package store

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] brings the schema from version i to version i+1. Append
+// only: a released migration never changes.
+var migrations = []string{
+	// 1: sessions and transcripts.
+	`
+CREATE TABLE sessions (
+	agent_id   TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	session_id TEXT    NOT NULL,
+	label      TEXT,
+	updated_at INTEGER NOT NULL,
+	entry      TEXT    NOT NULL,
+	PRIMARY KEY (agent_id, key)
+);
+CREATE INDEX sessions_by_time  ON sessions (agent_id, updated_at DESC, key);
+CREATE INDEX sessions_by_label ON sessions (agent_id, label) WHERE label IS NOT NULL;
+CREATE INDEX sessions_by_id    ON sessions (session_id);
+
+CREATE TABLE transcripts (
+	session_id TEXT    NOT NULL,
+	seq        INTEGER NOT NULL CHECK (seq > 0),
+	created_at INTEGER NOT NULL,
+	role       TEXT    NOT NULL,
+	message    TEXT    NOT NULL,
+	UNIQUE (session_id, seq)
+);
+CREATE TRIGGER transcripts_append_only BEFORE UPDATE ON transcripts
+BEGIN
+	SELECT RAISE(ABORT, 'transcripts are append-only');
+END;
+`,
+}
+
+// SchemaVersion is the schema version this binary writes.
+var SchemaVersion = len(migrations)
+
+// migrate applies the missing migrations in one transaction.
+func (db *DB) migrate(ctx context.Context) error {
+	return db.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			applied_at INTEGER NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("creating schema_migrations: %w", err)
+		}
+		var cur int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
+			return fmt.Errorf("reading schema version: %w", err)
+		}
+		if cur > len(migrations) {
+			return fmt.Errorf("database schema version %d is newer than this binary supports (%d): upgrade talon", cur, len(migrations))
+		}
+		for v := cur + 1; v <= len(migrations); v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+				return fmt.Errorf("applying migration %d: %w", v, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				v, ms(db.now())); err != nil {
+				return fmt.Errorf("recording migration %d: %w", v, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,283 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"talon/internal/session"
+)
+
+// SessionRow is one session of a listing.
+type SessionRow struct {
+	Key   string
+	Entry session.Entry
+}
+
+// ids lower-cases and trims an agent id and a session key, which callers
+// pass in canonical form (session.Canonical). It refuses an empty agent id
+// and the keys session.CheckKey refuses.
+func ids(agent, key string) (string, string, error) {
+	a := strings.ToLower(strings.TrimSpace(agent))
+	if a == "" {
+		return "", "", errors.New("empty agent id")
+	}
+	if err := session.CheckKey(key); err != nil {
+		return "", "", err
+	}
+	return a, strings.ToLower(strings.TrimSpace(key)), nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func getEntry(ctx context.Context, q querier, agent, key string) (session.Entry, error) {
+	var raw string
+	err := q.QueryRowContext(ctx, `SELECT entry FROM sessions WHERE agent_id = ? AND key = ?`, agent, key).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return session.Entry{}, ErrNotFound
+	}
+	if err != nil {
+		return session.Entry{}, err
+	}
+	var e session.Entry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return session.Entry{}, fmt.Errorf("decoding entry: %w", err)
+	}
+	return e, nil
+}
+
+func putEntry(ctx context.Context, tx *sql.Tx, agent, key string, e session.Entry) error {
+	if e.SessionID == "" {
+		return errors.New("entry has no sessionId")
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encoding entry: %w", err)
+	}
+	var label any
+	if e.Label != "" {
+		label = e.Label
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (agent_id, key) DO UPDATE SET
+			session_id = excluded.session_id, label = excluded.label,
+			updated_at = excluded.updated_at, entry = excluded.entry`,
+		agent, key, e.SessionID, label, e.UpdatedAt, string(b))
+	return err
+}
+
+// GetSession returns a session's entry, or ErrNotFound.
+func (db *DB) GetSession(ctx context.Context, agent, key string) (session.Entry, error) {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("getting session: %w", err)
+	}
+	e, err := getEntry(ctx, db.r, a, k)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return session.Entry{}, fmt.Errorf("getting session %q: %w", k, err)
+	}
+	return e, err
+}
+
+// OpenSession returns the id of a session's current transcript, creating
+// the session (new sessionId, updatedAt now) when it does not exist, and
+// otherwise raising its updatedAt to now: opening a session for a run is a
+// use of it. The time comes from db.Now.
+func (db *DB) OpenSession(ctx context.Context, agent, key string) (string, error) {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return "", fmt.Errorf("opening session: %w", err)
+	}
+	now := ms(db.now())
+	var id string
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		cur, err := getEntry(ctx, tx, a, k)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			cur = session.Entry{SessionID: NewID(), UpdatedAt: now}
+		case err != nil:
+			return err
+		case cur.UpdatedAt >= now:
+			id = cur.SessionID
+			return nil // nothing to write
+		default:
+			cur.UpdatedAt = now
+		}
+		id = cur.SessionID
+		return putEntry(ctx, tx, a, k, cur)
+	})
+	if err != nil {
+		return "", fmt.Errorf("opening session %q: %w", k, err)
+	}
+	return id, nil
+}
+
+// PutSession writes a session's entry as given, creating or replacing it.
+// It checks only that the entry has a sessionId; label uniqueness is
+// PatchSession's.
+func (db *DB) PutSession(ctx context.Context, agent, key string, e session.Entry) error {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return fmt.Errorf("putting session: %w", err)
+	}
+	if err := db.write(ctx, func(tx *sql.Tx) error { return putEntry(ctx, tx, a, k, e) }); err != nil {
+		return fmt.Errorf("putting session %q: %w", k, err)
+	}
+	return nil
+}
+
+// PatchSession applies a sessions.patch request (spec §5.3) to a session
+// and returns the new entry. A missing session is created with a new
+// sessionId and updatedAt = now; an existing one has updatedAt raised to
+// now. A label must be unique among the agent's sessions. Validation
+// failures are *session.ValidationError, returned unwrapped so that their
+// message is the protocol's.
+func (db *DB) PatchSession(ctx context.Context, agent, key string, patch json.RawMessage, now time.Time) (session.Entry, error) {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("patching session: %w", err)
+	}
+	p, err := session.ParsePatch(patch)
+	if err != nil {
+		return session.Entry{}, err
+	}
+	var out session.Entry
+	var invalid error
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		cur, err := getEntry(ctx, tx, a, k)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			cur = session.Entry{SessionID: NewID(), UpdatedAt: ms(now)}
+		case err != nil:
+			return err
+		default:
+			cur.UpdatedAt = max(cur.UpdatedAt, ms(now))
+		}
+		next, err := p.Apply(k, cur)
+		if err != nil {
+			invalid = err
+			return err
+		}
+		if p.Sets("label") && next.Label != "" {
+			var other string
+			err := tx.QueryRowContext(ctx, `SELECT key FROM sessions WHERE agent_id = ? AND label = ? AND key <> ? LIMIT 1`,
+				a, next.Label, k).Scan(&other)
+			if err == nil {
+				invalid = &session.ValidationError{Message: "label already in use: " + next.Label}
+				return invalid
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if err := putEntry(ctx, tx, a, k, next); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if invalid != nil {
+		return session.Entry{}, invalid
+	}
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("patching session %q: %w", k, err)
+	}
+	return out, nil
+}
+
+// ResetSession starts a new transcript for a session: a new sessionId,
+// updatedAt raised to now, token counts cleared and systemSent and
+// abortedLastRun false; settings and unknown fields stay. The old
+// transcript stays in the store under the old id. A missing session is
+// created.
+func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time) (session.Entry, error) {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("resetting session: %w", err)
+	}
+	var out session.Entry
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		cur, err := getEntry(ctx, tx, a, k)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		next := cur.Clone()
+		next.SessionID = NewID()
+		next.UpdatedAt = max(cur.UpdatedAt, ms(now))
+		next.InputTokens, next.OutputTokens, next.TotalTokens = 0, 0, 0
+		next.SystemSent, next.AbortedLastRun = false, false
+		if err := putEntry(ctx, tx, a, k, next); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("resetting session %q: %w", k, err)
+	}
+	return out, nil
+}
+
+// DeleteSession removes a session's entry and reports whether it existed.
+// Its transcripts stay: they are append-only.
+func (db *DB) DeleteSession(ctx context.Context, agent, key string) (bool, error) {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return false, fmt.Errorf("deleting session: %w", err)
+	}
+	var n int64
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE agent_id = ? AND key = ?`, a, k)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("deleting session %q: %w", k, err)
+	}
+	return n > 0, nil
+}
+
+// ListSessions returns an agent's sessions, most recently updated first
+// (ties by key), skipping offset rows and returning at most limit (all
+// when limit <= 0).
+func (db *DB) ListSessions(ctx context.Context, agent string, limit, offset int) ([]SessionRow, error) {
+	a := strings.ToLower(strings.TrimSpace(agent))
+	if a == "" {
+		return nil, errors.New("listing sessions: empty agent id")
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT key, entry FROM sessions WHERE agent_id = ?
+		ORDER BY updated_at DESC, key LIMIT ? OFFSET ?`, a, limit, max(offset, 0))
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []SessionRow
+	for rows.Next() {
+		var r SessionRow
+		var raw string
+		if err := rows.Scan(&r.Key, &raw); err != nil {
+			return nil, fmt.Errorf("listing sessions: %w", err)
+		}
+		if err := json.Unmarshal([]byte(raw), &r.Entry); err != nil {
+			return nil, fmt.Errorf("listing sessions: decoding %q: %w", r.Key, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// busyTimeout is how long a connection waits for another process's lock.
+const busyTimeout = 5 * time.Second
+
+// ErrNotFound is returned for a session that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DB is one tenant's database.
+type DB struct {
+	// Now is the clock for the times the store records by itself (a
+	// transcript row's created_at). Tests may set it before first use.
+	Now func() time.Time
+
+	path string
+	w    *sql.DB // exactly one connection: all writes
+	r    *sql.DB // read-only connections
+
+	// Prepared once: parsing SQL costs more than running these.
+	appendStmt *sql.Stmt // on w
+	readStmt   *sql.Stmt // on r
+}
+
+// Open opens the database at path, creating it (mode 0600, parent
+// directories 0700) if needed, and brings its schema up to date.
+func Open(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("opening store: empty path")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("opening store %q: path may not contain '?'", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening store %q: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("opening store: creating directory: %w", err)
+	}
+	// Create the file ourselves so that it, and the -wal and -shm files
+	// SQLite derives from it, get mode 0600.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening store: %w", err)
+	}
+	f.Close()
+
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", abs+"?"+pragmas+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("opening store %q: %w", abs, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	db := &DB{Now: time.Now, path: abs, w: w}
+	ctx := context.Background()
+	var mode string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening store %q: %w", abs, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		w.Close()
+		return nil, fmt.Errorf("opening store %q: journal mode is %q, want wal", abs, mode)
+	}
+	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening store %q: %w", abs, err)
+	}
+
+	r, err := sql.Open("sqlite", abs+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening store %q: %w", abs, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	db.r = r
+	if db.appendStmt, err = w.PrepareContext(ctx, appendSQL); err == nil {
+		db.readStmt, err = r.PrepareContext(ctx, readSQL)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening store %q: preparing statements: %w", abs, err)
+	}
+	return db, nil
+}
+
+// Path is the database file's absolute path.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the database.
+func (db *DB) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(append(errs, db.r.Close(), db.w.Close())...)
+}
+
+func (db *DB) now() time.Time {
+	if db.Now != nil {
+		return db.Now()
+	}
+	return time.Now()
+}
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE on the single
+// write connection) and commits it if fn returns nil.
+func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err = fn(tx); err != nil {
+		tx.Rollback()
+	} else {
+		err = tx.Commit()
+	}
+	// A cancelled context rolls the transaction back under fn's feet, and
+	// fn then sees "statement is closed" or "transaction has already been
+	// committed or rolled back": report the cause.
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return err
+}
+
+// NewID returns a random (version 4) UUID.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ms is t in Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"talon/internal/provider"
+)
+
+// Record is one stored transcript message.
+type Record struct {
+	// Seq numbers a session's messages 1, 2, 3, … in append order.
+	Seq int64
+	// CreatedAt is when the message was appended, in Unix milliseconds.
+	CreatedAt int64
+	Message   provider.Message
+}
+
+// appendSQL inserts one message numbered after the session's last one.
+// The write transaction holds the database's write lock, so no one else
+// can take the same number.
+const appendSQL = `INSERT INTO transcripts (session_id, seq, created_at, role, message)
+	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM transcripts WHERE session_id = ?1`
+
+// readSQL reads the last ?2 messages of a session (all for -1), in order.
+const readSQL = `SELECT seq, created_at, message FROM (
+		SELECT seq, created_at, message FROM transcripts WHERE session_id = ?1 ORDER BY seq DESC LIMIT ?2
+	) ORDER BY seq`
+
+// testHookAppended, when set, runs after each message AppendMessages has
+// inserted (uncommitted), with its index in the batch.
+var testHookAppended func(i int)
+
+// validRole reports whether a transcript may hold a message of this role:
+// the roles a provider can replay.
+func validRole(r provider.Role) bool {
+	switch r {
+	case provider.RoleUser, provider.RoleAssistant, provider.RoleTool:
+		return true
+	}
+	return false
+}
+
+// AppendMessages appends messages to a session's transcript in one
+// transaction: when it returns nil all of them are durable, numbered after
+// the transcript's last message; when it returns an error none was
+// written. A message with a role other than user, assistant or tool is an
+// error.
+func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs ...provider.Message) error {
+	if sessionID == "" {
+		return errors.New("appending messages: empty session id")
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		stmt := tx.StmtContext(ctx, db.appendStmt)
+		defer stmt.Close()
+		at := ms(db.now())
+		for i, m := range msgs {
+			if !validRole(m.Role) {
+				return fmt.Errorf("message %d: invalid role %q", i, m.Role)
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+			if _, err := stmt.ExecContext(ctx, sessionID, at, string(m.Role), string(b)); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+			if testHookAppended != nil {
+				testHookAppended(i)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("appending messages to %q: %w", sessionID, err)
+	}
+	return nil
+}
+
+// Transcript returns the last limit messages of a transcript in order (all
+// of them when limit <= 0); an unknown session id has none.
+func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]provider.Message, error) {
+	recs, err := db.TranscriptRecords(ctx, sessionID, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provider.Message, len(recs))
+	for i, r := range recs {
+		out[i] = r.Message
+	}
+	return out, nil
+}
+
+// TranscriptRecords is Transcript with each message's sequence number and
+// time.
+func (db *DB) TranscriptRecords(ctx context.Context, sessionID string, limit int) ([]Record, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.readStmt.QueryContext(ctx, sessionID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var raw string
+		if err := rows.Scan(&r.Seq, &r.CreatedAt, &raw); err != nil {
+			return nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
+		}
+		if err := json.Unmarshal([]byte(raw), &r.Message); err != nil {
+			return nil, fmt.Errorf("reading transcript %q: message %d: %w", sessionID, r.Seq, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,199 @@
+// Package sessions holds the session tools: session_status, sessions_list,
+// sessions_history, sessions_send and sessions_spawn. They only validate
+// arguments and call the tools.Sessions backend in their Env, which the
+// agent runner provides; they are stateless and safe for concurrent use.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"talon/internal/tools"
+)
+
+// All returns the five session tools in catalog order.
+func All() []tools.Tool {
+	return []tools.Tool{&status{}, &list{}, &history{}, &send{}, &spawn{}}
+}
+
+var (
+	_ tools.Tool = (*status)(nil)
+	_ tools.Tool = (*list)(nil)
+	_ tools.Tool = (*history)(nil)
+	_ tools.Tool = (*send)(nil)
+	_ tools.Tool = (*spawn)(nil)
+)
+
+// Limits of the listing tools.
+const (
+	MaxList    = 200
+	MaxHistory = 200
+)
+
+var errNoBackend = errors.New("session tools are not available in this run")
+
+func backend(env *tools.Env) (tools.Sessions, error) {
+	if env == nil || env.Sessions == nil {
+		return nil, errNoBackend
+	}
+	return env.Sessions, nil
+}
+
+// run is the shared body: parse against the schema, call, wrap the JSON.
+func run(env *tools.Env, raw, schema json.RawMessage, call func(tools.Sessions, tools.Args) (json.RawMessage, error)) (tools.Result, error) {
+	b, err := backend(env)
+	if err != nil {
+		return tools.ErrorResult(err), nil
+	}
+	args, err := tools.ParseArgsFor(raw, schema)
+	if err != nil {
+		return tools.ErrorResult(err), nil
+	}
+	out, err := call(b, args)
+	if err != nil {
+		return tools.ErrorResult(err), nil
+	}
+	return tools.Result{Text: string(out)}, nil
+}
+
+type status struct{}
+
+var statusSchema = tools.Object(
+	tools.Prop{Name: "sessionKey", Type: tools.TypeString,
+		Description: "Session to describe; default: the current session."},
+)
+
+func (*status) Name() string { return "session_status" }
+func (*status) Description() string {
+	return "Show a session's status: its key, transcript id, model, token usage and when it was last updated."
+}
+func (*status) Schema() json.RawMessage { return statusSchema }
+func (*status) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+	return run(env, raw, statusSchema, func(b tools.Sessions, a tools.Args) (json.RawMessage, error) {
+		key, err := a.String("sessionKey", false)
+		if err != nil {
+			return nil, err
+		}
+		if key == "" {
+			key = env.SessionKey
+		}
+		return b.Status(ctx, key)
+	})
+}
+
+type list struct{}
+
+var listSchema = tools.Object(
+	tools.Prop{Name: "limit", Type: tools.TypeInteger, Description: "How many sessions to list, newest first, 1 to 200. Default 50."},
+)
+
+func (*list) Name() string { return "sessions_list" }
+func (*list) Description() string {
+	return "List this agent's sessions, newest first, with their keys, labels and last update times."
+}
+func (*list) Schema() json.RawMessage { return listSchema }
+func (*list) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+	return run(env, raw, listSchema, func(b tools.Sessions, a tools.Args) (json.RawMessage, error) {
+		limit, err := a.Int("limit", false, 1, MaxList)
+		if err != nil {
+			return nil, err
+		}
+		if limit == 0 {
+			limit = 50
+		}
+		return b.List(ctx, env.AgentID, limit)
+	})
+}
+
+type history struct{}
+
+var historySchema = tools.Object(
+	tools.Prop{Name: "sessionKey", Type: tools.TypeString, Required: true, Description: "Session whose messages to read."},
+	tools.Prop{Name: "limit", Type: tools.TypeInteger, Description: "How many of the latest messages to return, 1 to 200. Default 50."},
+)
+
+func (*history) Name() string { return "sessions_history" }
+func (*history) Description() string {
+	return "Read the latest messages of one of this agent's sessions, oldest first."
+}
+func (*history) Schema() json.RawMessage { return historySchema }
+func (*history) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+	return run(env, raw, historySchema, func(b tools.Sessions, a tools.Args) (json.RawMessage, error) {
+		key, err := a.String("sessionKey", true)
+		if err != nil {
+			return nil, err
+		}
+		limit, err := a.Int("limit", false, 1, MaxHistory)
+		if err != nil {
+			return nil, err
+		}
+		if limit == 0 {
+			limit = 50
+		}
+		return b.History(ctx, key, limit)
+	})
+}
+
+type send struct{}
+
+var sendSchema = tools.Object(
+	tools.Prop{Name: "sessionKey", Type: tools.TypeString, Required: true, Description: "Session to send the message to."},
+	tools.Prop{Name: "message", Type: tools.TypeString, Required: true, Description: "The message, as a user turn in that session."},
+)
+
+func (*send) Name() string { return "sessions_send" }
+func (*send) Description() string {
+	return "Send a message into another session of this agent and wait for its reply, which is returned."
+}
+func (*send) Schema() json.RawMessage { return sendSchema }
+func (*send) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+	return run(env, raw, sendSchema, func(b tools.Sessions, a tools.Args) (json.RawMessage, error) {
+		key, err := a.String("sessionKey", true)
+		if err != nil {
+			return nil, err
+		}
+		msg, err := a.String("message", true)
+		if err != nil {
+			return nil, err
+		}
+		if key == env.SessionKey {
+			return nil, errors.New("a session cannot send to itself")
+		}
+		return b.Send(ctx, env.SessionKey, key, msg)
+	})
+}
+
+type spawn struct{}
+
+var spawnSchema = tools.Object(
+	tools.Prop{Name: "task", Type: tools.TypeString, Required: true, Description: "What the subagent should do; it sees only this text."},
+	tools.Prop{Name: "label", Type: tools.TypeString, Description: "A short name for the subagent's session."},
+	tools.Prop{Name: "agentId", Type: tools.TypeString, Description: "Agent to run the task; default: this agent."},
+)
+
+func (*spawn) Name() string { return "sessions_spawn" }
+func (*spawn) Description() string {
+	return "Run a task in a new subagent session and return its final answer. Subagents get fewer tools, and how deep they may spawn is limited."
+}
+func (*spawn) Schema() json.RawMessage { return spawnSchema }
+func (*spawn) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+	return run(env, raw, spawnSchema, func(b tools.Sessions, a tools.Args) (json.RawMessage, error) {
+		task, err := a.String("task", true)
+		if err != nil {
+			return nil, err
+		}
+		label, err := a.String("label", false)
+		if err != nil {
+			return nil, err
+		}
+		agentID, err := a.String("agentId", false)
+		if err != nil {
+			return nil, err
+		}
+		if agentID == "" {
+			agentID = env.AgentID
+		}
+		return b.Spawn(ctx, env.SessionKey, agentID, task, label)
+	})
+}
