@@ -14,7 +14,11 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPolicyCmd(), newToolsCmd(), newDoctorCmd(), newVersionCmd())
+	root.AddCommand(
+		newServeCmd("serve", "Run the gateway, platform and Studio (today: the gateway)"),
+		newServeCmd("gateway", "Run the gateway alone"),
+		newPolicyCmd(), newToolsCmd(), newDoctorCmd(), newVersionCmd(),
+	)
 	return root
 }
 

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"talon/internal/config"
+	"talon/internal/gateway"
+)
+
+// defaultPort is OpenClaw's gateway port.
+const defaultPort = 18789
+
+type serveFlags struct {
+	stateDir, configPath, bind, logLevel string
+	port                                 int
+}
+
+func newServeCmd(use, short string) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: `Starts the gateway: POST /v1/chat/completions, GET /v1/models, /healthz and /readyz,
+on 127.0.0.1:18789 unless told otherwise. The default tenant's config is
+STATE/talon.json (or an openclaw.json / clawdbot.json there); tenants live in
+STATE/tenants/<id>/ and are selected with the X-Tenant-ID header.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.stateDir, "state-dir", "", "state directory (default ~/.talon)")
+	fl.StringVar(&f.configPath, "config", "", "config file (default STATE/talon.json)")
+	fl.IntVar(&f.port, "port", 0, "port (default gateway.port, else 18789)")
+	fl.StringVar(&f.bind, "bind", "", "address to bind: an IP, or loopback / lan (default gateway.bind, else 127.0.0.1)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func serve(cmd *cobra.Command, f serveFlags) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	stateDir := f.stateDir
+	if stateDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("finding the state dir: %w (pass --state-dir)", err)
+		}
+		stateDir = filepath.Join(home, ".talon")
+	}
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("creating state dir: %w", err)
+	}
+	cfgPath := f.configPath
+	if cfgPath == "" {
+		if p, ok := config.Find(stateDir); ok {
+			cfgPath = p
+		} else {
+			cfgPath = filepath.Join(stateDir, config.Filename)
+		}
+	}
+	file, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	addr, err := listenAddr(file.Config, f)
+	if err != nil {
+		return err
+	}
+	reg, err := coreTools()
+	if err != nil {
+		return err
+	}
+	srv, err := gateway.New(gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("talon serving", "url", "http://"+ln.Addr().String(), "state", stateDir, "config", cfgPath, "config_exists", file.Exists)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing runs in flight")
+	if err := srv.Shutdown(context.Background()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return <-errc
+}
+
+// listenAddr combines --bind/--port with gateway.bind/gateway.port.
+func listenAddr(cfg *config.Config, f serveFlags) (string, error) {
+	port := defaultPort
+	if cfg.Gateway.Port != nil {
+		port = *cfg.Gateway.Port
+	}
+	if f.port != 0 {
+		port = f.port
+	}
+	if port < 1 || port > 65535 {
+		return "", fmt.Errorf("--port %d: want 1..65535", port)
+	}
+	bind := strings.TrimSpace(f.bind)
+	if bind == "" {
+		bind = strings.TrimSpace(cfg.Gateway.Bind)
+	}
+	var host string
+	switch strings.ToLower(bind) {
+	case "", "loopback", "localhost":
+		host = "127.0.0.1"
+	case "lan", "all":
+		host = "0.0.0.0"
+	default:
+		if net.ParseIP(bind) == nil {
+			return "", fmt.Errorf("bind %q: want an IP address, loopback or lan", bind)
+		}
+		host = bind
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}

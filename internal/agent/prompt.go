@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"talon/internal/provider"
+)
+
+// BootstrapFiles are read from the workspace into the system prompt, in
+// this order. BOOTSTRAP.md is added only on a session's first run.
+var BootstrapFiles = []string{"AGENTS.md", "SOUL.md", "IDENTITY.md", "TOOLS.md", "USER.md", "MEMORY.md", "HEARTBEAT.md"}
+
+// FirstRunFile is the bootstrap file for a session's first run.
+const FirstRunFile = "BOOTSTRAP.md"
+
+// DefaultBootstrapMaxChars caps each bootstrap file in the prompt, as
+// agents.defaults.bootstrapMaxChars does.
+const DefaultBootstrapMaxChars = 20000
+
+// promptInput is everything the system prompt is made of.
+type promptInput struct {
+	root     *os.Root
+	firstRun bool
+	maxChars int
+	extra    string // system/developer text from the request
+	tools    []provider.ToolSpec
+	agentID  string
+}
+
+// buildPrompt assembles the system prompt: identity line, each bootstrap
+// file that exists (capped, truncation marked), the tool summary, and the
+// caller's extra instructions. Unreadable files are skipped and reported.
+func buildPrompt(in promptInput) (string, []string) {
+	var b strings.Builder
+	var problems []string
+	fmt.Fprintf(&b, "You are agent %q, running in Talon.\n", in.agentID)
+	files := BootstrapFiles
+	if in.firstRun {
+		files = append(files[:len(files):len(files)], FirstRunFile)
+	}
+	for _, name := range files {
+		if in.root == nil {
+			break
+		}
+		data, err := in.root.ReadFile(name)
+		if err != nil {
+			if !isNotExist(err) {
+				problems = append(problems, fmt.Sprintf("reading %s: %v", name, err))
+			}
+			continue
+		}
+		text := strings.TrimSpace(string(data))
+		if text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n", name, capText(text, in.maxChars))
+	}
+	if len(in.tools) > 0 {
+		b.WriteString("\n## Tools\n\nYou can call these tools:\n")
+		for _, t := range in.tools {
+			fmt.Fprintf(&b, "- %s: %s\n", t.Name, firstLine(t.Description))
+		}
+	}
+	if x := strings.TrimSpace(in.extra); x != "" {
+		fmt.Fprintf(&b, "\n## Instructions from the caller\n\n%s\n", x)
+	}
+	return b.String(), problems
+}
+
+// capText keeps the first max characters and says how many it dropped.
+func capText(s string, max int) string {
+	if max <= 0 || utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:max]) + fmt.Sprintf("\n[…truncated: %d more characters]", len(runes)-max)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

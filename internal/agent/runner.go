@@ -1,0 +1,327 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"talon/internal/config"
+	"talon/internal/policy"
+	"talon/internal/provider"
+	"talon/internal/store"
+	"talon/internal/tools"
+)
+
+// Resolver turns a model reference ("openai/gpt-5.2", "inspect") into a
+// provider and the model id it knows.
+type Resolver func(ref string) (provider.Provider, string, error)
+
+// Runner runs agent turns for one config.
+type Runner struct {
+	Config   *config.Config
+	Policy   *policy.Engine
+	Tools    *tools.Registry
+	Store    *store.DB
+	Resolve  Resolver
+	StateDir string
+	// MaxRounds bounds model calls per run; 0 means DefaultMaxRounds.
+	MaxRounds int
+	// HistoryLimit bounds the transcript messages sent back to the model;
+	// 0 means DefaultHistoryLimit.
+	HistoryLimit int
+}
+
+// Defaults for Runner's bounds.
+const (
+	DefaultMaxRounds    = 24
+	DefaultHistoryLimit = 400
+)
+
+// Request is one turn asked of an agent.
+type Request struct {
+	AgentID    string
+	SessionKey string
+	// Input are the new turns: user messages, or results of client tools.
+	Input []provider.Message
+	// History seeds a session that has no transcript yet (a stateless
+	// caller resending the conversation); ignored otherwise.
+	History []provider.Message
+	// ExtraSystem is appended to the system prompt.
+	ExtraSystem string
+	// ClientTools are tools the caller executes itself: calls to them end
+	// the run and go back to the caller.
+	ClientTools []provider.ToolSpec
+	// Model overrides the agent's model reference.
+	Model string
+	// Owner says whether the sender is an owner (owner-only tools).
+	Owner bool
+	// OnDelta receives streamed text; nil means no streaming.
+	OnDelta func(text string)
+}
+
+// Result is what a run produced.
+type Result struct {
+	Text         string
+	ToolCalls    []provider.ToolCall // calls for the caller's client tools
+	FinishReason string
+	Usage        provider.Usage
+	Model        string // the model reference used
+	Rounds       int
+}
+
+// ErrUnknownAgent is returned for an agent id the config does not define.
+var ErrUnknownAgent = errors.New("unknown agent")
+
+// Run executes one turn. The transcript is appended as the run goes: the
+// input first, then every model answer and tool result, so a crash loses
+// at most the step in flight.
+func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
+	cfg := r.Config
+	agentID := policy.NormalizeAgentID(req.AgentID)
+	if !KnownAgent(cfg, agentID) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	ref := req.Model
+	if ref == "" {
+		ref = ModelRef(cfg, agentID)
+	}
+	prov, modelID, err := r.Resolve(ref)
+	if err != nil {
+		return nil, fmt.Errorf("resolving model %q: %w", ref, err)
+	}
+	provName, _, _ := strings.Cut(ref, "/")
+	if !strings.Contains(ref, "/") {
+		provName = "talon"
+	}
+
+	sessionID, err := r.Store.OpenSession(ctx, agentID, req.SessionKey)
+	if err != nil {
+		return nil, fmt.Errorf("opening session %s: %w", req.SessionKey, err)
+	}
+	entry, err := r.Store.GetSession(ctx, agentID, req.SessionKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading session %s: %w", req.SessionKey, err)
+	}
+	history, err := r.Store.Transcript(ctx, sessionID, r.historyLimit())
+	if err != nil {
+		return nil, fmt.Errorf("reading transcript of %s: %w", req.SessionKey, err)
+	}
+	firstRun := len(history) == 0
+	if firstRun && len(req.History) > 0 {
+		if err := r.Store.AppendMessages(ctx, sessionID, req.History...); err != nil {
+			return nil, fmt.Errorf("saving history of %s: %w", req.SessionKey, err)
+		}
+		history = append(history, req.History...)
+	}
+	if err := r.Store.AppendMessages(ctx, sessionID, req.Input...); err != nil {
+		return nil, fmt.Errorf("saving input of %s: %w", req.SessionKey, err)
+	}
+	history = append(history, req.Input...)
+
+	// The tool list: every registered tool, through the policy.
+	pctx := policy.Context{
+		SessionKey: req.SessionKey, AgentID: agentID, SenderIsOwner: req.Owner,
+		ModelProvider: provName, ModelID: modelID, SpawnedBy: entry.SpawnedBy,
+		SubagentDepth: entry.SpawnDepth, SubagentRole: entry.SubagentRole,
+	}
+	decision := r.Policy.Evaluate(pctx, r.candidates())
+	specs := r.Tools.Specs(decision.Names())
+	specs = append(specs, req.ClientTools...)
+
+	ws, err := r.openWorkspace(agentID)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	system, _ := buildPrompt(promptInput{
+		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
+		tools: specs, agentID: agentID,
+	})
+	env := &tools.Env{
+		AgentID: agentID, SessionKey: req.SessionKey, Workspace: ws,
+		ReadOnly: decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
+	}
+	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
+
+	res := &Result{Model: ref}
+	for res.Rounds < r.maxRounds() {
+		res.Rounds++
+		out, err := prov.Chat(ctx, &provider.Request{Model: modelID, System: system, Messages: history, Tools: specs}, req.OnDelta)
+		if err != nil {
+			return res, fmt.Errorf("calling %s: %w", ref, err)
+		}
+		addUsage(&res.Usage, out.Usage)
+		reply := provider.Message{Role: provider.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
+		if err := r.Store.AppendMessages(ctx, sessionID, reply); err != nil {
+			return res, fmt.Errorf("saving reply of %s: %w", req.SessionKey, err)
+		}
+		history = append(history, reply)
+		res.Text, res.FinishReason = out.Content, out.FinishReason
+		if len(out.ToolCalls) == 0 {
+			if res.FinishReason == "" || res.FinishReason == provider.FinishToolCalls {
+				res.FinishReason = provider.FinishStop
+			}
+			return res, nil
+		}
+		var clientCalls []provider.ToolCall
+		for _, call := range out.ToolCalls {
+			if isClientTool(req.ClientTools, call.Name) {
+				clientCalls = append(clientCalls, call)
+				continue
+			}
+			result := r.execute(ctx, env, &decision, call)
+			msg := provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
+			if err := r.Store.AppendMessages(ctx, sessionID, msg); err != nil {
+				return res, fmt.Errorf("saving tool result of %s: %w", req.SessionKey, err)
+			}
+			history = append(history, msg)
+		}
+		if len(clientCalls) > 0 {
+			res.ToolCalls, res.FinishReason = clientCalls, provider.FinishToolCalls
+			return res, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+	}
+	res.FinishReason = provider.FinishLength
+	if res.Text == "" {
+		res.Text = fmt.Sprintf("Stopped after %d model calls without a final answer.", res.Rounds)
+	}
+	return res, nil
+}
+
+// execute runs one server-side tool call after checking, again, that the
+// policy lets this run call it. A refusal goes back to the model as an
+// error result and explains which layer removed the tool.
+func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, call provider.ToolCall) tools.Result {
+	if !slices.ContainsFunc(d.Tools, func(t policy.Tool) bool { return t.Name == call.Name }) {
+		for _, rm := range d.Removed {
+			if rm.Tool == call.Name {
+				where := rm.Stage
+				if rm.Key != "" {
+					where += " (" + rm.Key + ")"
+				}
+				return tools.Errorf("tool %q is not available to this agent: removed by %s", call.Name, where)
+			}
+		}
+		return tools.Errorf("unknown tool %q", call.Name)
+	}
+	t, ok := r.Tools.Get(call.Name)
+	if !ok {
+		return tools.Errorf("unknown tool %q", call.Name)
+	}
+	args := json.RawMessage(call.Arguments)
+	if strings.TrimSpace(call.Arguments) == "" {
+		args = json.RawMessage("{}")
+	}
+	res, err := t.Run(ctx, env, args)
+	if err != nil {
+		return tools.Errorf("tool %s failed: %v", call.Name, err)
+	}
+	return res
+}
+
+// candidates are the registry's tools as the policy sees them.
+func (r *Runner) candidates() []policy.Tool {
+	all := r.Tools.All()
+	out := make([]policy.Tool, len(all))
+	for i, t := range all {
+		out[i] = policy.Tool{Name: t.Name(), OwnerOnly: slices.Contains(policy.OwnerOnlyTools, t.Name())}
+	}
+	return out
+}
+
+// openWorkspace creates the agent workspace if needed and opens it as a
+// root the file tools cannot leave.
+func (r *Runner) openWorkspace(agentID string) (*os.Root, error) {
+	dir := WorkspaceDir(r.Config, r.StateDir, agentID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating workspace of agent %s: %w", agentID, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace of agent %s: %w", agentID, err)
+	}
+	return root, nil
+}
+
+func isClientTool(specs []provider.ToolSpec, name string) bool {
+	return slices.ContainsFunc(specs, func(s provider.ToolSpec) bool { return s.Name == name })
+}
+
+func addUsage(sum *provider.Usage, u provider.Usage) {
+	sum.PromptTokens += u.PromptTokens
+	sum.CompletionTokens += u.CompletionTokens
+	sum.TotalTokens += u.TotalTokens
+}
+
+func (r *Runner) maxRounds() int {
+	if r.MaxRounds > 0 {
+		return r.MaxRounds
+	}
+	return DefaultMaxRounds
+}
+
+func (r *Runner) historyLimit() int {
+	if r.HistoryLimit > 0 {
+		return r.HistoryLimit
+	}
+	return DefaultHistoryLimit
+}
+
+func bootstrapMax(cfg *config.Config) int {
+	if v := cfg.Agents.Defaults.BootstrapMaxChars; v != nil && *v > 0 {
+		return *v
+	}
+	return DefaultBootstrapMaxChars
+}
+
+// KnownAgent reports whether an agent id exists: an agents.list entry, or
+// the default agent, which exists even when the list is empty.
+func KnownAgent(cfg *config.Config, id string) bool {
+	if id == policy.DefaultAgentID(cfg) {
+		return true
+	}
+	for _, a := range cfg.Agents.List {
+		if policy.NormalizeAgentID(a.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ModelRef is the model reference an agent uses: its own `model` (a string
+// or {primary}), else agents.defaults.model, else inspect.
+func ModelRef(cfg *config.Config, agentID string) string {
+	for _, a := range cfg.Agents.List {
+		if policy.NormalizeAgentID(a.ID) == agentID {
+			if m := modelOf(a.Model); m != "" {
+				return m
+			}
+		}
+	}
+	if m := modelOf(cfg.Agents.Defaults.Model); m != "" {
+		return m
+	}
+	return "inspect"
+}
+
+func modelOf(raw *config.Raw) string {
+	if raw == nil || raw.Value == nil {
+		return ""
+	}
+	switch raw.Kind {
+	case config.String:
+		return strings.TrimSpace(raw.Str)
+	case config.Object:
+		if p := raw.Get("primary"); p != nil && p.Kind == config.String {
+			return strings.TrimSpace(p.Str)
+		}
+	}
+	return ""
+}

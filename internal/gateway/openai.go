@@ -1,0 +1,538 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"talon/internal/agent"
+	"talon/internal/config"
+	"talon/internal/policy"
+	"talon/internal/provider"
+	"talon/internal/session"
+)
+
+// bodyReadTimeout bounds reading a request body.
+const bodyReadTimeout = 30 * time.Second
+
+// noResponse is the content of a run that produced no text, as OpenClaw
+// words it.
+const noResponse = "No response from OpenClaw."
+
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	User          string        `json:"user"`
+	Tools         []chatTool    `json:"tools"`
+	ToolChoice    any           `json:"tool_choice"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  []wireToolCall  `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type wireToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+var (
+	agentTargetPattern = regexp.MustCompile(`^(?i:openclaw[:/]|agent:)([a-z0-9][a-z0-9_-]{0,63})$`)
+	toolNamePattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// request is a chat request resolved against its tenant.
+type request struct {
+	t      *tenant
+	rt     *runtime
+	body   chatRequest
+	agent  string
+	key    string
+	runReq agent.Request
+}
+
+func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	t, rt, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !chatEnabled(rt.file.Config) {
+		writeError(w, http.StatusNotFound, errNotFound, "not found")
+		return
+	}
+	req, status, typ, msg := s.parseChat(w, r, t, rt)
+	if status != 0 {
+		writeError(w, status, typ, msg)
+		return
+	}
+	unlock := s.locks.lock(t.id + "\x00" + req.key)
+	defer unlock()
+	if req.body.Stream {
+		s.streamChat(w, r, req)
+		return
+	}
+	res, err := rt.runner.Run(r.Context(), req.runReq)
+	if err != nil {
+		s.runFailed(w, r, req, err)
+		return
+	}
+	msg2 := map[string]any{"role": "assistant", "content": contentOf(res)}
+	if len(res.ToolCalls) > 0 {
+		msg2["tool_calls"] = wireCalls(res.ToolCalls, false)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": completionID(), "object": "chat.completion", "created": time.Now().Unix(), "model": modelEcho(req),
+		"choices": []any{map[string]any{"index": 0, "message": msg2, "finish_reason": res.FinishReason}},
+		"usage":   res.Usage,
+	})
+}
+
+// streamChat runs with streaming and relays deltas as chat.completion.chunk
+// events, ending with [DONE].
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request) {
+	out := newSSE(w)
+	id, created, model := completionID(), time.Now().Unix(), modelEcho(req)
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	out.send(chunk(map[string]any{"role": "assistant"}, nil))
+	streamed := false
+	req.runReq.OnDelta = func(text string) {
+		if text == "" {
+			return
+		}
+		streamed = true
+		out.send(chunk(map[string]any{"content": text}, nil))
+	}
+	res, err := req.rt.runner.Run(r.Context(), req.runReq)
+	if err != nil {
+		s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
+		out.send(chunk(map[string]any{"content": "Error: " + safeRunError(err)}, "stop"))
+		out.done()
+		return
+	}
+	if !streamed && len(res.ToolCalls) == 0 {
+		out.send(chunk(map[string]any{"content": contentOf(res)}, nil))
+	}
+	if len(res.ToolCalls) > 0 {
+		out.send(chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
+	}
+	out.send(chunk(map[string]any{}, res.FinishReason))
+	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
+		out.send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{}, "usage": res.Usage})
+	}
+	out.done()
+}
+
+// authenticate finds the tenant and checks the bearer. Every failure is
+// the same 401, so a client cannot probe which tenants exist.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*tenant, *runtime, bool) {
+	t, err := s.lookup(strings.TrimSpace(r.Header.Get("X-Tenant-ID")))
+	if err != nil && !errors.Is(err, errNoTenant) {
+		s.log.Error("tenant lookup", "err", err)
+	}
+	var rt *runtime
+	if err == nil {
+		rt, err = t.current(s)
+		if err != nil && !errors.Is(err, errNoTenant) {
+			s.log.Error("tenant load", "tenant", t.id, "err", err)
+			writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
+			return nil, nil, false
+		}
+	}
+	if err != nil || !t.authorize(rt.file.Config, bearer(r), s.loopback) {
+		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
+		return nil, nil, false
+	}
+	return t, rt, true
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// parseChat reads and validates the body and resolves agent and session.
+// A non-zero status is an error to send.
+func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt *runtime) (*request, int, string, string) {
+	cfg := rt.file.Config
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, http.StatusRequestEntityTooLarge, errTooLarge, "Payload too large"
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, http.StatusRequestTimeout, errTimeout, "Request body read timed out"
+		}
+		return nil, http.StatusBadRequest, errInvalidRequest, "Could not read the request body"
+	}
+	req := &request{t: t, rt: rt}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req.body); err != nil {
+		return nil, http.StatusBadRequest, errInvalidRequest, "Invalid JSON body: " + err.Error()
+	}
+
+	// Agent: header, then model, then the default agent.
+	if h := firstHeader(r, "X-OpenClaw-Agent-ID", "X-OpenClaw-Agent"); h != "" {
+		req.agent = policy.NormalizeAgentID(h)
+	} else {
+		m := strings.TrimSpace(req.body.Model)
+		switch {
+		case m == "" || strings.EqualFold(m, "openclaw") || strings.EqualFold(m, "openclaw/default"):
+			req.agent = policy.DefaultAgentID(cfg)
+		case agentTargetPattern.MatchString(m):
+			req.agent = strings.ToLower(agentTargetPattern.FindStringSubmatch(m)[1])
+		default:
+			return nil, http.StatusBadRequest, errInvalidRequest, "Invalid `model`. Use `openclaw` or `openclaw/<agentId>`."
+		}
+	}
+	if !agent.KnownAgent(cfg, req.agent) {
+		return nil, http.StatusBadRequest, errInvalidRequest, fmt.Sprintf("Unknown agent %q", req.agent)
+	}
+	if err := workspaceInside(t, cfg, req.agent); err != nil {
+		s.log.Error("tenant isolation", "tenant", t.id, "err", err)
+		return nil, http.StatusBadRequest, errInvalidRequest, fmt.Sprintf("agent %q has a workspace outside its tenant", req.agent)
+	}
+
+	// Session: header, then user, then a fresh one.
+	switch h, user := strings.TrimSpace(r.Header.Get("X-OpenClaw-Session-Key")), strings.TrimSpace(req.body.User); {
+	case h != "":
+		if session.IsReserved(h) {
+			return nil, http.StatusBadRequest, errInvalidRequest, "session key is in a reserved namespace (subagent:, cron:, acp:)"
+		}
+		key, err := session.Canonical(cfg, req.agent, h)
+		if err != nil {
+			return nil, http.StatusBadRequest, errInvalidRequest, err.Error()
+		}
+		if a := session.AgentOf(key, req.agent); a != req.agent {
+			return nil, http.StatusBadRequest, errInvalidRequest, fmt.Sprintf("session key belongs to agent %q, not %q", a, req.agent)
+		}
+		req.key = key
+	case user != "":
+		req.key = session.OpenAIUser(req.agent, user)
+		if err := session.CheckKey(req.key); err != nil {
+			return nil, http.StatusBadRequest, errInvalidRequest, "user: " + err.Error()
+		}
+	default:
+		req.key = session.OpenAIFresh(req.agent, newUUID())
+	}
+
+	rr, msg := convertMessages(req.body.Messages)
+	if msg != "" {
+		return nil, http.StatusBadRequest, errInvalidRequest, msg
+	}
+	tools, msg := s.clientTools(req.body, rt)
+	if msg != "" {
+		return nil, http.StatusBadRequest, errInvalidRequest, msg
+	}
+	rr.AgentID, rr.SessionKey, rr.ClientTools, rr.Owner = req.agent, req.key, tools, true
+	rr.Model = strings.TrimSpace(r.Header.Get("X-OpenClaw-Model"))
+	req.runReq = rr
+	return req, 0, "", ""
+}
+
+// convertMessages splits an OpenAI conversation into the caller's
+// instructions, the history before the last assistant turn, and the new
+// input after it.
+func convertMessages(msgs []chatMessage) (agent.Request, string) {
+	var rr agent.Request
+	var system []string
+	var conv []provider.Message
+	for i, m := range msgs {
+		text, err := contentText(m.Content)
+		if err != "" {
+			return rr, fmt.Sprintf("messages[%d].content: %s", i, err)
+		}
+		switch m.Role {
+		case "system", "developer":
+			if text != "" {
+				system = append(system, text)
+			}
+		case "user":
+			conv = append(conv, provider.Message{Role: provider.RoleUser, Content: text})
+		case "assistant":
+			pm := provider.Message{Role: provider.RoleAssistant, Content: text}
+			for j, c := range m.ToolCalls {
+				if c.ID == "" || c.Function.Name == "" {
+					return rr, fmt.Sprintf("messages[%d].tool_calls[%d]: id and function.name are required", i, j)
+				}
+				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			}
+			conv = append(conv, pm)
+		case "tool", "function":
+			if m.Role == "tool" && m.ToolCallID == "" {
+				return rr, fmt.Sprintf("messages[%d]: a tool message needs tool_call_id", i)
+			}
+			conv = append(conv, provider.Message{Role: provider.RoleTool, Content: text, ToolCallID: m.ToolCallID, Name: m.Name})
+		default:
+			return rr, fmt.Sprintf("messages[%d].role: unknown role %q", i, m.Role)
+		}
+	}
+	rr.ExtraSystem = strings.Join(system, "\n\n")
+	last := -1
+	for i, m := range conv {
+		if m.Role == provider.RoleAssistant {
+			last = i
+		}
+	}
+	rr.History, rr.Input = conv[:last+1], conv[last+1:]
+	hasInput := false
+	for _, m := range rr.Input {
+		if m.Role == provider.RoleTool || strings.TrimSpace(m.Content) != "" {
+			hasInput = true
+		}
+	}
+	if !hasInput {
+		return rr, "Missing user message in `messages`"
+	}
+	return rr, ""
+}
+
+// contentText flattens string or text-part content. Images are refused
+// rather than dropped: Talon does not pass images to models yet.
+func contentText(raw json.RawMessage) (string, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", ""
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", "invalid string"
+		}
+		return s, ""
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", "expected a string or an array of content parts"
+	}
+	var texts []string
+	for i, p := range parts {
+		switch p.Type {
+		case "text", "input_text":
+			texts = append(texts, p.Text)
+		case "image_url", "input_image":
+			return "", fmt.Sprintf("part %d: image inputs are not supported by Talon yet", i)
+		default:
+			return "", fmt.Sprintf("part %d: unsupported content part type %q", i, p.Type)
+		}
+	}
+	return strings.Join(texts, "\n"), ""
+}
+
+// clientTools validates the caller's function tools. tool_choice "none"
+// hides them; other choices are accepted and behave as "auto".
+func (s *Server) clientTools(body chatRequest, rt *runtime) ([]provider.ToolSpec, string) {
+	if c, ok := body.ToolChoice.(string); ok && c == "none" {
+		return nil, ""
+	}
+	switch c := body.ToolChoice.(type) {
+	case nil, map[string]any:
+	case string:
+		if c != "auto" && c != "required" {
+			return nil, fmt.Sprintf("tool_choice: unknown value %q (want auto, none, required or a function)", c)
+		}
+	default:
+		return nil, "tool_choice: expected a string or an object"
+	}
+	var out []provider.ToolSpec
+	for i, t := range body.Tools {
+		if t.Type != "function" {
+			return nil, fmt.Sprintf("tools[%d].type: only \"function\" tools are supported", i)
+		}
+		name := t.Function.Name
+		if !toolNamePattern.MatchString(name) {
+			return nil, fmt.Sprintf("tools[%d].function.name: must match ^[A-Za-z0-9_-]{1,64}$", i)
+		}
+		if _, taken := s.tools.Get(name); taken {
+			return nil, fmt.Sprintf("tools[%d].function.name: %q is a gateway tool; rename the client tool", i, name)
+		}
+		params := t.Function.Parameters
+		if len(bytes.TrimSpace(params)) > 0 {
+			var obj map[string]any
+			if err := json.Unmarshal(params, &obj); err != nil {
+				return nil, fmt.Sprintf("tools[%d].function.parameters: expected a JSON Schema object", i)
+			}
+		}
+		for _, prev := range out {
+			if prev.Name == name {
+				return nil, fmt.Sprintf("tools[%d].function.name: %q appears twice", i, name)
+			}
+		}
+		out = append(out, provider.ToolSpec{Name: name, Description: t.Function.Description, Parameters: params})
+	}
+	return out, ""
+}
+
+func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request, err error) {
+	if r.Context().Err() != nil {
+		return // the client went away; nobody to answer
+	}
+	s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
+	var perr *provider.Error
+	if errors.As(err, &perr) {
+		writeError(w, http.StatusBadGateway, errAPI, safeRunError(err))
+		return
+	}
+	writeError(w, http.StatusInternalServerError, errAPI, safeRunError(err))
+}
+
+// safeRunError is what a client is told about a failed run: the model
+// provider's own complaint, which the operator needs, or "internal error".
+func safeRunError(err error) string {
+	var perr *provider.Error
+	if errors.As(err, &perr) {
+		return "model provider error: " + perr.Error()
+	}
+	var rerr *provider.ResolveError
+	if errors.As(err, &rerr) {
+		return "model configuration error: " + rerr.Error()
+	}
+	return "internal error"
+}
+
+func contentOf(res *agent.Result) string {
+	if res.Text == "" && len(res.ToolCalls) == 0 {
+		return noResponse
+	}
+	return res.Text
+}
+
+func wireCalls(calls []provider.ToolCall, indexed bool) []wireToolCall {
+	out := make([]wireToolCall, len(calls))
+	for i, c := range calls {
+		out[i].ID, out[i].Type = c.ID, "function"
+		out[i].Function.Name, out[i].Function.Arguments = c.Name, c.Arguments
+		if indexed {
+			n := i
+			out[i].Index = &n
+		}
+	}
+	return out
+}
+
+func modelEcho(req *request) string {
+	if m := strings.TrimSpace(req.body.Model); m != "" {
+		return m
+	}
+	return "openclaw/" + req.agent
+}
+
+// chatEnabled: Talon serves the endpoint unless the config turns it off
+// (OpenClaw's default is off; Talon's main job is this endpoint).
+func chatEnabled(cfg *config.Config) bool {
+	if cfg.Gateway.HTTP == nil || cfg.Gateway.HTTP.Value == nil {
+		return true
+	}
+	v := cfg.Gateway.HTTP.Lookup("endpoints", "chatCompletions", "enabled")
+	return v == nil || v.Kind != config.Bool || v.Bool
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	_, rt, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": modelList(rt.file.Config)})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	_, rt, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	for _, m := range modelList(rt.file.Config) {
+		if m["id"] == id {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, errNotFound, fmt.Sprintf("model %q not found", id))
+}
+
+// modelList names every agent as a model: openclaw (the default agent) and
+// openclaw/<id>.
+func modelList(cfg *config.Config) []map[string]any {
+	entry := func(id string) map[string]any {
+		return map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "talon"}
+	}
+	out := []map[string]any{entry("openclaw")}
+	seen := map[string]bool{}
+	ids := []string{policy.DefaultAgentID(cfg)}
+	for _, a := range cfg.Agents.List {
+		ids = append(ids, policy.NormalizeAgentID(a.ID))
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, entry("openclaw/"+id))
+		}
+	}
+	return out
+}
+
+func firstHeader(r *http.Request, names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(r.Header.Get(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func completionID() string { return "chatcmpl_" + newUUID() }
+
+// newUUID returns a random version-4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,209 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"talon/internal/agent"
+	"talon/internal/config"
+	"talon/internal/provider"
+	"talon/internal/tools"
+)
+
+// Options configure a Server.
+type Options struct {
+	// StateDir holds the default tenant's files and tenants/<id>/.
+	StateDir string
+	// ConfigPath is the default tenant's config; empty means the first of
+	// config.Names in StateDir, else StateDir/talon.json.
+	ConfigPath string
+	// Addr is host:port to listen on.
+	Addr string
+	// Tools is the registry of core tools; every tenant shares it.
+	Tools *tools.Registry
+	// Env reads environment variables (API keys, TALON_GATEWAY_TOKEN);
+	// nil means os.Getenv.
+	Env func(string) string
+	// Logger receives the server's log; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body; 0 means 20 MiB.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds how long Shutdown waits for runs; 0 means 30 s.
+	ShutdownTimeout time.Duration
+}
+
+// Server is the gateway.
+type Server struct {
+	opts          Options
+	log           *slog.Logger
+	tools         *tools.Registry
+	defaultTenant *tenant
+	tenants       tenants
+	locks         sessionLocks
+	loopback      bool
+
+	httpSrv *http.Server
+	ready   chan struct{}
+	once    sync.Once
+}
+
+// New prepares a server; it opens nothing until Serve or the first request.
+func New(opts Options) (*Server, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("gateway: state dir is required")
+	}
+	if opts.Env == nil {
+		opts.Env = os.Getenv
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 20 << 20
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.Tools == nil {
+		return nil, errors.New("gateway: a tool registry is required")
+	}
+	cfgPath := opts.ConfigPath
+	if cfgPath == "" {
+		if p, ok := config.Find(opts.StateDir); ok {
+			cfgPath = p
+		} else {
+			cfgPath = filepath.Join(opts.StateDir, config.Filename)
+		}
+	}
+	s := &Server{
+		opts:  opts,
+		log:   opts.Logger,
+		tools: opts.Tools,
+		defaultTenant: &tenant{
+			dir: opts.StateDir, configPath: cfgPath, envToken: opts.Env("TALON_GATEWAY_TOKEN"),
+		},
+		tenants: tenants{m: map[string]*tenant{}},
+		ready:   make(chan struct{}),
+	}
+	return s, nil
+}
+
+// Handler returns the HTTP routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.handleChatCompletions)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	})
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, errNotFound, "not found")
+	})
+	return mux
+}
+
+// Listen checks the security defaults and binds the address. Binding
+// anything but loopback needs a token or password for the default tenant.
+func (s *Server) Listen() (net.Listener, error) {
+	host, _, err := net.SplitHostPort(s.opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: address %q: %w", s.opts.Addr, err)
+	}
+	s.loopback = isLoopbackHost(host)
+	rt, err := s.defaultTenant.current(s)
+	if err != nil {
+		return nil, err
+	}
+	if !s.loopback && len(s.defaultTenant.token(rt.file.Config)) == 0 {
+		return nil, fmt.Errorf("gateway: refusing to listen on %s without auth: set gateway.auth.token in %s or TALON_GATEWAY_TOKEN, or bind 127.0.0.1", s.opts.Addr, s.defaultTenant.configPath)
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listening on %s: %w", s.opts.Addr, err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.httpSrv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.once.Do(func() { close(s.ready) })
+	err := s.httpSrv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting requests, waits for runs in flight up to the
+// shutdown timeout, then closes the stores.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.ShutdownTimeout)
+		defer cancel()
+		if err = s.httpSrv.Shutdown(ctx); err != nil {
+			s.httpSrv.Close()
+		}
+	}
+	s.closeTenants()
+	return err
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+	select {
+	case <-s.ready:
+	default:
+		writeError(w, http.StatusServiceUnavailable, errAPI, "starting")
+		return
+	}
+	if _, err := s.defaultTenant.current(s); err != nil {
+		writeError(w, http.StatusServiceUnavailable, errAPI, "default tenant not ready")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+// resolver resolves model references against one config.
+func (s *Server) resolver(cfg *config.Config) agent.Resolver {
+	return func(ref string) (provider.Provider, string, error) {
+		return provider.Resolve(cfg, ref, s.opts.Env)
+	}
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sessionLocks serialises runs per session with a fixed set of striped
+// mutexes: bounded memory, no cleanup.
+type sessionLocks struct{ m [256]sync.Mutex }
+
+func (l *sessionLocks) lock(key string) func() {
+	var h uint32 = 2166136261
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	mu := &l.m[h%uint32(len(l.m))]
+	mu.Lock()
+	return mu.Unlock
+}

@@ -1,0 +1,219 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"talon/internal/agent"
+	"talon/internal/config"
+	"talon/internal/policy"
+	"talon/internal/store"
+)
+
+// tenantIDPattern keeps tenant ids to one safe path segment.
+var tenantIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// errNoTenant is what every tenant lookup failure looks like to a client:
+// an unknown tenant is indistinguishable from a bad token.
+var errNoTenant = errors.New("no such tenant")
+
+// tenant is one tenant's state: its directory, config, store and runner.
+type tenant struct {
+	id         string // "" for the default tenant
+	dir        string
+	configPath string
+	envToken   string // TALON_GATEWAY_TOKEN, default tenant only
+
+	mu      sync.Mutex
+	stamp   fileStamp
+	rt      *runtime // current config and everything built from it
+	store   *store.DB
+	loadErr error
+}
+
+// runtime is built from one version of a tenant's config.
+type runtime struct {
+	file   *config.File
+	runner *agent.Runner
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+	ok   bool
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{fi.ModTime(), fi.Size(), true}
+}
+
+// current returns the tenant's runtime, reloading the config when the file
+// changed. A config that no longer loads keeps the last good one in force
+// and is logged; a tenant whose first load fails serves errors.
+func (t *tenant) current(s *Server) (*runtime, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := stampOf(t.configPath)
+	if t.rt != nil && st == t.stamp {
+		return t.rt, nil
+	}
+	if t.store == nil {
+		db, err := s.openStore(t.dir)
+		if err != nil {
+			return nil, err
+		}
+		t.store = db
+	}
+	f, err := config.Load(t.configPath)
+	if err != nil {
+		s.log.Error("loading tenant config", "tenant", t.id, "path", t.configPath, "err", err)
+		if t.rt != nil {
+			t.stamp = st // do not retry on every request; a new write changes the stamp
+			return t.rt, nil
+		}
+		return nil, fmt.Errorf("loading config of tenant %q: %w", t.id, err)
+	}
+	if t.id != "" && !f.Exists {
+		return nil, errNoTenant
+	}
+	for _, w := range f.Warnings {
+		s.log.Debug("config", "tenant", t.id, "warning", w.String())
+	}
+	t.rt = &runtime{file: f, runner: s.newRunner(t, f.Config)}
+	t.stamp = st
+	return t.rt, nil
+}
+
+// token is the secret a bearer must present, or "" when none is set.
+func (t *tenant) token(cfg *config.Config) []string {
+	var out []string
+	for _, s := range []string{cfg.Gateway.Auth.Token, cfg.Gateway.Auth.Password, t.envToken} {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// authorize checks the bearer against the tenant's secrets in constant
+// time. With no secret configured only the default tenant of a loopback
+// server is open; tenants always need a token.
+func (t *tenant) authorize(cfg *config.Config, bearer string, loopback bool) bool {
+	secrets := t.token(cfg)
+	if len(secrets) == 0 {
+		return t.id == "" && loopback
+	}
+	ok := false
+	for _, s := range secrets {
+		if subtle.ConstantTimeCompare([]byte(s), []byte(bearer)) == 1 {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// tenants holds the tenants loaded so far.
+type tenants struct {
+	mu sync.Mutex
+	m  map[string]*tenant
+}
+
+// lookup finds a tenant by its X-Tenant-ID ("" for the default one). A
+// tenant exists when its directory does.
+func (s *Server) lookup(id string) (*tenant, error) {
+	if id == "" {
+		return s.defaultTenant, nil
+	}
+	if !tenantIDPattern.MatchString(id) {
+		return nil, errNoTenant
+	}
+	s.tenants.mu.Lock()
+	defer s.tenants.mu.Unlock()
+	if t, ok := s.tenants.m[id]; ok {
+		return t, nil
+	}
+	dir := filepath.Join(s.opts.StateDir, "tenants", id)
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+		return nil, errNoTenant
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening tenant %q: %w", id, err)
+	}
+	path, ok := config.Find(dir)
+	if !ok {
+		path = filepath.Join(dir, config.Filename)
+	}
+	t := &tenant{id: id, dir: dir, configPath: path}
+	s.tenants.m[id] = t
+	return t, nil
+}
+
+// closeAll closes every tenant's store.
+func (s *Server) closeTenants() {
+	all := []*tenant{s.defaultTenant}
+	s.tenants.mu.Lock()
+	for _, t := range s.tenants.m {
+		all = append(all, t)
+	}
+	s.tenants.mu.Unlock()
+	for _, t := range all {
+		t.mu.Lock()
+		if t.store != nil {
+			if err := t.store.Close(); err != nil {
+				s.log.Error("closing store", "tenant", t.id, "err", err)
+			}
+			t.store = nil
+		}
+		t.mu.Unlock()
+	}
+}
+
+// newRunner builds the agent runner for one config version.
+func (s *Server) newRunner(t *tenant, cfg *config.Config) *agent.Runner {
+	return &agent.Runner{
+		Config:   cfg,
+		Policy:   policy.New(cfg),
+		Tools:    s.tools,
+		Store:    t.store,
+		Resolve:  s.resolver(cfg),
+		StateDir: t.dir,
+	}
+}
+
+// StoreFile is the name of a tenant's SQLite database in its directory.
+const StoreFile = "talon.db"
+
+func (s *Server) openStore(dir string) (*store.DB, error) {
+	db, err := store.Open(filepath.Join(dir, StoreFile))
+	if err != nil {
+		return nil, fmt.Errorf("opening the session store: %w", err)
+	}
+	return db, nil
+}
+
+// workspaceInside reports whether an agent's workspace stays inside the
+// tenant directory; a tenant config must not reach another tenant's files.
+func workspaceInside(t *tenant, cfg *config.Config, agentID string) error {
+	if t.id == "" {
+		return nil
+	}
+	ws := agent.WorkspaceDir(cfg, t.dir, agentID)
+	rel, err := filepath.Rel(t.dir, ws)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("workspace %s of agent %q is outside the tenant directory", ws, agentID)
+	}
+	return nil
+}
