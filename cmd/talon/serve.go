@@ -17,6 +17,7 @@ import (
 
 	"talon/internal/config"
 	"talon/internal/gateway"
+	"talon/internal/tools/core"
 )
 
 // defaultPort is OpenClaw's gateway port.
@@ -85,7 +86,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	reg, err := coreTools()
+	reg, err := core.Registry()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"talon/internal/store"
+)
+
+func fakeModelConfig(llm *scriptedLLM, extra string) string {
+	return `{models:{providers:{fake:{baseUrl:"` + llm.srv.URL + `/v1"}}},agents:{defaults:{model:"fake/scripted"}` + extra + `}}`
+}
+
+// TestAbort: when the client goes away mid-run, the model call is
+// cancelled and the user's message stays in the transcript.
+func TestAbort(t *testing.T) {
+	llm := newScriptedLLM(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(llm, "")))
+	ts := startServer(t, dir, nil)
+	started := make(chan struct{})
+	llm.mu.Lock()
+	llm.block = started
+	llm.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.url+"/v1/chat/completions",
+			strings.NewReader(`{"model":"openclaw","stream":true,"user":"abort","messages":[{"role":"user","content":"long task"}]}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = readBody(resp)
+		}
+		done <- err
+	}()
+	<-started
+	cancel()
+	<-done
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		llm.mu.Lock()
+		n := llm.cancelled
+		llm.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the model call was not cancelled after the client left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.stop()
+	db, err := store.Open(filepath.Join(dir, StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e, err := db.GetSession(context.Background(), "main", "agent:main:openai-user:abort")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := db.Transcript(context.Background(), e.SessionID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Content != "long task" {
+		t.Errorf("transcript = %+v, want just the user message", msgs)
+	}
+}
+
+// TestShutdownFinishesRuns: Shutdown waits for a run in flight, which
+// completes normally.
+func TestShutdownFinishesRuns(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"finished"},"finish_reason":"stop"}]}`))
+	}))
+	defer slow.Close()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{models:{providers:{fake:{baseUrl:"`+slow.URL+`/v1"}}},agents:{defaults:{model:"fake/slow"}}}`))
+	ts := startServer(t, dir, nil)
+	got := make(chan reply, 1)
+	go func() { got <- ts.post(nil, `{"model":"openclaw","messages":[{"role":"user","content":"hi"}]}`) }()
+	<-arrived
+	stopped := make(chan struct{})
+	go func() { ts.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("shutdown returned while a run was in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	rep := <-got
+	<-stopped
+	if rep.status != 200 || rep.content != "finished" {
+		t.Errorf("in-flight run: status %d content %q body %s", rep.status, rep.content, rep.body)
+	}
+}
+
+// TestTenantIsolation: tenants have their own tokens, sessions and files;
+// every way across fails, and an unknown tenant looks like a bad token.
+func TestTenantIsolation(t *testing.T) {
+	llm := newScriptedLLM(t)
+	dir := t.TempDir()
+	providers := `models:{providers:{fake:{baseUrl:"` + llm.srv.URL + `/v1"}}},`
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway:{auth:{token:"root-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "acme", "clawdbot.json"), []byte(`{gateway:{auth:{token:"acme-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "beta", "clawdbot.json"), []byte(`{gateway:{auth:{token:"beta-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "evil", "clawdbot.json"), []byte(`{gateway:{auth:{token:"evil-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi",workspace:"../acme/workspace-somi"}]}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "notoken", "clawdbot.json"), []byte(`{`+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
+	ts := startServer(t, dir, nil)
+	body := `{"model":"openclaw/somi","user":"u1","messages":[{"role":"user","content":"secret plan"}]}`
+	cases := []struct {
+		name   string
+		tenant string
+		token  string
+		body   string
+		status int
+	}{
+		{"acme with its token", "acme", "acme-token", body, 200},
+		{"beta with acme's token", "beta", "acme-token", body, 401},
+		{"acme with the root token", "acme", "root-token", body, 401},
+		{"root with acme's token", "", "acme-token", `{"model":"openclaw","messages":[{"role":"user","content":"x"}]}`, 401},
+		{"unknown tenant", "nobody", "acme-token", body, 401},
+		{"path traversal tenant", "../tenants/acme", "acme-token", body, 401},
+		{"dot tenant", ".", "acme-token", body, 401},
+		{"tenant without a token", "notoken", "", body, 401},
+		{"workspace outside the tenant", "evil", "evil-token", body, 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.status == 200 {
+				llm.push(scripted{Content: "ok"})
+			}
+			h := map[string]string{"Authorization": "Bearer " + c.token}
+			if c.tenant != "" {
+				h["X-Tenant-ID"] = c.tenant
+			}
+			rep := ts.post(h, c.body)
+			if rep.status != c.status {
+				t.Fatalf("status %d, want %d: %s", rep.status, c.status, rep.body)
+			}
+			if c.status == 401 && !strings.Contains(rep.body, `"Unauthorized"`) {
+				t.Errorf("401 body %s does not look like every other 401", rep.body)
+			}
+		})
+	}
+	// Beta uses acme's session key: it gets a session of its own, empty.
+	llm.push(scripted{Content: "ok"})
+	n := llm.count()
+	rep := ts.post(map[string]string{"Authorization": "Bearer beta-token", "X-Tenant-ID": "beta", "X-OpenClaw-Session-Key": "agent:somi:openai-user:u1"},
+		`{"model":"openclaw/somi","messages":[{"role":"user","content":"what was the plan?"}]}`)
+	if rep.status != 200 {
+		t.Fatalf("beta: %d %s", rep.status, rep.body)
+	}
+	if strings.Contains(string(llm.request(n+1)), "secret plan") {
+		t.Error("beta's run saw acme's transcript")
+	}
+	for _, p := range []string{"tenants/acme/talon.db", "tenants/beta/talon.db"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tenants", "acme", "workspace")); err != nil {
+		t.Errorf("acme's agent workspace should be inside the tenant: %v", err)
+	}
+}
+
+// TestModelsEndpoint lists agents as models, behind auth.
+func TestModelsEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway:{auth:{token:"k"}},agents:{list:[{id:"main"},{id:"Ops Team"}]}}`))
+	ts := startServer(t, dir, nil)
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, ts.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := readBody(resp)
+		return resp.StatusCode, b
+	}
+	if code, _ := get("/v1/models", "wrong"); code != 401 {
+		t.Errorf("bad token: %d", code)
+	}
+	code, body := get("/v1/models", "k")
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	json.Unmarshal([]byte(body), &list)
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	if code != 200 || strings.Join(ids, ",") != "openclaw,openclaw/main,openclaw/ops-team" {
+		t.Errorf("models: %d %v", code, ids)
+	}
+	if code, _ := get("/v1/models/openclaw/ops-team", "k"); code != 200 {
+		t.Errorf("one model: %d", code)
+	}
+	if code, _ := get("/v1/models/openclaw/nope", "k"); code != 404 {
+		t.Errorf("missing model: %d", code)
+	}
+	if code, body := get("/healthz", ""); code != 200 {
+		t.Errorf("healthz: %d %s", code, body)
+	}
+	if code, body := get("/readyz", ""); code != 200 {
+		t.Errorf("readyz: %d %s", code, body)
+	}
+}
+
+// TestListenRefusesOpenNonLoopback: binding beyond loopback without a token
+// fails with a message saying how to fix it.
+func TestListenRefusesOpenNonLoopback(t *testing.T) {
+	reg := mustRegistry(t)
+	srv, err := New(Options{StateDir: t.TempDir(), Addr: "0.0.0.0:0", Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Listen(); err == nil || !strings.Contains(err.Error(), "without auth") {
+		t.Fatalf("Listen = %v, want a refusal", err)
+	}
+}

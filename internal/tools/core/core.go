@@ -1,0 +1,39 @@
+// Package core assembles the registry of every tool Talon implements, in
+// OpenClaw's construction order (tool-policy spec §1.3), which is the order
+// models see them in. It is safe for concurrent use: the registry it
+// returns is immutable.
+package core
+
+import (
+	"fmt"
+
+	"talon/internal/tools"
+	"talon/internal/tools/fs"
+	"talon/internal/tools/sessions"
+)
+
+// Order is the construction order of the tools Talon has.
+var Order = []string{
+	"read", "edit", "write", "apply_patch",
+	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
+}
+
+// Registry returns a new registry of the core tools.
+func Registry() (*tools.Registry, error) {
+	byName := map[string]tools.Tool{}
+	for _, t := range append(fs.All(), sessions.All()...) {
+		byName[t.Name()] = t
+	}
+	ts := make([]tools.Tool, 0, len(Order))
+	for _, n := range Order {
+		t, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("core tools: %q is in Order but not built", n)
+		}
+		ts = append(ts, t)
+	}
+	if len(ts) != len(byName) {
+		return nil, fmt.Errorf("core tools: %d built but %d ordered", len(byName), len(ts))
+	}
+	return tools.NewRegistry(ts...)
+}
