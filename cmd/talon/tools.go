@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"talon/internal/policy"
+	"talon/internal/tools"
+	"talon/internal/tools/core"
 )
 
 func newToolsCmd() *cobra.Command {
@@ -25,7 +27,9 @@ func newToolsCmd() *cobra.Command {
 candidate tool: available, or removed by which layer and which config key. Below it,
 the steps that applied and the likely mistakes, each with a one-line fix.
 
-The candidates are OpenClaw's tool catalog (§1.3 of the tool-policy spec). Declare
+The candidates are OpenClaw's tool catalog (§1.3 of the tool-policy spec); TOKENS is
+what each tool Talon implements costs in every model request (o200k_base), "-" for
+catalog tools Talon does not implement yet. Declare
 plugin tools with --plugin-tool NAME=PLUGIN[,optional][,origin=...] (origin defaults
 to bundled, whose plugins are off until enabled).`,
 		Args: cobra.NoArgs,
@@ -61,6 +65,9 @@ to bundled, whose plugins are off until enabled).`,
 				ctx.Sandboxed = &sandboxed
 			}
 			x := policy.Explain(f.Config, ctx, policy.CandidateTools(f.Config))
+			if err := priceTools(&x); err != nil {
+				return err
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -84,4 +91,19 @@ to bundled, whose plugins are off until enabled).`,
 	fl.StringArrayVar(&pluginTools, "plugin-tool", nil, "a plugin tool: NAME=PLUGIN[,optional][,origin=ORIGIN] (repeatable)")
 	cmd.AddCommand(explain)
 	return cmd
+}
+
+// priceTools fills in the token cost of every tool Talon implements; the
+// catalog tools it does not implement stay unpriced ("-").
+func priceTools(x *policy.Explanation) error {
+	reg, err := core.Registry()
+	if err != nil {
+		return err
+	}
+	for i := range x.Tools {
+		if t, ok := reg.Get(x.Tools[i].Name); ok {
+			x.Tools[i].Tokens = tools.SchemaTokens(tools.Spec(t))
+		}
+	}
+	return nil
 }

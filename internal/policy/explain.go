@@ -49,6 +49,9 @@ type ToolRow struct {
 	Plugin    string   `json:"plugin,omitempty"`
 	Available bool     `json:"available"`
 	Removal   *Removal `json:"removal,omitempty"`
+	// Tokens is what the tool's definition costs in a model request, when
+	// the caller knows its schema (Talon implements it); 0 otherwise.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Explanation answers "why does this run have these tools".

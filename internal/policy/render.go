@@ -26,33 +26,45 @@ func (x *Explanation) Text() string {
 	if x.Subagent != nil {
 		fmt.Fprintf(&b, "subagent: depth %d, role %s\n", x.Subagent.Depth, x.Subagent.Role)
 	}
-	avail := 0
+	avail, tokens, priced := 0, 0, 0
 	for _, t := range x.Tools {
 		if t.Available {
 			avail++
+			if t.Tokens > 0 {
+				tokens += t.Tokens
+				priced++
+			}
 		}
 	}
-	fmt.Fprintf(&b, "\n%d of %d tools available\n\n", avail, len(x.Tools))
+	fmt.Fprintf(&b, "\n%d of %d tools available", avail, len(x.Tools))
+	if priced > 0 {
+		fmt.Fprintf(&b, "; the %d of them Talon implements cost %d tokens of tool definitions per model call", priced, tokens)
+	}
+	b.WriteString("\n\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tSTATUS\tREMOVED BY\tKEY\tWHY")
+	fmt.Fprintln(tw, "TOOL\tSTATUS\tTOKENS\tREMOVED BY\tKEY\tWHY")
 	for _, t := range x.Tools {
 		name := t.Name
 		if t.Plugin != "" {
 			name += " (" + t.Plugin + ")"
 		}
+		cost := "-"
+		if t.Tokens > 0 {
+			cost = fmt.Sprint(t.Tokens)
+		}
 		switch {
 		case t.Available:
-			fmt.Fprintf(tw, "%s\tavailable\t\t\t\n", name)
+			fmt.Fprintf(tw, "%s\tavailable\t%s\t\t\t\n", name, cost)
 		case t.Removal == nil:
-			fmt.Fprintf(tw, "%s\tnot built\t\t\t\n", name)
+			fmt.Fprintf(tw, "%s\tnot built\t%s\t\t\t\n", name, cost)
 		default:
 			rm := t.Removal
 			key := rm.Key
 			if rm.Default && key != "" {
 				key += " (default)"
 			}
-			fmt.Fprintf(tw, "%s\tremoved\t%s\t%s\t%s\n", name, rm.Stage, orDash(key), why(rm))
+			fmt.Fprintf(tw, "%s\tremoved\t%s\t%s\t%s\t%s\n", name, cost, rm.Stage, orDash(key), why(rm))
 		}
 	}
 	tw.Flush()
