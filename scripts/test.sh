@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the repository. Works on a fresh machine: it installs
-# what the tests need first (today: only the Go toolchain, which the machine
-# has). Extra arguments go to `go test`.
+# what the tests need first — the Go toolchain must be there; curl, Node.js
+# and npm come from Debian's packages when missing (as root), and the Node
+# client of the end-to-end tests (e2e/node, the openai npm package) from
+# its package-lock.json with npm ci. When everything is present it installs
+# nothing. Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,8 +13,40 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
+echo "== e2e clients"
+# Debian package for each program the e2e tests run.
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq "${missing[@]}" >/dev/null
+	else
+		# The e2e tests fail under CI=true (and skip otherwise) with this hint.
+		echo "test.sh: missing ${missing[*]}; install them (apt-get install -y ${missing[*]}) or run this script as root" >&2
+	fi
+fi
+if command -v npm >/dev/null 2>&1; then
+	# npm ci when node_modules is absent or older than the lock file (npm
+	# writes node_modules/.package-lock.json on every install).
+	nm=e2e/node/node_modules/.package-lock.json
+	if [ ! -f "$nm" ] || [ e2e/node/package-lock.json -nt "$nm" ] || [ e2e/node/package.json -nt "$nm" ]; then
+		echo "npm ci in e2e/node"
+		(cd e2e/node && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+	echo "node $(node --version), npm $(npm --version 2>/dev/null), curl $(curl --version 2>/dev/null | head -n1 | cut -d' ' -f2 || echo missing)"
+fi
+
 echo "== gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+# The tracked files that exist (one deleted in the work tree is not
+# formatted).
+gofiles=$(git ls-files '*.go' 2>/dev/null ||
+	find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*')
+unformatted=$(for f in $gofiles; do if [ -f "$f" ]; then echo "$f"; fi; done | xargs -r gofmt -l)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:" >&2
 	echo "$unformatted" >&2

@@ -61,6 +61,10 @@ type Request struct {
 	Owner bool
 	// OnDelta receives streamed text; nil means no streaming.
 	OnDelta func(text string)
+	// MaxTokens and Temperature pass the caller's sampling limits to every
+	// model call of the run; zero values leave the provider's defaults.
+	MaxTokens   int
+	Temperature *float64
 }
 
 // Result is what a run produced.
@@ -150,7 +154,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	res := &Result{Model: ref}
 	for res.Rounds < r.maxRounds() {
 		res.Rounds++
-		out, err := prov.Chat(ctx, &provider.Request{Model: modelID, System: system, Messages: history, Tools: specs}, req.OnDelta)
+		out, err := prov.Chat(ctx, &provider.Request{
+			Model: modelID, System: system, Messages: history, Tools: specs,
+			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
+		}, req.OnDelta)
 		if err != nil {
 			return res, fmt.Errorf("calling %s: %w", ref, err)
 		}

@@ -37,6 +37,9 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	MaxTokens           *int     `json:"max_tokens"`
+	MaxCompletionTokens *int     `json:"max_completion_tokens"`
+	Temperature         *float64 `json:"temperature"`
 }
 
 type chatMessage struct {
@@ -114,6 +117,9 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	msg2 := map[string]any{"role": "assistant", "content": contentOf(res)}
 	if len(res.ToolCalls) > 0 {
 		msg2["tool_calls"] = wireCalls(res.ToolCalls, false)
+		if res.Text == "" {
+			msg2["content"] = nil // as OpenAI sends it
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": completionID(), "object": "chat.completion", "created": time.Now().Unix(), "model": modelEcho(req),
@@ -263,6 +269,9 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 	if msg != "" {
 		return nil, http.StatusBadRequest, errInvalidRequest, msg
 	}
+	if msg := samplingParams(&req.body, &rr); msg != "" {
+		return nil, http.StatusBadRequest, errInvalidRequest, msg
+	}
 	tools, msg := s.clientTools(req.body, rt)
 	if msg != "" {
 		return nil, http.StatusBadRequest, errInvalidRequest, msg
@@ -328,6 +337,28 @@ func convertMessages(msgs []chatMessage) (agent.Request, string) {
 		return rr, "Missing user message in `messages`"
 	}
 	return rr, ""
+}
+
+// samplingParams validates max_tokens / max_completion_tokens and
+// temperature and passes them to the run.
+func samplingParams(b *chatRequest, rr *agent.Request) string {
+	limit := b.MaxCompletionTokens
+	if limit == nil {
+		limit = b.MaxTokens
+	}
+	if limit != nil {
+		if *limit < 1 {
+			return "max_tokens must be a positive integer"
+		}
+		rr.MaxTokens = *limit
+	}
+	if t := b.Temperature; t != nil {
+		if *t < 0 || *t > 2 {
+			return "temperature must be between 0 and 2"
+		}
+		rr.Temperature = t
+	}
+	return ""
 }
 
 // contentText flattens string or text-part content. Images are refused

@@ -102,6 +102,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/chat/completions", s.handleChatCompletions)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	mux.HandleFunc("/v1/models", methodNotAllowed(http.MethodGet))
+	mux.HandleFunc("/v1/models/", methodNotAllowed(http.MethodGet))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
@@ -183,6 +185,13 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) resolver(cfg *config.Config) agent.Resolver {
 	return func(ref string) (provider.Provider, string, error) {
 		return provider.Resolve(cfg, ref, s.opts.Env)
+	}
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, errInvalidRequest, "method not allowed; use "+allow)
 	}
 }
 
