@@ -102,29 +102,28 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		provName = "talon"
 	}
 
-	sessionID, err := r.Store.OpenSession(ctx, agentID, req.SessionKey)
-	if err != nil {
-		return nil, fmt.Errorf("opening session %s: %w", req.SessionKey, err)
-	}
+	// Read the history, then record the turn's input (and, for a new
+	// session, the caller's history) in one durable write.
+	var history []provider.Message
 	entry, err := r.Store.GetSession(ctx, agentID, req.SessionKey)
-	if err != nil {
+	switch {
+	case err == nil:
+		if history, err = r.Store.Transcript(ctx, entry.SessionID, r.historyLimit()); err != nil {
+			return nil, fmt.Errorf("reading transcript of %s: %w", req.SessionKey, err)
+		}
+	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("reading session %s: %w", req.SessionKey, err)
 	}
-	history, err := r.Store.Transcript(ctx, sessionID, r.historyLimit())
-	if err != nil {
-		return nil, fmt.Errorf("reading transcript of %s: %w", req.SessionKey, err)
-	}
 	firstRun := len(history) == 0
+	input := req.Input
 	if firstRun && len(req.History) > 0 {
-		if err := r.Store.AppendMessages(ctx, sessionID, req.History...); err != nil {
-			return nil, fmt.Errorf("saving history of %s: %w", req.SessionKey, err)
-		}
-		history = append(history, req.History...)
+		input = append(slices.Clip(req.History), req.Input...)
 	}
-	if err := r.Store.AppendMessages(ctx, sessionID, req.Input...); err != nil {
-		return nil, fmt.Errorf("saving input of %s: %w", req.SessionKey, err)
+	if entry, err = r.Store.BeginTurn(ctx, agentID, req.SessionKey, input...); err != nil {
+		return nil, fmt.Errorf("saving the input of %s: %w", req.SessionKey, err)
 	}
-	history = append(history, req.Input...)
+	sessionID := entry.SessionID
+	history = append(history, input...)
 
 	// The tool list: every registered tool, through the policy.
 	pctx := policy.Context{

@@ -56,29 +56,32 @@ func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs ...prov
 	if len(msgs) == 0 {
 		return nil
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		stmt := tx.StmtContext(ctx, db.appendStmt)
-		defer stmt.Close()
-		at := ms(db.now())
-		for i, m := range msgs {
-			if !validRole(m.Role) {
-				return fmt.Errorf("message %d: invalid role %q", i, m.Role)
-			}
-			b, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("message %d: %w", i, err)
-			}
-			if _, err := stmt.ExecContext(ctx, sessionID, at, string(m.Role), string(b)); err != nil {
-				return fmt.Errorf("message %d: %w", i, err)
-			}
-			if testHookAppended != nil {
-				testHookAppended(i)
-			}
-		}
-		return nil
-	})
+	err := db.write(ctx, func(tx *sql.Tx) error { return db.appendTx(ctx, tx, sessionID, msgs) })
 	if err != nil {
 		return fmt.Errorf("appending messages to %q: %w", sessionID, err)
+	}
+	return nil
+}
+
+// appendTx inserts messages inside a write transaction.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []provider.Message) error {
+	stmt := tx.StmtContext(ctx, db.appendStmt)
+	defer stmt.Close()
+	at := ms(db.now())
+	for i, m := range msgs {
+		if !validRole(m.Role) {
+			return fmt.Errorf("message %d: invalid role %q", i, m.Role)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+		if _, err := stmt.ExecContext(ctx, sessionID, at, string(m.Role), string(b)); err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+		if testHookAppended != nil {
+			testHookAppended(i)
+		}
 	}
 	return nil
 }
