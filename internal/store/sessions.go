@@ -87,39 +87,6 @@ func (db *DB) GetSession(ctx context.Context, agent, key string) (session.Entry,
 	return e, err
 }
 
-// OpenSession returns the id of a session's current transcript, creating
-// the session (new sessionId, updatedAt now) when it does not exist, and
-// otherwise raising its updatedAt to now: opening a session for a run is a
-// use of it. The time comes from db.Now.
-func (db *DB) OpenSession(ctx context.Context, agent, key string) (string, error) {
-	a, k, err := ids(agent, key)
-	if err != nil {
-		return "", fmt.Errorf("opening session: %w", err)
-	}
-	now := ms(db.now())
-	var id string
-	err = db.write(ctx, func(tx *sql.Tx) error {
-		cur, err := getEntry(ctx, tx, a, k)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			cur = session.Entry{SessionID: NewID(), UpdatedAt: now}
-		case err != nil:
-			return err
-		case cur.UpdatedAt >= now:
-			id = cur.SessionID
-			return nil // nothing to write
-		default:
-			cur.UpdatedAt = now
-		}
-		id = cur.SessionID
-		return putEntry(ctx, tx, a, k, cur)
-	})
-	if err != nil {
-		return "", fmt.Errorf("opening session %q: %w", k, err)
-	}
-	return id, nil
-}
-
 // BeginTurn starts a run on a session in one durable transaction: it
 // creates the session (or raises its updatedAt to now) and appends msgs to
 // its transcript. It returns the session's entry. One commit instead of

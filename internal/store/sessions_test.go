@@ -288,21 +288,18 @@ func TestResetSessionKeepsOldTranscript(t *testing.T) {
 	}
 }
 
-// runStore is the agent runner's view of the store (agent.Store).
-type runStore interface {
-	OpenSession(ctx context.Context, agentID, key string) (string, error)
-	AppendMessages(ctx context.Context, sessionID string, msgs ...provider.Message) error
-	Transcript(ctx context.Context, sessionID string, limit int) ([]provider.Message, error)
-}
-
-var _ runStore = (*DB)(nil)
-
-func TestOpenSession(t *testing.T) {
+// TestBeginTurnSessionRow: a turn creates the session, raises updatedAt
+// when the clock moved on, never lowers it, and refuses bad keys.
+func TestBeginTurnSessionRow(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	key := "agent:ops:openai-user:bob"
+	open := func(key string) (string, error) {
+		e, err := db.BeginTurn(ctx, "ops", key)
+		return e.SessionID, err
+	}
 
-	id, err := db.OpenSession(ctx, "ops", key)
+	id, err := open(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,25 +310,25 @@ func TestOpenSession(t *testing.T) {
 
 	later := t0.Add(time.Second)
 	db.Now = fixedClock(later)
-	again, err := db.OpenSession(ctx, "ops", key)
+	again, err := open(key)
 	if err != nil || again != id {
-		t.Fatalf("second OpenSession = %q, %v; want %q", again, err, id)
+		t.Fatalf("second BeginTurn = %q, %v; want %q", again, err, id)
 	}
 	if e, _ := db.GetSession(ctx, "ops", key); e.UpdatedAt != later.UnixMilli() {
 		t.Errorf("updatedAt = %d, want it raised to %d", e.UpdatedAt, later.UnixMilli())
 	}
 
 	db.Now = fixedClock(t0) // a clock that went back changes nothing
-	if again, err := db.OpenSession(ctx, "ops", key); err != nil || again != id {
-		t.Fatalf("OpenSession = %q, %v", again, err)
+	if again, err := open(key); err != nil || again != id {
+		t.Fatalf("BeginTurn = %q, %v", again, err)
 	}
 	if e, _ := db.GetSession(ctx, "ops", key); e.UpdatedAt != later.UnixMilli() {
 		t.Errorf("updatedAt = %d, want %d", e.UpdatedAt, later.UnixMilli())
 	}
 
 	for _, bad := range []string{"", "agent:ops:a\x01b", "agent:ops:" + strings.Repeat("x", 600)} {
-		if _, err := db.OpenSession(ctx, "ops", bad); err == nil {
-			t.Errorf("OpenSession(%q) succeeded", bad)
+		if _, err := open(bad); err == nil {
+			t.Errorf("BeginTurn(%q) succeeded", bad)
 		}
 	}
 }
