@@ -33,13 +33,26 @@ func ids(agent, key string) (string, string, error) {
 	return a, strings.ToLower(strings.TrimSpace(key)), nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// getEntrySQL and putEntrySQL are prepared once in Open: re-parsing them
+// on every turn was a measurable share of the gateway's overhead.
+const (
+	getEntrySQL = `SELECT entry FROM sessions WHERE agent_id = ? AND key = ?`
+	putEntrySQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (agent_id, key) DO UPDATE SET
+			session_id = excluded.session_id, label = excluded.label,
+			updated_at = excluded.updated_at, entry = excluded.entry`
+)
 
-func getEntry(ctx context.Context, q querier, agent, key string) (session.Entry, error) {
+// getEntry reads an entry inside tx, or from the read pool when tx is nil.
+func (db *DB) getEntry(ctx context.Context, tx *sql.Tx, agent, key string) (session.Entry, error) {
+	stmt := db.getStmt
+	if tx != nil {
+		stmt = tx.StmtContext(ctx, db.getStmtW)
+		defer stmt.Close()
+	}
 	var raw string
-	err := q.QueryRowContext(ctx, `SELECT entry FROM sessions WHERE agent_id = ? AND key = ?`, agent, key).Scan(&raw)
+	err := stmt.QueryRowContext(ctx, agent, key).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.Entry{}, ErrNotFound
 	}
@@ -53,7 +66,7 @@ func getEntry(ctx context.Context, q querier, agent, key string) (session.Entry,
 	return e, nil
 }
 
-func putEntry(ctx context.Context, tx *sql.Tx, agent, key string, e session.Entry) error {
+func (db *DB) putEntry(ctx context.Context, tx *sql.Tx, agent, key string, e session.Entry) error {
 	if e.SessionID == "" {
 		return errors.New("entry has no sessionId")
 	}
@@ -65,12 +78,9 @@ func putEntry(ctx context.Context, tx *sql.Tx, agent, key string, e session.Entr
 	if e.Label != "" {
 		label = e.Label
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (agent_id, key) DO UPDATE SET
-			session_id = excluded.session_id, label = excluded.label,
-			updated_at = excluded.updated_at, entry = excluded.entry`,
-		agent, key, e.SessionID, label, e.UpdatedAt, string(b))
+	stmt := tx.StmtContext(ctx, db.putStmt)
+	defer stmt.Close()
+	_, err = stmt.ExecContext(ctx, agent, key, e.SessionID, label, e.UpdatedAt, string(b))
 	return err
 }
 
@@ -80,7 +90,7 @@ func (db *DB) GetSession(ctx context.Context, agent, key string) (session.Entry,
 	if err != nil {
 		return session.Entry{}, fmt.Errorf("getting session: %w", err)
 	}
-	e, err := getEntry(ctx, db.r, a, k)
+	e, err := db.getEntry(ctx, nil, a, k)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return session.Entry{}, fmt.Errorf("getting session %q: %w", k, err)
 	}
@@ -99,7 +109,7 @@ func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider
 	now := ms(db.now())
 	var cur session.Entry
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		cur, err = getEntry(ctx, tx, a, k)
+		cur, err = db.getEntry(ctx, tx, a, k)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			cur = session.Entry{SessionID: NewID(), UpdatedAt: now}
@@ -108,7 +118,7 @@ func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider
 		case cur.UpdatedAt < now:
 			cur.UpdatedAt = now
 		}
-		if err := putEntry(ctx, tx, a, k, cur); err != nil {
+		if err := db.putEntry(ctx, tx, a, k, cur); err != nil {
 			return err
 		}
 		return db.appendTx(ctx, tx, cur.SessionID, msgs)
@@ -127,7 +137,7 @@ func (db *DB) PutSession(ctx context.Context, agent, key string, e session.Entry
 	if err != nil {
 		return fmt.Errorf("putting session: %w", err)
 	}
-	if err := db.write(ctx, func(tx *sql.Tx) error { return putEntry(ctx, tx, a, k, e) }); err != nil {
+	if err := db.write(ctx, func(tx *sql.Tx) error { return db.putEntry(ctx, tx, a, k, e) }); err != nil {
 		return fmt.Errorf("putting session %q: %w", k, err)
 	}
 	return nil
@@ -151,7 +161,7 @@ func (db *DB) PatchSession(ctx context.Context, agent, key string, patch json.Ra
 	var out session.Entry
 	var invalid error
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		cur, err := getEntry(ctx, tx, a, k)
+		cur, err := db.getEntry(ctx, tx, a, k)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			cur = session.Entry{SessionID: NewID(), UpdatedAt: ms(now)}
@@ -177,7 +187,7 @@ func (db *DB) PatchSession(ctx context.Context, agent, key string, patch json.Ra
 				return err
 			}
 		}
-		if err := putEntry(ctx, tx, a, k, next); err != nil {
+		if err := db.putEntry(ctx, tx, a, k, next); err != nil {
 			return err
 		}
 		out = next
@@ -204,7 +214,7 @@ func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time
 	}
 	var out session.Entry
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		cur, err := getEntry(ctx, tx, a, k)
+		cur, err := db.getEntry(ctx, tx, a, k)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -213,7 +223,7 @@ func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time
 		next.UpdatedAt = max(cur.UpdatedAt, ms(now))
 		next.InputTokens, next.OutputTokens, next.TotalTokens = 0, 0, 0
 		next.SystemSent, next.AbortedLastRun = false, false
-		if err := putEntry(ctx, tx, a, k, next); err != nil {
+		if err := db.putEntry(ctx, tx, a, k, next); err != nil {
 			return err
 		}
 		out = next

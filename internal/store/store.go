@@ -34,6 +34,9 @@ type DB struct {
 	// Prepared once: parsing SQL costs more than running these.
 	appendStmt *sql.Stmt // on w
 	readStmt   *sql.Stmt // on r
+	getStmt    *sql.Stmt // on r
+	getStmtW   *sql.Stmt // on w
+	putStmt    *sql.Stmt // on w
 }
 
 // Open opens the database at path, creating it (mode 0600, parent
@@ -96,8 +99,17 @@ func Open(path string) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	db.r = r
-	if db.appendStmt, err = w.PrepareContext(ctx, appendSQL); err == nil {
-		db.readStmt, err = r.PrepareContext(ctx, readSQL)
+	for _, p := range []struct {
+		dst  **sql.Stmt
+		on   *sql.DB
+		text string
+	}{
+		{&db.appendStmt, w, appendSQL}, {&db.readStmt, r, readSQL},
+		{&db.getStmt, r, getEntrySQL}, {&db.getStmtW, w, getEntrySQL}, {&db.putStmt, w, putEntrySQL},
+	} {
+		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
+			break
+		}
 	}
 	if err != nil {
 		db.Close()
@@ -112,7 +124,7 @@ func (db *DB) Path() string { return db.path }
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt} {
+	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
