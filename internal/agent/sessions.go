@@ -44,15 +44,21 @@ func (s *runSessions) target(key string) (string, error) {
 	return k, nil
 }
 
-func (s *runSessions) Status(ctx context.Context, key string) (json.RawMessage, error) {
+// entry reads a session the model named, within the run's agent.
+func (s *runSessions) entry(ctx context.Context, key string) (string, session.Entry, error) {
 	k, err := s.target(key)
 	if err != nil {
-		return nil, err
+		return "", session.Entry{}, err
 	}
 	e, err := s.r.Store.GetSession(ctx, s.agentID, k)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no session %q", k)
+		return "", session.Entry{}, fmt.Errorf("no session %q", k)
 	}
+	return k, e, err
+}
+
+func (s *runSessions) Status(ctx context.Context, key string) (json.RawMessage, error) {
+	k, e, err := s.entry(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -78,14 +84,7 @@ func (s *runSessions) List(ctx context.Context, _ string, limit int) (json.RawMe
 }
 
 func (s *runSessions) History(ctx context.Context, key string, limit int) (json.RawMessage, error) {
-	k, err := s.target(key)
-	if err != nil {
-		return nil, err
-	}
-	e, err := s.r.Store.GetSession(ctx, s.agentID, k)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no session %q", k)
-	}
+	k, e, err := s.entry(ctx, key)
 	if err != nil {
 		return nil, err
 	}
