@@ -234,3 +234,28 @@ func TestListenRefusesOpenNonLoopback(t *testing.T) {
 		t.Fatalf("Listen = %v, want a refusal", err)
 	}
 }
+
+// TestBodyLimit: a body over the limit is refused with 413 before it is
+// parsed.
+func TestBodyLimit(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(Options{StateDir: dir, Addr: "127.0.0.1:0", Tools: mustRegistry(t), MaxBodyBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	body := `{"model":"openclaw","messages":[{"role":"user","content":"` + strings.Repeat("x", 2048) + `"}]}`
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readBody(resp)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(got, "Payload too large") {
+		t.Errorf("status %d body %s, want 413", resp.StatusCode, got)
+	}
+}
