@@ -102,8 +102,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		provName = "talon"
 	}
 
-	// Read the history, then record the turn's input (and, for a new
-	// session, the caller's history) in one durable write.
+	// The history comes from the transcript. The turn's input (and, for a
+	// new session, the caller's history) is committed together with the
+	// model's first answer: one durable write per model round.
 	var history []provider.Message
 	entry, err := r.Store.GetSession(ctx, agentID, req.SessionKey)
 	switch {
@@ -119,11 +120,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if firstRun && len(req.History) > 0 {
 		input = append(slices.Clip(req.History), req.Input...)
 	}
-	if entry, err = r.Store.BeginTurn(ctx, agentID, req.SessionKey, input...); err != nil {
-		return nil, fmt.Errorf("saving the input of %s: %w", req.SessionKey, err)
-	}
-	sessionID := entry.SessionID
 	history = append(history, input...)
+	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, pending: slices.Clip(input)}
 
 	// The tool list: every registered tool, through the policy.
 	pctx := policy.Context{
@@ -150,7 +148,34 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
 
-	res := &Result{Model: ref}
+	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision})
+	res.Model = ref
+	if err != nil {
+		// What the run said so far is kept even when it failed or the
+		// client left: the context may be done, the write must not be.
+		if ferr := tr.flush(context.WithoutCancel(ctx)); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+		return res, err
+	}
+	return res, nil
+}
+
+// loopState is what the model loop works with.
+type loopState struct {
+	prov     provider.Provider
+	modelID  string
+	system   string
+	specs    []provider.ToolSpec
+	history  []provider.Message
+	env      *tools.Env
+	decision *policy.Result
+}
+
+// loop calls the model until it answers without server-side tool calls.
+func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loopState) (*Result, error) {
+	prov, modelID, system, specs, history, env := st.prov, st.modelID, st.system, st.specs, st.history, st.env
+	res := &Result{}
 	for res.Rounds < r.maxRounds() {
 		res.Rounds++
 		out, err := prov.Chat(ctx, &provider.Request{
@@ -158,12 +183,13 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
 		}, req.OnDelta)
 		if err != nil {
-			return res, fmt.Errorf("calling %s: %w", ref, err)
+			return res, fmt.Errorf("calling the model: %w", err)
 		}
 		addUsage(&res.Usage, out.Usage)
 		reply := provider.Message{Role: provider.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
-		if err := r.Store.AppendMessages(ctx, sessionID, reply); err != nil {
-			return res, fmt.Errorf("saving reply of %s: %w", req.SessionKey, err)
+		tr.add(reply)
+		if err := tr.flush(ctx); err != nil {
+			return res, fmt.Errorf("saving the reply of %s: %w", req.SessionKey, err)
 		}
 		history = append(history, reply)
 		res.Text, res.FinishReason = out.Content, out.FinishReason
@@ -179,16 +205,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 				clientCalls = append(clientCalls, call)
 				continue
 			}
-			result := r.execute(ctx, env, &decision, call)
+			result := r.execute(ctx, env, st.decision, call)
 			msg := provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
-			if err := r.Store.AppendMessages(ctx, sessionID, msg); err != nil {
-				return res, fmt.Errorf("saving tool result of %s: %w", req.SessionKey, err)
-			}
+			tr.add(msg)
 			history = append(history, msg)
 		}
 		if len(clientCalls) > 0 {
 			res.ToolCalls, res.FinishReason = clientCalls, provider.FinishToolCalls
-			return res, nil
+			return res, tr.flush(ctx)
 		}
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -198,7 +222,38 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if res.Text == "" {
 		res.Text = fmt.Sprintf("Stopped after %d model calls without a final answer.", res.Rounds)
 	}
-	return res, nil
+	return res, tr.flush(ctx)
+}
+
+// transcript buffers a run's messages between commits. The first commit
+// creates or touches the session row (store.BeginTurn); later ones append.
+// A turn is durable when the model's answer is: the reply a client gets
+// is never newer than what a crash would leave.
+type transcript struct {
+	r         *Runner
+	agentID   string
+	key       string
+	sessionID string
+	pending   []provider.Message
+}
+
+func (t *transcript) add(m provider.Message) { t.pending = append(t.pending, m) }
+
+func (t *transcript) flush(ctx context.Context) error {
+	if t.sessionID != "" && len(t.pending) == 0 {
+		return nil
+	}
+	if t.sessionID == "" {
+		id, err := t.r.Store.BeginTurn(ctx, t.agentID, t.key, t.pending...)
+		if err != nil {
+			return err
+		}
+		t.sessionID = id
+	} else if err := t.r.Store.AppendMessages(ctx, t.sessionID, t.pending...); err != nil {
+		return err
+	}
+	t.pending = nil
+	return nil
 }
 
 // execute runs one server-side tool call after checking, again, that the

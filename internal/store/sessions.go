@@ -97,36 +97,37 @@ func (db *DB) GetSession(ctx context.Context, agent, key string) (session.Entry,
 	return e, err
 }
 
-// BeginTurn starts a run on a session in one durable transaction: it
+// touchSQL creates a session row or raises its updatedAt, in one
+// statement, and returns its transcript id: the hot path of every turn.
+const touchSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
+	VALUES (?1, ?2, ?3, NULL, ?4, json_object('sessionId', ?3, 'updatedAt', ?4))
+	ON CONFLICT (agent_id, key) DO UPDATE SET
+		updated_at = max(updated_at, excluded.updated_at),
+		entry = json_set(entry, '$.updatedAt', max(updated_at, excluded.updated_at))
+	RETURNING session_id`
+
+// BeginTurn records a turn on a session in one durable transaction: it
 // creates the session (or raises its updatedAt to now) and appends msgs to
-// its transcript. It returns the session's entry. One commit instead of
-// two keeps a turn's fsyncs to the minimum.
-func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (session.Entry, error) {
+// its transcript, and returns the session's transcript id.
+func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
-		return session.Entry{}, fmt.Errorf("beginning a turn: %w", err)
+		return "", fmt.Errorf("beginning a turn: %w", err)
 	}
 	now := ms(db.now())
-	var cur session.Entry
+	var id string
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		cur, err = db.getEntry(ctx, tx, a, k)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			cur = session.Entry{SessionID: NewID(), UpdatedAt: now}
-		case err != nil:
-			return err
-		case cur.UpdatedAt < now:
-			cur.UpdatedAt = now
-		}
-		if err := db.putEntry(ctx, tx, a, k, cur); err != nil {
+		stmt := tx.StmtContext(ctx, db.touchStmt)
+		defer stmt.Close()
+		if err := stmt.QueryRowContext(ctx, a, k, NewID(), now).Scan(&id); err != nil {
 			return err
 		}
-		return db.appendTx(ctx, tx, cur.SessionID, msgs)
+		return db.appendTx(ctx, tx, id, msgs)
 	})
 	if err != nil {
-		return session.Entry{}, fmt.Errorf("beginning a turn on %q: %w", k, err)
+		return "", fmt.Errorf("beginning a turn on %q: %w", k, err)
 	}
-	return cur, nil
+	return id, nil
 }
 
 // PutSession writes a session's entry as given, creating or replacing it.

@@ -294,10 +294,7 @@ func TestBeginTurnSessionRow(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	key := "agent:ops:openai-user:bob"
-	open := func(key string) (string, error) {
-		e, err := db.BeginTurn(ctx, "ops", key)
-		return e.SessionID, err
-	}
+	open := func(key string) (string, error) { return db.BeginTurn(ctx, "ops", key) }
 
 	id, err := open(key)
 	if err != nil {

@@ -37,6 +37,7 @@ type DB struct {
 	getStmt    *sql.Stmt // on r
 	getStmtW   *sql.Stmt // on w
 	putStmt    *sql.Stmt // on w
+	touchStmt  *sql.Stmt // on w
 }
 
 // Open opens the database at path, creating it (mode 0600, parent
@@ -106,6 +107,7 @@ func Open(path string) (*DB, error) {
 	}{
 		{&db.appendStmt, w, appendSQL}, {&db.readStmt, r, readSQL},
 		{&db.getStmt, r, getEntrySQL}, {&db.getStmtW, w, getEntrySQL}, {&db.putStmt, w, putEntrySQL},
+		{&db.touchStmt, w, touchSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -124,7 +126,7 @@ func (db *DB) Path() string { return db.path }
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt} {
+	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

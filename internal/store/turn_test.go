@@ -25,22 +25,22 @@ func TestBeginTurn(t *testing.T) {
 		t.Fatalf("a failed turn left a session behind: %v", err)
 	}
 
-	e1, err := db.BeginTurn(ctx, "main", "agent:main:x", user)
+	id, err := db.BeginTurn(ctx, "main", "agent:main:x", user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e1.SessionID == "" || e1.UpdatedAt != 1_000 {
-		t.Fatalf("entry %+v", e1)
+	if e, err := db.GetSession(ctx, "main", "agent:main:x"); err != nil || e.SessionID != id || e.UpdatedAt != 1_000 {
+		t.Fatalf("entry %+v, %v; want sessionId %s updatedAt 1000", e, err, id)
 	}
 	clock = time.UnixMilli(2_000)
-	e2, err := db.BeginTurn(ctx, "main", "agent:main:x", provider.Message{Role: provider.RoleUser, Content: "again"})
+	id2, err := db.BeginTurn(ctx, "main", "agent:main:x", provider.Message{Role: provider.RoleUser, Content: "again"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e2.SessionID != e1.SessionID || e2.UpdatedAt != 2_000 {
-		t.Errorf("second turn entry %+v, want same session bumped to 2000", e2)
+	if e, _ := db.GetSession(ctx, "main", "agent:main:x"); id2 != id || e.UpdatedAt != 2_000 {
+		t.Errorf("second turn: id %s entry %+v, want the same session bumped to 2000", id2, e)
 	}
-	msgs, err := db.Transcript(ctx, e1.SessionID, 0)
+	msgs, err := db.Transcript(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
