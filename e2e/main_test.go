@@ -1,22 +1,20 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"talon/internal/talonproc"
 )
 
 // The secrets and names of the test configs (see writeConfigs).
@@ -60,11 +58,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	talonBin = filepath.Join(tmp, "talon")
-	build := exec.Command("go", "build", "-o", talonBin, "./cmd/talon")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/talon: %v\n%s", err, out)
+	if talonBin, err = talonproc.Build(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	return m.Run()
@@ -178,123 +173,38 @@ func writeConfigs(t *testing.T, stateDir string) {
 type server struct {
 	dir  string // its state dir
 	base string // http://127.0.0.1:PORT
-	port int
-
-	cmd    *exec.Cmd
-	log    *syncBuffer
-	exited chan struct{} // closed when the process has exited; then waitErr is set
-	wait   error
+	proc *talonproc.Proc
 }
 
 // startServer starts `talon serve` on a free loopback port with a fresh
 // state dir holding the test configs, waits for /readyz, and registers a
-// cleanup that stops it with SIGTERM and checks that it exits 0.
+// cleanup that stops it with SIGTERM and checks that it exits 0 and
+// closes its port.
 func startServer(t *testing.T) *server {
 	t.Helper()
 	dir := t.TempDir()
 	writeConfigs(t, dir)
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		s, err := launch(t, dir)
-		if err == nil {
-			t.Cleanup(func() { s.stop(t) })
-			return s
-		}
-		lastErr = err
-		if !strings.Contains(s.log.String(), "address already in use") {
-			break // not a lost race for the port: do not retry
-		}
-	}
-	t.Fatalf("starting talon serve: %v", lastErr)
-	return nil
-}
-
-func launch(t *testing.T, dir string) (*server, error) {
-	port, err := freePort()
+	p, err := talonproc.Start(talonproc.Options{
+		Bin: talonBin, StateDir: dir, ReadyTimeout: readyTimeout,
+		Env: cleanEnv("TALON_GATEWAY_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"),
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("starting talon serve: %v", err)
 	}
-	s := &server{dir: dir, port: port, base: fmt.Sprintf("http://127.0.0.1:%d", port), log: &syncBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(talonBin, "serve", "--state-dir", dir, "--port", strconv.Itoa(port))
-	s.cmd.Env = cleanEnv("TALON_GATEWAY_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", talonBin, err)
-	}
-	go func() { s.wait = s.cmd.Wait(); close(s.exited) }()
-
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		select {
-		case <-s.exited:
-			return s, fmt.Errorf("exited before it was ready (%v); its log:\n%s", s.wait, s.log)
-		default:
-		}
-		resp, err := client.Get(s.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-			return s, fmt.Errorf("/readyz not 200 within %v (last: %v); its log:\n%s", readyTimeout, describe(resp, err), s.log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := &server{dir: dir, base: p.URL, proc: p}
+	t.Cleanup(func() { s.stop(t) })
+	return s
 }
 
-func describe(resp *http.Response, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return resp.Status
-}
-
-// stop sends SIGTERM and checks a graceful exit: status 0 within
-// shutdownTimeout, and the port closed afterwards.
 func (s *server) stop(t *testing.T) {
-	select {
-	case <-s.exited:
-		t.Errorf("talon serve exited before the test ended (%v); its log:\n%s", s.wait, s.log)
-		return
-	default:
-	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("SIGTERM: %v", err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(shutdownTimeout):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		t.Errorf("talon serve did not exit within %v of SIGTERM; killed. Its log:\n%s", shutdownTimeout, s.log)
+	if err := s.proc.Stop(shutdownTimeout); err != nil {
+		t.Errorf("%v; its log:\n%s", err, s.proc.Log)
 		return
 	}
-	if s.wait != nil {
-		t.Errorf("talon serve after SIGTERM: %v, want exit status 0; its log:\n%s", s.wait, s.log)
-	}
-	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), time.Second); err == nil {
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.proc.Port)), time.Second); err == nil {
 		c.Close()
-		t.Errorf("port %d still accepts connections after talon serve exited", s.port)
+		t.Errorf("port %d still accepts connections after talon serve exited", s.proc.Port)
 	}
-	if t.Failed() {
-		t.Logf("talon serve log:\n%s", s.log)
-	}
-}
-
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before talon binds it; startServer retries then.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // cleanEnv is the environment without the named variables, so that a
@@ -314,23 +224,4 @@ func cleanEnv(drop ...string) []string {
 		}
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -28,10 +28,10 @@ func BenchmarkColdStart(b *testing.B) {
 		g, took := startGateway(b, bin, state)
 		b.StopTimer()
 		ready += took
-		rss += rssMB(b, g.cmd.Process.Pid)
+		rss += rssMB(b, g)
 		time.Sleep(time.Second)
-		rssIdle += rssMB(b, g.cmd.Process.Pid)
-		g.stop()
+		rssIdle += rssMB(b, g)
+		stopGateway(b, g)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(ready.Microseconds())/1e3/n, "ms-to-ready")

@@ -1,23 +1,17 @@
 package benchmarks
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"talon/internal/talonproc"
 )
 
 // readyTimeout bounds exec → /readyz 200; past it a benchmark fails.
@@ -50,30 +44,7 @@ var build struct {
 // as a user would) and returns its path; a failed build fails tb.
 func talonBinary(tb testing.TB) string {
 	tb.Helper()
-	build.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		out, err := exec.Command(goTool, "env", "GOMOD").Output()
-		if err != nil {
-			build.err = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		gomod := strings.TrimSpace(string(out))
-		if gomod == "" || gomod == os.DevNull {
-			build.err = fmt.Errorf("not inside the talon module (go env GOMOD = %q)", gomod)
-			return
-		}
-		bin := filepath.Join(binDir, "talon")
-		cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/talon")
-		cmd.Dir = filepath.Dir(gomod)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build ./cmd/talon: %v\n%s", err, out)
-			return
-		}
-		build.path = bin
-	})
+	build.once.Do(func() { build.path, build.err = talonproc.Build(binDir) })
 	if build.err != nil {
 		tb.Fatalf("building talon: %v", build.err)
 	}
@@ -102,122 +73,40 @@ func writeConfig(tb testing.TB, stateDir, llmBaseURL string) {
 	}
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort(tb testing.TB) int {
+// startGateway execs `talon serve --state-dir stateDir` (the config must
+// already be there; HOME points at it and no TALON_ variable leaks in) and
+// waits for /readyz 200, polling every 0.2 ms. It returns the time from
+// just before exec to that 200 and fails tb when the process exits or is
+// not ready within readyTimeout.
+func startGateway(tb testing.TB, bin, stateDir string) (*talonproc.Proc, time.Duration) {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "TALON_") || strings.HasPrefix(kv, "HOME=")
+	}), "HOME="+stateDir)
+	p, err := talonproc.Start(talonproc.Options{
+		Bin: bin, StateDir: stateDir, Env: env, ReadyTimeout: readyTimeout, PollEvery: 200 * time.Microsecond,
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p, p.ReadyAfter
 }
 
-// syncBuffer collects the gateway's log for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// stopGateway stops a gateway started by startGateway.
+func stopGateway(tb testing.TB, p *talonproc.Proc) {
+	if err := p.Stop(10 * time.Second); err != nil {
+		tb.Errorf("%v\n%s", err, p.Log)
+	}
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// gatewayProc is a running `talon serve`.
-type gatewayProc struct {
-	cmd    *exec.Cmd
-	url    string // http://127.0.0.1:PORT
-	log    *syncBuffer
-	exited chan struct{}
-	err    error // Wait's result, once exited is closed
-}
-
-// startGateway execs `talon serve --state-dir stateDir --port P` (the
-// config must already be in stateDir) and waits for /readyz 200. It
-// returns the time from just before exec to that 200. It fails tb when
-// the process exits or is not ready within readyTimeout.
-func startGateway(tb testing.TB, bin, stateDir string) (*gatewayProc, time.Duration) {
+// rssMB is the gateway's VmRSS in MB (10^6 bytes).
+func rssMB(tb testing.TB, p *talonproc.Proc) float64 {
 	tb.Helper()
-	port := freePort(tb)
-	g := &gatewayProc{url: "http://127.0.0.1:" + strconv.Itoa(port), log: &syncBuffer{}, exited: make(chan struct{})}
-	g.cmd = exec.Command(bin, "serve", "--state-dir", stateDir, "--port", strconv.Itoa(port))
-	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
-	g.cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "TALON_") || strings.HasPrefix(kv, "HOME=")
-	}), "HOME="+stateDir)
-	poll := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-
-	start := time.Now()
-	if err := g.cmd.Start(); err != nil {
-		tb.Fatalf("starting talon serve: %v", err)
-	}
-	go func() { g.err = g.cmd.Wait(); close(g.exited) }()
-	deadline := start.Add(readyTimeout)
-	for {
-		resp, err := poll.Get(g.url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return g, time.Since(start)
-			}
-		}
-		select {
-		case <-g.exited:
-			tb.Fatalf("talon serve exited before /readyz answered 200: %v\n%s", g.err, g.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			g.stop()
-			tb.Fatalf("talon serve not ready within %v (last: %v)\n%s", readyTimeout, err, g.log)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-// stop sends SIGTERM and waits for the exit; SIGKILL after 10 s.
-func (g *gatewayProc) stop() {
-	select {
-	case <-g.exited:
-		return
-	default:
-	}
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.exited:
-	case <-time.After(10 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-g.exited
-	}
-}
-
-// rssMB is the process's VmRSS from /proc/PID/status, in MB (10^6 bytes).
-func rssMB(tb testing.TB, pid int) float64 {
-	tb.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	mb, err := p.RSSMB()
 	if err != nil {
-		tb.Fatalf("reading RSS: %v", err)
+		tb.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			if err != nil {
-				tb.Fatalf("parsing VmRSS %q: %v", v, err)
-			}
-			return kb * 1024 / 1e6
-		}
-	}
-	tb.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return mb
 }
 
 // percentile is the nearest-rank p-th percentile of sorted.

@@ -69,9 +69,9 @@ func benchTurns(b *testing.B, shape sessionShape, stream bool) {
 	state := b.TempDir()
 	writeConfig(b, state, llm.BaseURL())
 	g, _ := startGateway(b, bin, state)
-	defer g.stop()
-	measurePairs(b, shape, stream, llm, g.url, g.log.String)
-	b.ReportMetric(rssMB(b, g.cmd.Process.Pid), "rss-MB-after")
+	defer stopGateway(b, g)
+	measurePairs(b, shape, stream, llm, g.URL, g.Log.String)
+	b.ReportMetric(rssMB(b, g), "rss-MB-after")
 }
 
 // measurePairs runs the warm-up and then max(b.N, minPairs) measured

@@ -1,0 +1,207 @@
+// Package talonproc builds the talon binary and runs `talon serve` as a
+// child process on a free loopback port, for end-to-end tests and
+// benchmarks that must measure the real binary. A Proc is used by one
+// goroutine; its Log is safe to read while the process writes it.
+package talonproc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build compiles ./cmd/talon of the module that contains the working
+// directory into dir and returns the binary's path.
+func Build(dir string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("building talon: go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("building talon: not inside the talon module (go env GOMOD = %q)", gomod)
+	}
+	bin := filepath.Join(dir, "talon")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/talon")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building talon: go build ./cmd/talon: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Options say how to start `talon serve`.
+type Options struct {
+	Bin      string   // the talon binary
+	StateDir string   // --state-dir; the config must already be there
+	Env      []string // the child's environment; nil means os.Environ()
+	// ReadyTimeout bounds exec → /readyz 200; 0 means 10 s.
+	ReadyTimeout time.Duration
+	// PollEvery is the /readyz polling interval; 0 means 50 ms.
+	PollEvery time.Duration
+}
+
+// Proc is a running `talon serve`.
+type Proc struct {
+	Cmd  *exec.Cmd
+	Port int
+	URL  string // http://127.0.0.1:PORT
+	Log  *Buffer
+	// ReadyAfter is the time from just before exec to the first /readyz 200.
+	ReadyAfter time.Duration
+
+	exited chan struct{}
+	err    error // Wait's result, once exited is closed
+}
+
+// Start execs `talon serve` on a free loopback port and waits until
+// /readyz answers 200. It retries when another process took the port
+// between choosing and binding it.
+func Start(o Options) (*Proc, error) {
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 10 * time.Second
+	}
+	if o.PollEvery <= 0 {
+		o.PollEvery = 50 * time.Millisecond
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var p *Proc
+		if p, err = start(o); err == nil {
+			return p, nil
+		}
+		if p == nil || !strings.Contains(p.Log.String(), "address already in use") {
+			break
+		}
+	}
+	return nil, err
+}
+
+func start(o Options) (*Proc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("finding a free port: %w", err)
+	}
+	p := &Proc{Port: port, URL: "http://127.0.0.1:" + strconv.Itoa(port), Log: &Buffer{}, exited: make(chan struct{})}
+	p.Cmd = exec.Command(o.Bin, "serve", "--state-dir", o.StateDir, "--port", strconv.Itoa(port))
+	p.Cmd.Env = o.Env
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
+	poll := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	begin := time.Now()
+	if err := p.Cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", o.Bin, err)
+	}
+	go func() { p.err = p.Cmd.Wait(); close(p.exited) }()
+	deadline := begin.Add(o.ReadyTimeout)
+	for {
+		resp, err := poll.Get(p.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				p.ReadyAfter = time.Since(begin)
+				return p, nil
+			}
+			err = errors.New(resp.Status)
+		}
+		select {
+		case <-p.exited:
+			return p, fmt.Errorf("talon serve exited before it was ready (%v); its log:\n%s", p.err, p.Log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = p.Cmd.Process.Kill()
+			<-p.exited
+			return p, fmt.Errorf("talon serve: /readyz not 200 within %v (last: %v); its log:\n%s", o.ReadyTimeout, err, p.Log)
+		}
+		time.Sleep(o.PollEvery)
+	}
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Proc) Exited() (bool, error) {
+	select {
+	case <-p.exited:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM and waits up to timeout for the process to exit,
+// killing it after that. It reports an exit before Stop, a kill, or an
+// exit status other than 0 as an error: a graceful shutdown is part of
+// what talon promises.
+func (p *Proc) Stop(timeout time.Duration) error {
+	if done, err := p.Exited(); done {
+		return fmt.Errorf("talon serve exited before it was stopped (%v)", err)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("sending SIGTERM: %w", err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("talon serve did not exit within %v of SIGTERM; killed", timeout)
+	}
+	if p.err != nil {
+		return fmt.Errorf("talon serve after SIGTERM: %v, want exit status 0", p.err)
+	}
+	return nil
+}
+
+// RSSMB is the process's VmRSS from /proc/PID/status, in MB (10^6 bytes).
+func (p *Proc) RSSMB() (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading RSS: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing VmRSS %q: %w", v, err)
+			}
+			return kb * 1024 / 1e6, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.Cmd.Process.Pid)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Buffer is a bytes.Buffer safe for a process's writes and a test's reads.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

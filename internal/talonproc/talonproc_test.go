@@ -1,0 +1,33 @@
+package talonproc
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStartFailsLoudly: a binary that exits at once is reported with its
+// log, never waited on until the timeout. (The real binary is exercised by
+// the e2e tests and the benchmarks.)
+func TestStartFailsLoudly(t *testing.T) {
+	start := time.Now()
+	_, err := Start(Options{Bin: "/bin/false", StateDir: t.TempDir(), ReadyTimeout: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") {
+		t.Fatalf("Start = %v, want an early-exit error", err)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("took %v: an early exit should not wait for the timeout", time.Since(start))
+	}
+	if _, err := Start(Options{Bin: "/nonexistent/talon", StateDir: t.TempDir()}); err == nil {
+		t.Fatal("Start of a missing binary succeeded")
+	}
+}
+
+func TestBuffer(t *testing.T) {
+	var b Buffer
+	b.Write([]byte("a"))
+	b.Write([]byte("b"))
+	if b.String() != "ab" {
+		t.Errorf("String = %q", b.String())
+	}
+}
