@@ -48,6 +48,7 @@ type Anthropic struct {
 	t         transport
 	url       string
 	maxTokens int
+	frags     fragCache
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -218,18 +219,62 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 			w.Messages = append(w.Messages, anMessage{Role: "user", Content: []anBlock{b}})
 		}
 	}
-	for _, t := range req.Tools {
-		schema := t.Parameters
-		if len(bytes.TrimSpace(schema)) == 0 || string(schema) == "null" {
-			schema = emptySchema
-		}
-		w.Tools = append(w.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: schema})
-	}
-	b, err := json.Marshal(w)
+	b, err := c.encodeParts(&w, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 	}
 	return b, nil
+}
+
+// encodeParts writes w with the system prompt and the tool definitions
+// from the client's fragment cache (see wire.go), in the order of
+// anRequest's fields.
+func (c *Anthropic) encodeParts(w *anRequest, req *Request) ([]byte, error) {
+	var system []byte
+	if req.System != "" {
+		var err error
+		if system, err = c.frags.text(req.System, func(s string) ([]byte, error) { return json.Marshal(s) }); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := json.Marshal(w.Messages)
+	if err != nil {
+		return nil, err
+	}
+	size := len(system) + len(msgs) + 128
+	tools := make([][]byte, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		b, err := c.frags.tool(t, func(name, desc string, params json.RawMessage) any {
+			return anTool{Name: name, Description: desc, InputSchema: params}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		tools = append(tools, b)
+		size += len(b) + 1
+	}
+
+	o := newJSONObject(size)
+	if err := o.value("model", w.Model); err != nil {
+		return nil, err
+	}
+	if system != nil {
+		o.raw("system", system)
+	}
+	o.raw("messages", msgs)
+	if len(tools) > 0 {
+		o.array("tools", tools...)
+	}
+	o.int("max_tokens", w.MaxTokens)
+	if w.Temperature != nil {
+		if err := o.value("temperature", *w.Temperature); err != nil {
+			return nil, err
+		}
+	}
+	if w.Stream {
+		o.raw("stream", []byte("true"))
+	}
+	return o.bytes(), nil
 }
 
 // Chat implements Provider.

@@ -58,8 +58,9 @@ type OpenAIOptions struct {
 // OpenRouter, ollama, llama-server, vLLM and the like. It is safe for
 // concurrent use.
 type OpenAI struct {
-	t   transport
-	url string
+	t     transport
+	url   string
+	frags fragCache
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -201,20 +202,11 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 func strptr(s string) *string { return &s }
 
+// encode builds the request body. The system prompt and the tool
+// definitions come from the client's fragment cache (see wire.go); the
+// members are in the order of oaRequest's fields.
 func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
-	w := oaRequest{
-		Model:       req.Model,
-		Messages:    make([]oaMessage, 0, len(req.Messages)+1),
-		MaxTokens:   req.MaxTokens,
-		Temperature: req.Temperature,
-		Stream:      stream,
-	}
-	if stream {
-		w.StreamOptions = &oaStreamOpt{IncludeUsage: true}
-	}
-	if req.System != "" {
-		w.Messages = append(w.Messages, oaMessage{Role: "system", Content: strptr(req.System)})
-	}
+	msgs := make([]oaMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {
 		om := oaMessage{Role: string(m.Role), Content: strptr(m.Content)}
 		switch m.Role {
@@ -236,22 +228,68 @@ func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 		case RoleTool:
 			om.ToolCallID = m.ToolCallID
 		}
-		w.Messages = append(w.Messages, om)
+		msgs = append(msgs, om)
 	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
-			params = emptySchema
-		}
-		w.Tools = append(w.Tools, oaTool{Type: "function", Function: oaFunctionDef{
-			Name: t.Name, Description: t.Description, Parameters: params,
-		}})
-	}
-	b, err := json.Marshal(w)
+	b, err := c.encodeParts(req, stream, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 	}
 	return b, nil
+}
+
+func (c *OpenAI) encodeParts(req *Request, stream bool, msgs []oaMessage) ([]byte, error) {
+	var system []byte
+	if req.System != "" {
+		var err error
+		if system, err = c.frags.text(req.System, systemMessage); err != nil {
+			return nil, err
+		}
+	}
+	rest, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	tools := make([][]byte, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		b, err := c.frags.tool(t, func(name, desc string, params json.RawMessage) any {
+			return oaTool{Type: "function", Function: oaFunctionDef{Name: name, Description: desc, Parameters: params}}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		tools = append(tools, b)
+	}
+
+	size := len(system) + len(rest) + 128
+	for _, t := range tools {
+		size += len(t) + 1
+	}
+	o := newJSONObject(size)
+	if err := o.value("model", req.Model); err != nil {
+		return nil, err
+	}
+	o.array("messages", system, elements(rest))
+	if len(tools) > 0 {
+		o.array("tools", tools...)
+	}
+	if req.MaxTokens != 0 {
+		o.int("max_tokens", req.MaxTokens)
+	}
+	if req.Temperature != nil {
+		if err := o.value("temperature", *req.Temperature); err != nil {
+			return nil, err
+		}
+	}
+	if stream {
+		o.raw("stream", []byte("true"))
+		o.raw("stream_options", []byte(`{"include_usage":true}`))
+	}
+	return o.bytes(), nil
+}
+
+// systemMessage is the system prompt as a message of the request.
+func systemMessage(prompt string) ([]byte, error) {
+	return json.Marshal(oaMessage{Role: "system", Content: &prompt})
 }
 
 // Chat implements Provider.

@@ -1,0 +1,136 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// wireRequests cover every member an encoder writes and the values that
+// need escaping.
+func wireRequests() map[string]*Request {
+	temp := 0.25
+	spaced := json.RawMessage("{ \"type\": \"object\",\n \"properties\": {\"q\": {\"type\": \"string\"}} }")
+	return map[string]*Request{
+		"minimal": {Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}},
+		"everything": {
+			Model: "gpt-x", System: "be <brief> & \"exact\"\n\u2028é", MaxTokens: 77, Temperature: &temp,
+			Messages: []Message{
+				{Role: RoleUser, Content: "run it"},
+				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "c2", Name: "ls", Arguments: " "}}},
+				{Role: RoleTool, ToolCallID: "c1", Name: "read", Content: "<file>"},
+				{Role: RoleTool, ToolCallID: "c2", Name: "ls", Content: "x", IsError: true},
+				{Role: RoleAssistant, Content: "done"},
+				{Role: RoleUser, Content: ""},
+			},
+			Tools: []ToolSpec{
+				{Name: "read", Description: "Read a <file>.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+				{Name: "ls"},
+				{Name: "null_params", Parameters: json.RawMessage("null")},
+				{Name: "client", Description: "spaced schema", Parameters: spaced},
+			},
+		},
+		"no messages": {Model: "m", System: "sys"},
+	}
+}
+
+// TestOpenAIEncodeIsWireStruct checks that the body assembled from cached
+// fragments is byte for byte what encoding/json writes for the same
+// request decoded into the typed wire struct: same members, same order,
+// same escaping, compact schemas.
+func TestOpenAIEncodeIsWireStruct(t *testing.T) {
+	c := NewOpenAI(OpenAIOptions{})
+	for name, req := range wireRequests() {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
+				for round := range 2 { // the second round comes from the cache
+					body, err := c.encode(req, stream)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var w oaRequest
+					if err := json.Unmarshal(body, &w); err != nil {
+						t.Fatalf("round %d: body is not a request: %v\n%s", round, err, body)
+					}
+					want, _ := json.Marshal(w)
+					if !bytes.Equal(body, want) {
+						t.Fatalf("round %d:\n got %s\nwant %s", round, body, want)
+					}
+					if req.System != "" && (w.Messages[0].Role != "system" || *w.Messages[0].Content != req.System) {
+						t.Errorf("first message %+v, want the system prompt", w.Messages[0])
+					}
+					if got, want := len(w.Messages), len(req.Messages)+min(1, len(req.System)); got != want {
+						t.Errorf("%d messages, want %d", got, want)
+					}
+					if len(w.Tools) != len(req.Tools) {
+						t.Errorf("%d tools, want %d", len(w.Tools), len(req.Tools))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestAnthropicEncodeIsWireStruct(t *testing.T) {
+	c := NewAnthropic(AnthropicOptions{})
+	for name, req := range wireRequests() {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
+				for round := range 2 {
+					body, err := c.encode(req, stream)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var w anRequest
+					if err := json.Unmarshal(body, &w); err != nil {
+						t.Fatalf("round %d: body is not a request: %v\n%s", round, err, body)
+					}
+					want, _ := json.Marshal(w)
+					if !bytes.Equal(body, want) {
+						t.Fatalf("round %d:\n got %s\nwant %s", round, body, want)
+					}
+					if w.System != req.System || len(w.Tools) != len(req.Tools) || w.Stream != stream {
+						t.Errorf("system %q tools %d stream %v", w.System, len(w.Tools), w.Stream)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFragCache checks that a changed schema under the same name and
+// description is not served from the cache, and that the cache stays
+// within its bounds.
+func TestFragCache(t *testing.T) {
+	var c fragCache
+	wrap := func(name, desc string, params json.RawMessage) any {
+		return map[string]any{"name": name, "p": params}
+	}
+	a, _ := c.tool(ToolSpec{Name: "t", Parameters: json.RawMessage(`{"a":1}`)}, wrap)
+	b, _ := c.tool(ToolSpec{Name: "t", Parameters: json.RawMessage(`{"b":2}`)}, wrap)
+	if !strings.Contains(string(a), `"a":1`) || !strings.Contains(string(b), `"b":2`) {
+		t.Fatalf("a %s, b %s", a, b)
+	}
+	big := strings.Repeat("x", 1<<20)
+	for i := range 3 * maxFragEntries {
+		s := fmt.Sprint(i)
+		if i%maxFragEntries == 0 {
+			s += big
+		}
+		got, err := c.text(s, func(s string) ([]byte, error) { return json.Marshal(s) })
+		if err != nil || string(got) != `"`+s+`"` {
+			t.Fatalf("text(%.10q) = %.10q, %v", s, got, err)
+		}
+		if n := len(c.texts) + len(c.tools); n > maxFragEntries || c.size > maxFragBytes {
+			t.Fatalf("after %d: %d entries, %d bytes", i, n, c.size)
+		}
+	}
+	if _, err := c.text("bad", func(string) ([]byte, error) { return nil, fmt.Errorf("boom") }); err == nil {
+		t.Error("an encoding error was not returned")
+	}
+	if _, ok := c.texts["bad"]; ok {
+		t.Error("a failed encoding was cached")
+	}
+}
