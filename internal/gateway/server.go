@@ -181,11 +181,10 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
-// resolver resolves model references against one config.
+// resolver resolves model references against one config, keeping the
+// clients it builds for as long as the config stays.
 func (s *Server) resolver(cfg *config.Config) agent.Resolver {
-	return func(ref string) (provider.Provider, string, error) {
-		return provider.Resolve(cfg, ref, s.opts.Env)
-	}
+	return provider.NewMemo(cfg, s.opts.Env).Resolve
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

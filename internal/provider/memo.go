@@ -1,0 +1,55 @@
+package provider
+
+import (
+	"sync"
+
+	"talon/internal/config"
+)
+
+// maxMemo bounds a Memo: model references can come from callers (a
+// request header), so past this many distinct ones Resolve is called
+// afresh for each new one instead of remembered.
+const maxMemo = 64
+
+// Memo resolves model references against one config and keeps the clients
+// it built, so that every run of an agent uses the same client and with it
+// the client's fragment cache (see wire.go). Errors are not kept: a
+// missing API key is looked up again on the next call. A Memo is safe for
+// concurrent use; build a new one when the config changes.
+type Memo struct {
+	cfg *config.Config
+	env func(string) string
+
+	mu   sync.Mutex
+	seen map[string]memoEntry
+}
+
+type memoEntry struct {
+	p     Provider
+	model string
+}
+
+// NewMemo returns a Memo for cfg; env is as for Resolve.
+func NewMemo(cfg *config.Config, env func(string) string) *Memo {
+	return &Memo{cfg: cfg, env: env, seen: map[string]memoEntry{}}
+}
+
+// Resolve is Resolve(cfg, ref, env), remembered.
+func (m *Memo) Resolve(ref string) (Provider, string, error) {
+	m.mu.Lock()
+	e, ok := m.seen[ref]
+	m.mu.Unlock()
+	if ok {
+		return e.p, e.model, nil
+	}
+	p, model, err := Resolve(m.cfg, ref, m.env)
+	if err != nil {
+		return nil, "", err
+	}
+	m.mu.Lock()
+	if len(m.seen) < maxMemo {
+		m.seen[ref] = memoEntry{p, model}
+	}
+	m.mu.Unlock()
+	return p, model, nil
+}
