@@ -104,7 +104,9 @@ func restore(path string, next, disk *Value) (*Value, error) {
 		return disk.Clone(), nil
 	case Array:
 		var byID map[string]*Value
-		if disk != nil && disk.Kind == Array && allHaveID(next.Items) && allHaveID(disk.Items) {
+		// Ids redacted under env say nothing about which element is which:
+		// only the index does.
+		if disk != nil && disk.Kind == Array && allHaveID(next.Items) && allHaveID(disk.Items) && !redactedID(next.Items) {
 			byID = make(map[string]*Value, len(disk.Items))
 			for _, it := range disk.Items {
 				byID[idOf(it)] = it
@@ -149,4 +151,14 @@ func restore(path string, next, disk *Value) (*Value, error) {
 		return c, nil
 	}
 	return next.Clone(), nil
+}
+
+// redactedID reports whether an element's id is the redaction sentinel.
+func redactedID(items []*Value) bool {
+	for _, it := range items {
+		if idOf(it) == RedactedSentinel {
+			return true
+		}
+	}
+	return false
 }
