@@ -634,6 +634,10 @@ func TestOpenAIMalformed(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want prefix %q", err, tc.wantErr)
 			}
+			// An *Error, so the gateway tells the client it was the provider.
+			if e := (*Error)(nil); !errors.As(err, &e) || e.Temporary() {
+				t.Errorf("err = %#v, want a final *Error", err)
+			}
 			if len(f.requests()) != 1 {
 				t.Errorf("malformed response was retried")
 			}

@@ -61,8 +61,11 @@ var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 //     (openai-completions, anthropic-messages; empty means the built-in's
 //     api for a built-in name, else openai-completions), baseUrl, apiKey,
 //     headers (the provider's, then the matching models[] entry's) and
-//     timeoutSeconds. The built-ins openai, openrouter and anthropic work
-//     unconfigured.
+//     timeoutSeconds, which bounds each attempt (the whole answer, or a
+//     stream's wait for its headers) and also each silence of a stream
+//     between chunks, so that a stream that stops sending fails after the
+//     time the operator chose rather than DefaultIdleTimeout. The built-ins
+//     openai, openrouter and anthropic work unconfigured.
 //   - An apiKey is taken from the config, where "${NAME}" reads the
 //     environment variable NAME, else for a built-in from its variable
 //     (OPENAI_API_KEY, OPENROUTER_API_KEY, ANTHROPIC_API_KEY). A built-in
@@ -156,9 +159,9 @@ func Resolve(cfg *config.Config, ref string, env func(string) string) (Provider,
 	}
 
 	if api == APIAnthropicMessages {
-		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout}), model, nil
+		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout}), model, nil
 	}
-	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout}), model, nil
+	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout}), model, nil
 }
 
 func sameHost(a, b string) bool {

@@ -29,6 +29,7 @@ type summary struct {
 	URL     string
 	Header  map[string]string
 	Timeout time.Duration
+	Idle    time.Duration // the stream idle timeout
 }
 
 func summarize(p Provider) summary {
@@ -44,7 +45,7 @@ func summarize(p Provider) summary {
 	default:
 		return summary{Kind: fmt.Sprintf("%T", p)}
 	}
-	s.Name, s.Timeout = t.name, t.timeout
+	s.Name, s.Timeout, s.Idle = t.name, t.timeout, t.idleTimeout
 	s.Header = map[string]string{}
 	for k, v := range t.header {
 		if k != "User-Agent" {
@@ -72,7 +73,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "openai from env",
 			ref:  "openai/gpt-4o", env: map[string]string{"OPENAI_API_KEY": "sk-env"},
-			want:      summary{Kind: "openai", Name: "openai", URL: "https://api.openai.com/v1/chat/completions", Header: map[string]string{"Authorization": "Bearer sk-env"}, Timeout: DefaultTimeout},
+			want:      summary{Kind: "openai", Name: "openai", URL: "https://api.openai.com/v1/chat/completions", Header: map[string]string{"Authorization": "Bearer sk-env"}, Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "gpt-4o",
 		},
 		{
@@ -83,7 +84,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "openrouter keeps the model's slashes",
 			ref:  "openrouter/google/gemini-3-flash", env: map[string]string{"OPENROUTER_API_KEY": "or-key"},
-			want: summary{Kind: "openai", Name: "openrouter", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: DefaultTimeout,
+			want: summary{Kind: "openai", Name: "openrouter", URL: "https://openrouter.ai/api/v1/chat/completions", Timeout: DefaultTimeout, Idle: DefaultIdleTimeout,
 				Header: map[string]string{"Authorization": "Bearer or-key", "X-Title": "Talon"}},
 			wantModel: "google/gemini-3-flash",
 		},
@@ -95,7 +96,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "anthropic from env",
 			ref:  "anthropic/claude-sonnet-4-5", env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant"},
-			want:      summary{Kind: "anthropic", Name: "anthropic", URL: "https://api.anthropic.com/v1/messages", Header: anthropicHeader("sk-ant"), Timeout: DefaultTimeout},
+			want:      summary{Kind: "anthropic", Name: "anthropic", URL: "https://api.anthropic.com/v1/messages", Header: anthropicHeader("sk-ant"), Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "claude-sonnet-4-5",
 		},
 		{
@@ -107,7 +108,7 @@ func TestResolve(t *testing.T) {
 			name:      "configured local server needs no key",
 			cfg:       `{models: {providers: {ollama: {baseUrl: "http://127.0.0.1:11434/v1", models: [{id: "llama3"}]}}}}`,
 			ref:       "ollama/llama3",
-			want:      summary{Kind: "openai", Name: "ollama", URL: "http://127.0.0.1:11434/v1/chat/completions", Header: map[string]string{}, Timeout: DefaultTimeout},
+			want:      summary{Kind: "openai", Name: "ollama", URL: "http://127.0.0.1:11434/v1/chat/completions", Header: map[string]string{}, Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "llama3",
 		},
 		{
@@ -116,7 +117,7 @@ func TestResolve(t *testing.T) {
 				headers: {"X-Team": "a", "X-Over": "provider"}, timeoutSeconds: 2.5,
 				models: [{id: "other", headers: {"X-No": "1"}}, {id: "qwen/q3", headers: {"X-Over": "model"}}]}}}}`,
 			ref: "vllm/qwen/q3",
-			want: summary{Kind: "openai", Name: "vllm", URL: "https://gpu.example/v1/chat/completions", Timeout: 2500 * time.Millisecond,
+			want: summary{Kind: "openai", Name: "vllm", URL: "https://gpu.example/v1/chat/completions", Timeout: 2500 * time.Millisecond, Idle: 2500 * time.Millisecond,
 				Header: map[string]string{"Authorization": "Bearer k1", "X-Team": "a", "X-Over": "model"}},
 			wantModel: "qwen/q3",
 		},
@@ -124,14 +125,14 @@ func TestResolve(t *testing.T) {
 			name:      "configured anthropic-messages",
 			cfg:       `{models: {providers: {corp: {baseUrl: "https://llm.corp/anthropic", apiKey: "ck", api: "anthropic-messages", timeoutSeconds: 30}}}}`,
 			ref:       "corp/claude",
-			want:      summary{Kind: "anthropic", Name: "corp", URL: "https://llm.corp/anthropic/v1/messages", Header: anthropicHeader("ck"), Timeout: 30 * time.Second},
+			want:      summary{Kind: "anthropic", Name: "corp", URL: "https://llm.corp/anthropic/v1/messages", Header: anthropicHeader("ck"), Timeout: 30 * time.Second, Idle: 30 * time.Second},
 			wantModel: "claude",
 		},
 		{
 			name:      "configured anthropic-messages without baseUrl uses Anthropic's",
 			cfg:       `{models: {providers: {mine: {apiKey: "mk", api: "anthropic-messages"}}}}`,
 			ref:       "mine/claude",
-			want:      summary{Kind: "anthropic", Name: "mine", URL: "https://api.anthropic.com/v1/messages", Header: anthropicHeader("mk"), Timeout: DefaultTimeout},
+			want:      summary{Kind: "anthropic", Name: "mine", URL: "https://api.anthropic.com/v1/messages", Header: anthropicHeader("mk"), Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "claude",
 		},
 		{
@@ -156,14 +157,14 @@ func TestResolve(t *testing.T) {
 			name: "configured key beats env",
 			cfg:  `{models: {providers: {openai: {apiKey: "sk-cfg"}}}}`,
 			ref:  "openai/gpt-4o", env: map[string]string{"OPENAI_API_KEY": "sk-env"},
-			want:      summary{Kind: "openai", Name: "openai", URL: "https://api.openai.com/v1/chat/completions", Header: map[string]string{"Authorization": "Bearer sk-cfg"}, Timeout: DefaultTimeout},
+			want:      summary{Kind: "openai", Name: "openai", URL: "https://api.openai.com/v1/chat/completions", Header: map[string]string{"Authorization": "Bearer sk-cfg"}, Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "gpt-4o",
 		},
 		{
 			name: "configured built-in without key falls back to env",
 			cfg:  `{models: {providers: {openai: {headers: {"OpenAI-Organization": "org-1"}}}}}`,
 			ref:  "openai/gpt-4o", env: map[string]string{"OPENAI_API_KEY": "sk-env"},
-			want: summary{Kind: "openai", Name: "openai", URL: "https://api.openai.com/v1/chat/completions", Timeout: DefaultTimeout,
+			want: summary{Kind: "openai", Name: "openai", URL: "https://api.openai.com/v1/chat/completions", Timeout: DefaultTimeout, Idle: DefaultIdleTimeout,
 				Header: map[string]string{"Authorization": "Bearer sk-env", "Openai-Organization": "org-1"}},
 			wantModel: "gpt-4o",
 		},
@@ -171,21 +172,21 @@ func TestResolve(t *testing.T) {
 			name:      "built-in name pointed at another host needs no key",
 			cfg:       `{models: {providers: {openai: {baseUrl: "http://localhost:8000/v1"}}}}`,
 			ref:       "openai/gpt-4o",
-			want:      summary{Kind: "openai", Name: "openai", URL: "http://localhost:8000/v1/chat/completions", Header: map[string]string{}, Timeout: DefaultTimeout},
+			want:      summary{Kind: "openai", Name: "openai", URL: "http://localhost:8000/v1/chat/completions", Header: map[string]string{}, Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "gpt-4o",
 		},
 		{
 			name:      "configured anthropic without api keeps the built-in api",
 			cfg:       `{models: {providers: {anthropic: {apiKey: "sk-a"}}}}`,
 			ref:       "anthropic/claude",
-			want:      summary{Kind: "anthropic", Name: "anthropic", URL: "https://api.anthropic.com/v1/messages", Header: anthropicHeader("sk-a"), Timeout: DefaultTimeout},
+			want:      summary{Kind: "anthropic", Name: "anthropic", URL: "https://api.anthropic.com/v1/messages", Header: anthropicHeader("sk-a"), Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "claude",
 		},
 		{
 			name: "apiKey from ${VAR}",
 			cfg:  `{models: {providers: {corp: {baseUrl: "https://corp.example/v1", apiKey: "${CORP_KEY}"}}}}`,
 			ref:  "corp/m", env: map[string]string{"CORP_KEY": "from-env"},
-			want:      summary{Kind: "openai", Name: "corp", URL: "https://corp.example/v1/chat/completions", Header: map[string]string{"Authorization": "Bearer from-env"}, Timeout: DefaultTimeout},
+			want:      summary{Kind: "openai", Name: "corp", URL: "https://corp.example/v1/chat/completions", Header: map[string]string{"Authorization": "Bearer from-env"}, Timeout: DefaultTimeout, Idle: DefaultIdleTimeout},
 			wantModel: "m",
 		},
 		{

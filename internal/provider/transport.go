@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -226,11 +227,11 @@ func (t *transport) attempt(ctx context.Context, url string, body []byte, stream
 			return nil, mapErr(err, false, "reading response body")
 		}
 		if len(data) > maxBody {
-			return nil, fmt.Errorf("%s: response body larger than %d MiB", t.name, maxBody>>20)
+			return nil, &Error{Provider: t.name, Message: fmt.Sprintf("response body larger than %d MiB", maxBody>>20)}
 		}
 		r, err := p.body(data)
 		if err != nil {
-			return nil, err
+			return nil, t.asError(err)
 		}
 		if stream {
 			emit(r.Content)
@@ -262,11 +263,24 @@ func (t *transport) attempt(ctx context.Context, url string, body []byte, stream
 		return ev, mapErr(err, false, "stream ended early")
 	}
 	r, err := p.stream(events, emit)
-	if err == nil {
-		// Let the connection be reused: drain a little of what may follow.
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+	if err != nil {
+		return nil, t.asError(err)
 	}
-	return r, err
+	// Let the connection be reused: drain a little of what may follow.
+	_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+	return r, nil
+}
+
+// asError makes a parser's complaint about a response (malformed JSON, no
+// choices) an *Error like every other failed call, so that callers can
+// tell the provider's faults from their own by that one type. It is not
+// Temporary: the same request would get the same answer.
+func (t *transport) asError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Provider: t.name, Message: strings.TrimPrefix(err.Error(), t.name+": "), Err: err}
 }
 
 // sseEvent is one server-sent event.
