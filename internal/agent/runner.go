@@ -75,6 +75,9 @@ type Result struct {
 	Usage        provider.Usage
 	Model        string // the model reference used
 	Rounds       int
+
+	// partial is the text a model call streamed before it failed.
+	partial string
 }
 
 // ErrUnknownAgent is returned for an agent id the config does not define.
@@ -82,7 +85,10 @@ var ErrUnknownAgent = errors.New("unknown agent")
 
 // Run executes one turn. The transcript is appended as the run goes: the
 // input first, then every model answer and tool result, so a crash loses
-// at most the step in flight.
+// at most the step in flight. A turn that fails or is aborted keeps its
+// input and ends with an assistant message saying so (StopReason
+// provider.StopAborted or provider.StopError, the error in Error, the text
+// streamed before the end as Content), written even though ctx is done.
 func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	cfg := r.Config
 	agentID := policy.NormalizeAgentID(req.AgentID)
@@ -120,7 +126,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if firstRun && len(req.History) > 0 {
 		input = append(slices.Clip(req.History), req.Input...)
 	}
-	history = append(history, input...)
+	history = replayable(append(history, input...))
 	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, pending: slices.Clip(input)}
 
 	// The tool list: every registered tool, through the policy.
@@ -135,7 +141,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 
 	ws, err := r.openWorkspace(agentID)
 	if err != nil {
-		return nil, err
+		return nil, tr.fail(ctx, err, "")
 	}
 	defer ws.Close()
 	system, _ := buildPrompt(promptInput{
@@ -151,12 +157,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision})
 	res.Model = ref
 	if err != nil {
-		// What the run said so far is kept even when it failed or the
-		// client left: the context may be done, the write must not be.
-		if ferr := tr.flush(context.WithoutCancel(ctx)); ferr != nil {
-			err = errors.Join(err, ferr)
-		}
-		return res, err
+		return res, tr.fail(ctx, err, res.partial)
 	}
 	return res, nil
 }
@@ -176,13 +177,25 @@ type loopState struct {
 func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loopState) (*Result, error) {
 	prov, modelID, system, specs, history, env := st.prov, st.modelID, st.system, st.specs, st.history, st.env
 	res := &Result{}
+	// What a round streams is kept aside, so that a call that fails
+	// half-way leaves its text in the transcript's failure record.
+	var streamed strings.Builder
+	onDelta := req.OnDelta
+	if onDelta != nil {
+		onDelta = func(text string) {
+			streamed.WriteString(text)
+			req.OnDelta(text)
+		}
+	}
 	for res.Rounds < r.maxRounds() {
 		res.Rounds++
+		streamed.Reset()
 		out, err := prov.Chat(ctx, &provider.Request{
 			Model: modelID, System: system, Messages: history, Tools: specs,
 			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
-		}, req.OnDelta)
+		}, onDelta)
 		if err != nil {
+			res.partial = streamed.String()
 			return res, fmt.Errorf("calling the model: %w", err)
 		}
 		addUsage(&res.Usage, out.Usage)
@@ -238,6 +251,21 @@ type transcript struct {
 }
 
 func (t *transcript) add(m provider.Message) { t.pending = append(t.pending, m) }
+
+// fail ends a turn that failed: what it has not saved yet (at least its
+// input) and a record of the failure are written even when ctx is done
+// (the client left), and err comes back, joined with any write error.
+func (t *transcript) fail(ctx context.Context, err error, partial string) error {
+	reason := provider.StopError
+	if errors.Is(ctx.Err(), context.Canceled) {
+		reason = provider.StopAborted
+	}
+	t.add(provider.Message{Role: provider.RoleAssistant, Content: partial, StopReason: reason, Error: err.Error()})
+	if ferr := t.flush(context.WithoutCancel(ctx)); ferr != nil {
+		return errors.Join(err, fmt.Errorf("recording the failed turn of %s: %w", t.key, ferr))
+	}
+	return err
+}
 
 func (t *transcript) flush(ctx context.Context) error {
 	if t.sessionID != "" && len(t.pending) == 0 {

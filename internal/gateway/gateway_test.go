@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/provider"
 	"talon/internal/store"
 )
 
@@ -19,7 +20,8 @@ func fakeModelConfig(llm *scriptedLLM, extra string) string {
 }
 
 // TestAbort: when the client goes away mid-run, the model call is
-// cancelled and the user's message stays in the transcript.
+// cancelled, the user's message stays in the transcript and a record says
+// the turn was aborted.
 func TestAbort(t *testing.T) {
 	llm := newScriptedLLM(t)
 	dir := t.TempDir()
@@ -71,8 +73,12 @@ func TestAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 1 || msgs[0].Content != "long task" {
-		t.Errorf("transcript = %+v, want just the user message", msgs)
+	// The user's message, then the record of the abort keeping what the
+	// model had streamed.
+	if len(msgs) != 2 || msgs[0].Content != "long task" ||
+		msgs[1].Role != provider.RoleAssistant || msgs[1].StopReason != provider.StopAborted || msgs[1].Content != "thinking" ||
+		!strings.Contains(msgs[1].Error, "context canceled") {
+		t.Errorf("transcript = %+v, want the user message and an aborted record", msgs)
 	}
 }
 

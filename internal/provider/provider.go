@@ -27,7 +27,20 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	// IsError marks a tool result that reports a failure.
 	IsError bool `json:"is_error,omitempty"`
+	// StopReason and Error mark the assistant message that closes a turn
+	// which did not finish (StopAborted, StopError), as OpenClaw's
+	// transcripts do; Content then holds the text streamed before the end.
+	// Providers do not send them; internal/agent leaves a marker without
+	// text out of the history it replays.
+	StopReason string `json:"stopReason,omitempty"`
+	Error      string `json:"errorMessage,omitempty"`
 }
+
+// Stop reasons of a turn that did not finish.
+const (
+	StopAborted = "aborted" // the caller went away or cancelled the run
+	StopError   = "error"   // the model call, a tool or the store failed
+)
 
 // ToolCall is one function call a model asked for.
 type ToolCall struct {
