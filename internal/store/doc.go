@@ -33,4 +33,12 @@
 // open the same file — SQLite's locks keep it consistent and writers wait
 // up to 5 s for each other — but Talon runs one process per state
 // directory. Close waits for nothing: call it after the last use.
+//
+// # Caching
+//
+// Transcript reads of up to 1,000 messages go through an in-memory cache
+// of transcript tails (8 MB, least recently used first out). A cached read
+// still asks the database for the messages after the last one it holds,
+// so writes from anywhere — another DB on the same file, another process
+// — are seen; it relies on transcripts being append-only.
 package store

@@ -32,12 +32,15 @@ type DB struct {
 	r    *sql.DB // read-only connections
 
 	// Prepared once: parsing SQL costs more than running these.
-	appendStmt *sql.Stmt // on w
-	readStmt   *sql.Stmt // on r
-	getStmt    *sql.Stmt // on r
-	getStmtW   *sql.Stmt // on w
-	putStmt    *sql.Stmt // on w
-	touchStmt  *sql.Stmt // on w
+	appendStmt    *sql.Stmt // on w
+	readStmt      *sql.Stmt // on r
+	getStmt       *sql.Stmt // on r
+	getStmtW      *sql.Stmt // on w
+	putStmt       *sql.Stmt // on w
+	touchStmt     *sql.Stmt // on w
+	readAfterStmt *sql.Stmt // on r
+
+	tails *tails
 }
 
 // Open opens the database at path, creating it (mode 0600, parent
@@ -75,7 +78,7 @@ func Open(path string) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	db := &DB{Now: time.Now, path: abs, w: w}
+	db := &DB{Now: time.Now, path: abs, w: w, tails: newTails(defaultTailBytes)}
 	ctx := context.Background()
 	var mode string
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
@@ -107,7 +110,7 @@ func Open(path string) (*DB, error) {
 	}{
 		{&db.appendStmt, w, appendSQL}, {&db.readStmt, r, readSQL},
 		{&db.getStmt, r, getEntrySQL}, {&db.getStmtW, w, getEntrySQL}, {&db.putStmt, w, putEntrySQL},
-		{&db.touchStmt, w, touchSQL},
+		{&db.touchStmt, w, touchSQL}, {&db.readAfterStmt, r, readAfterSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -126,7 +129,7 @@ func (db *DB) Path() string { return db.path }
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt} {
+	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.readAfterStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

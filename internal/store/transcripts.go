@@ -101,30 +101,62 @@ func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]pr
 }
 
 // TranscriptRecords is Transcript with each message's sequence number and
-// time.
+// time. Reads of up to maxTail messages go through the tail cache (see
+// tails.go).
 func (db *DB) TranscriptRecords(ctx context.Context, sessionID string, limit int) ([]Record, error) {
 	if limit <= 0 {
-		limit = -1
+		limit = -1 // all: LIMIT -1 is no limit
 	}
-	rows, err := db.readStmt.QueryContext(ctx, sessionID, limit)
+	if limit < 0 || limit > maxTail {
+		recs, _, err := db.readRecords(ctx, db.readStmt, sessionID, int64(limit))
+		return recs, err
+	}
+	if last, covers, ok := db.tails.snapshot(sessionID, limit); ok && covers {
+		rows, sizes, err := db.readRecords(ctx, db.readAfterStmt, sessionID, last)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 || rows[0].Seq == last+1 && rows[len(rows)-1].Seq == last+int64(len(rows)) {
+			if recs, ok := db.tails.extend(sessionID, last, rows, sizes, limit); ok {
+				return recs, nil
+			}
+		}
+	}
+	recs, sizes, err := db.readRecords(ctx, db.readStmt, sessionID, int64(limit))
+	if err != nil || len(recs) == 0 {
+		return recs, err
+	}
+	db.tails.put(sessionID, recs, sizes, len(recs) < limit)
+	return lastN(recs, limit), nil
+}
+
+// readAfterSQL reads the messages of a session after number ?2, in order.
+const readAfterSQL = `SELECT seq, created_at, message FROM transcripts WHERE session_id = ?1 AND seq > ?2 ORDER BY seq`
+
+// readRecords runs readSQL or readAfterSQL and decodes the rows; sizes are
+// their stored JSON lengths.
+func (db *DB) readRecords(ctx context.Context, stmt *sql.Stmt, sessionID string, arg int64) ([]Record, []int, error) {
+	rows, err := stmt.QueryContext(ctx, sessionID, arg)
 	if err != nil {
-		return nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
+		return nil, nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
 	}
 	defer rows.Close()
 	var out []Record
+	var sizes []int
 	for rows.Next() {
 		var r Record
 		var raw string
 		if err := rows.Scan(&r.Seq, &r.CreatedAt, &raw); err != nil {
-			return nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
+			return nil, nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
 		}
 		if err := json.Unmarshal([]byte(raw), &r.Message); err != nil {
-			return nil, fmt.Errorf("reading transcript %q: message %d: %w", sessionID, r.Seq, err)
+			return nil, nil, fmt.Errorf("reading transcript %q: message %d: %w", sessionID, r.Seq, err)
 		}
 		out = append(out, r)
+		sizes = append(sizes, len(raw))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
+		return nil, nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
 	}
-	return out, nil
+	return out, sizes, nil
 }
