@@ -2,6 +2,7 @@ package store
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 )
 
@@ -146,11 +147,13 @@ func (c *tails) drop(t *tail) {
 	c.size -= t.size
 }
 
-// lastN is a copy of the last n records (all when fewer), so callers may
-// append to it without touching the cache.
+// lastN is the last n records (all when fewer), with no spare capacity:
+// appending to it copies. Its elements are never written again by the
+// cache — a tail only grows past them or is replaced — so it may be read
+// after the lock is released.
 func lastN(recs []Record, n int) []Record {
 	if len(recs) > n {
 		recs = recs[len(recs)-n:]
 	}
-	return append([]Record(nil), recs...)
+	return slices.Clip(recs)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"talon/internal/provider"
 )
@@ -89,7 +90,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs [
 // Transcript returns the last limit messages of a transcript in order (all
 // of them when limit <= 0); an unknown session id has none.
 func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]provider.Message, error) {
-	recs, err := db.TranscriptRecords(ctx, sessionID, limit)
+	recs, err := db.records(ctx, sessionID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +102,17 @@ func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]pr
 }
 
 // TranscriptRecords is Transcript with each message's sequence number and
-// time. Reads of up to maxTail messages go through the tail cache (see
-// tails.go).
+// time.
 func (db *DB) TranscriptRecords(ctx context.Context, sessionID string, limit int) ([]Record, error) {
+	recs, err := db.records(ctx, sessionID, limit)
+	return slices.Clone(recs), err
+}
+
+// records reads the last limit records of a transcript. Reads of up to
+// maxTail messages go through the tail cache (see tails.go), and the
+// result may then be the cache's own memory: callers copy before they
+// change or hand it out.
+func (db *DB) records(ctx context.Context, sessionID string, limit int) ([]Record, error) {
 	if limit <= 0 {
 		limit = -1 // all: LIMIT -1 is no limit
 	}
