@@ -146,7 +146,7 @@ type Process interface {
 	Kill() error
 }
 
-// Factory builds a backend; Open is called with a backend's settings as
+// Factory builds a backend from its settings as
 // Talon's config gives them (nil when there are none).
 type Factory func(settings map[string]any) (Backend, error)
 
