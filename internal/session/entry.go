@@ -78,7 +78,20 @@ var knownFields = func() map[string]bool {
 	return m
 }()
 
-func isKnownField(name string) bool { return knownFields[strings.ToLower(name)] }
+// isKnownField matches names as encoding/json does, with Unicode case
+// folding: "ſessionId" (long s) fills SessionID too, so it must not also be
+// kept in Extra and written back to overwrite it.
+func isKnownField(name string) bool {
+	if knownFields[strings.ToLower(name)] {
+		return true
+	}
+	for f := range knownFields {
+		if strings.EqualFold(f, name) {
+			return true
+		}
+	}
+	return false
+}
 
 // MarshalJSON writes the modelled fields, then Extra.
 func (e Entry) MarshalJSON() ([]byte, error) {

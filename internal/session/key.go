@@ -81,8 +81,10 @@ func Canonical(cfg *config.Config, defaultAgent, key string) (string, error) {
 	} else {
 		out = "agent:" + defaultAgent + ":" + lower
 	}
-	if len(out) > MaxKeyLen {
-		return "", invalid("invalid session key: longer than %d bytes", MaxKeyLen)
+	// The result must be storable too: a configured session.mainKey can
+	// make it too long or bring in a control character.
+	if _, err := checkKey(out); err != nil {
+		return "", err
 	}
 	return out, nil
 }
