@@ -109,6 +109,29 @@ func TestDecodeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "sandbox backend host and limits",
+			src: `{
+				agents: {
+					defaults: {sandbox: {mode: "non-main", backend: "host", limits: {processes: 0, memoryMb: 512, timeoutSeconds: 604801}}},
+					list: [
+						{id: "a", sandbox: {mode: "off", backend: "host"}},
+						{id: "b", sandbox: {backend: "bwrap"}},
+						{id: "c", sandbox: {mode: "paths-only"}},
+						{id: "d"},
+						{id: "e", sandbox: {mode: "all", backend: "host", limits: {openFiles: -1}}},
+					],
+				},
+			}`,
+			want: []Issue{
+				{"agents.defaults.sandbox.backend", `sandbox backend "host" runs commands without isolation, which only mode "off" allows (agents.defaults.sandbox.mode is "non-main"); set the backend to bwrap or docker, or the mode to off`},
+				{"agents.defaults.sandbox.limits.processes", "expected an integer from 1 to 1048576 (got 0)"},
+				{"agents.defaults.sandbox.limits.timeoutSeconds", "expected an integer from 1 to 604800 (got 604801)"},
+				{"agents.list[2].sandbox.mode", `sandbox backend "host" runs commands without isolation, which only mode "off" allows (agents.list[2].sandbox.mode is "paths-only"); set the backend to bwrap or docker, or the mode to off`},
+				{"agents.list[4].sandbox.backend", `sandbox backend "host" runs commands without isolation, which only mode "off" allows (agents.list[4].sandbox.mode is "all"); set the backend to bwrap or docker, or the mode to off`},
+				{"agents.list[4].sandbox.limits.openFiles", "expected an integer from 1 to 1048576 (got -1)"},
+			},
+		},
+		{
 			name: "root is not an object",
 			src:  `[1]`,
 			want: []Issue{{"(root)", "expected object"}},

@@ -237,11 +237,25 @@ type Sandbox struct {
 	WorkspaceAccess string `json:"workspaceAccess"`
 	WorkspaceRoot   string `json:"workspaceRoot"`
 	// Backend is Talon's own: bwrap, docker or host.
-	Backend                string `json:"backend"`
-	Docker                 *Raw   `json:"docker"`
-	Browser                *Raw   `json:"browser" talon:"unused"`
-	Prune                  *Raw   `json:"prune" talon:"unused"`
-	SessionToolsVisibility *Raw   `json:"sessionToolsVisibility" talon:"unused"`
+	Backend string `json:"backend"`
+	// Limits is Talon's own: what one sandboxed command may use.
+	Limits                 *SandboxLimits `json:"limits"`
+	Docker                 *Raw           `json:"docker"`
+	Browser                *Raw           `json:"browser" talon:"unused"`
+	Prune                  *Raw           `json:"prune" talon:"unused"`
+	SessionToolsVisibility *Raw           `json:"sessionToolsVisibility" talon:"unused"`
+}
+
+// SandboxLimits is Talon's `sandbox.limits`. Each field, when set, replaces
+// the built-in default for every command run in the sandbox; a per-agent
+// value replaces the agents.defaults one field by field.
+type SandboxLimits struct {
+	Processes      *int `json:"processes"`      // processes of the sandbox user
+	OpenFiles      *int `json:"openFiles"`      // open files per process
+	FileSizeMB     *int `json:"fileSizeMb"`     // largest file a command writes, MiB
+	CPUSeconds     *int `json:"cpuSeconds"`     // CPU time per process
+	MemoryMB       *int `json:"memoryMb"`       // address space (bwrap) or memory (docker), MiB
+	TimeoutSeconds *int `json:"timeoutSeconds"` // wall clock per command
 }
 
 // Channel is one `channels.<id>` entry. Talon reads only what the tool policy

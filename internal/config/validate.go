@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -38,6 +39,7 @@ func check(c *Config) (errs, warns []Issue) {
 	}
 	k.oneOf("session.scope", c.Session.Scope, sessionScopes)
 	k.sandbox("agents.defaults.sandbox", c.Agents.Defaults.Sandbox)
+	k.hostBackend("agents.defaults.sandbox", c.Agents.Defaults.Sandbox, c.Agents.Defaults.Sandbox)
 	k.profile("tools.profile", c.Tools.Profile)
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
 
@@ -54,6 +56,7 @@ func check(c *Config) (errs, warns []Issue) {
 			seen[id] = i
 		}
 		k.sandbox(at+".sandbox", a.Sandbox)
+		k.hostBackend(at+".sandbox", a.Sandbox, c.Agents.Defaults.Sandbox)
 		k.profile(at+".tools.profile", a.Tools.Profile)
 		k.byProvider(at+".tools.byProvider", a.Tools.ByProvider)
 	}
@@ -83,6 +86,45 @@ func (k *checker) sandbox(path string, s Sandbox) {
 	k.oneOf(path+".scope", s.Scope, sandboxScopes)
 	k.oneOf(path+".workspaceAccess", s.WorkspaceAccess, workspaceAccess)
 	k.oneOf(path+".backend", s.Backend, sandboxBackends)
+	if l := s.Limits; l != nil {
+		k.between(path+".limits.processes", l.Processes, 1<<20)
+		k.between(path+".limits.openFiles", l.OpenFiles, 1<<20)
+		k.between(path+".limits.fileSizeMb", l.FileSizeMB, 1<<20)
+		k.between(path+".limits.cpuSeconds", l.CPUSeconds, 7*24*3600)
+		k.between(path+".limits.memoryMb", l.MemoryMB, 1<<24)
+		k.between(path+".limits.timeoutSeconds", l.TimeoutSeconds, 7*24*3600)
+	}
+}
+
+// hostBackend refuses backend "host" under a mode that sandboxes sessions:
+// host runs commands as Talon runs, so it would silently unsandbox them.
+// s is the block at path, d the defaults'. An agent is checked only when
+// it sets mode or backend itself, so a problem of the defaults is reported
+// once.
+func (k *checker) hostBackend(path string, s, d Sandbox) {
+	if s.Mode == "" && s.Backend == "" {
+		return
+	}
+	mode, modeKey := s.Mode, path+".mode"
+	if mode == "" {
+		mode, modeKey = d.Mode, "agents.defaults.sandbox.mode"
+	}
+	backend, at := s.Backend, path+".backend"
+	if backend == "" {
+		backend, at = d.Backend, modeKey
+	}
+	if backend != "host" || mode == "" || mode == "off" || !slices.Contains(sandboxModes, mode) {
+		return
+	}
+	k.fail(at, fmt.Sprintf("sandbox backend \"host\" runs commands without isolation, which only mode \"off\" allows (%s is %q); "+
+		"set the backend to bwrap or docker, or the mode to off", modeKey, mode))
+}
+
+// between checks an optional integer is from 1 to max.
+func (k *checker) between(path string, v *int, max int) {
+	if v != nil && (*v < 1 || *v > max) {
+		k.fail(path, fmt.Sprintf("expected an integer from 1 to %d (got %d)", max, *v))
+	}
 }
 
 // profile warns rather than fails: OpenClaw applies no profile policy for an
