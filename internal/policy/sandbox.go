@@ -109,7 +109,7 @@ type SandboxSettings struct {
 	WorkspaceRoot   string `json:"workspace_root,omitempty"`
 	Backend         string `json:"backend,omitempty"`
 	// Keys name where each value came from ("" when it is the default).
-	ModeKey, AccessKey string `json:"-"`
+	ModeKey, AccessKey, ScopeKey, RootKey, BackendKey string `json:"-"`
 }
 
 // ResolveSandboxSettings reads mode, scope and workspaceAccess for an agent.
@@ -140,24 +140,24 @@ func ResolveSandboxSettings(cfg *config.Config, agentID string) SandboxSettings 
 	default:
 		out.Mode = ModeOff
 	}
-	out.Scope, _ = pick(s.Scope, d.Scope, "", "", "")
+	out.Scope, out.ScopeKey = pick(s.Scope, d.Scope, ak+"scope", "agents.defaults.sandbox.scope", "")
 	if out.Scope == "" {
-		per := s.PerSession
+		per, key := s.PerSession, ak+"perSession"
 		if per == nil {
-			per = d.PerSession
+			per, key = d.PerSession, "agents.defaults.sandbox.perSession"
 		}
 		switch {
 		case per != nil && *per:
-			out.Scope = "session"
+			out.Scope, out.ScopeKey = "session", key
 		case per != nil:
-			out.Scope = "shared"
+			out.Scope, out.ScopeKey = "shared", key
 		default:
 			out.Scope = "agent"
 		}
 	}
 	out.WorkspaceAccess, out.AccessKey = pick(s.WorkspaceAccess, d.WorkspaceAccess, ak+"workspaceAccess", "agents.defaults.sandbox.workspaceAccess", AccessNone)
-	out.WorkspaceRoot, _ = pick(s.WorkspaceRoot, d.WorkspaceRoot, "", "", "")
-	out.Backend, _ = pick(s.Backend, d.Backend, "", "", "")
+	out.WorkspaceRoot, out.RootKey = pick(s.WorkspaceRoot, d.WorkspaceRoot, ak+"workspaceRoot", "agents.defaults.sandbox.workspaceRoot", "")
+	out.Backend, out.BackendKey = pick(s.Backend, d.Backend, ak+"backend", "agents.defaults.sandbox.backend", "")
 	return out
 }
 
