@@ -246,11 +246,11 @@ type Process struct {
 	pid int
 
 	// Set up by plumb, used by Start.
-	childEnds []*os.File   // pipe ends the child gets; closed once it has them
-	readEnds  []*os.File   // pipe ends p reads output from
-	copies    []func()     // output copies, started after Start
-	stdinCopy func()       // copies a non-file Stdin into the child's pipe
-	stdinW    *os.File     // the write end of that pipe
+	childEnds []*os.File // pipe ends the child gets; closed once it has them
+	readEnds  []*os.File // pipe ends p reads output from
+	copies    []func()   // output copies, started after Start
+	stdinCopy func()     // copies a non-file Stdin into the child's pipe
+	stdinW    *os.File   // the write end of that pipe
 	copyWG    sync.WaitGroup
 
 	killOnce sync.Once
