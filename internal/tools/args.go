@@ -260,3 +260,29 @@ func (a Args) StringList(name string, required bool) ([]string, error) {
 	}
 	return out, nil
 }
+
+// StringMap returns an object-of-strings argument (a TypeObject property),
+// nil when it is absent and not required.
+func (a Args) StringMap(name string, required bool) (map[string]string, error) {
+	v, ok := a.get(name)
+	if !ok {
+		if required {
+			return nil, missing(name)
+		}
+		return nil, nil
+	}
+	bad := fmt.Errorf("argument %q must be an object whose values are strings", name)
+	var items map[string]json.RawMessage
+	if v[0] != '{' || json.Unmarshal(v, &items) != nil {
+		return nil, bad
+	}
+	out := make(map[string]string, len(items))
+	for k, it := range items {
+		var s string
+		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+			return nil, fmt.Errorf("argument %q: the value of %q must be a string", name, k)
+		}
+		out[k] = s
+	}
+	return out, nil
+}

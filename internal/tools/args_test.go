@@ -254,6 +254,36 @@ func TestStringList(t *testing.T) {
 	}
 }
 
+func TestStringMap(t *testing.T) {
+	tests := []struct {
+		raw      string
+		required bool
+		want     map[string]string
+		wantErr  string
+	}{
+		{`{"env":{"A":"1","B":""}}`, true, map[string]string{"A": "1", "B": ""}, ""},
+		{`{"env":{}}`, true, map[string]string{}, ""},
+		{`{}`, false, nil, ""},
+		{`{"env":null}`, false, nil, ""},
+		{`{}`, true, nil, `missing required argument "env"`},
+		{`{"env":"A=1"}`, false, nil, `argument "env" must be an object whose values are strings`},
+		{`{"env":["A"]}`, false, nil, `argument "env" must be an object whose values are strings`},
+		{`{"env":{"A":1}}`, false, nil, `argument "env": the value of "A" must be a string`},
+		{`{"env":{"A":null}}`, false, nil, `argument "env": the value of "A" must be a string`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			got, err := mustArgs(t, tt.raw).StringMap("env", tt.required)
+			if diff := cmp.Diff(tt.wantErr, errText(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestHas(t *testing.T) {
 	a := mustArgs(t, `{"a":1,"b":null}`)
 	if !a.Has("a") || a.Has("b") || a.Has("c") {

@@ -14,16 +14,21 @@ const (
 	TypeInteger = "integer"
 	TypeBoolean = "boolean"
 	TypeArray   = "array"
+	// TypeObject is a map: an object whose keys are free and whose values
+	// all have one scalar type (Items, string by default), such as a set
+	// of environment variables. Objects with declared properties would
+	// make the schema nested; there are none.
+	TypeObject = "object"
 )
 
 // Prop is one property of a tool's argument object.
 type Prop struct {
 	Name        string
-	Type        string // TypeString, TypeInteger, TypeBoolean or TypeArray
+	Type        string // TypeString, TypeInteger, TypeBoolean, TypeArray or TypeObject
 	Description string
 	Required    bool
 	Enum        []string // allowed values; only for TypeString
-	Items       string   // element type of a TypeArray: TypeString (the default), TypeInteger or TypeBoolean
+	Items       string   // element type of a TypeArray, value type of a TypeObject: TypeString (the default), TypeInteger or TypeBoolean
 }
 
 // Object builds the JSON Schema of a flat argument object: the properties
@@ -46,15 +51,15 @@ func Object(props ...Prop) json.RawMessage {
 			panic(fmt.Sprintf("tools.Object: property %q has no description", p.Name))
 		}
 		switch p.Type {
-		case TypeString, TypeInteger, TypeBoolean, TypeArray:
+		case TypeString, TypeInteger, TypeBoolean, TypeArray, TypeObject:
 		default:
 			panic(fmt.Sprintf("tools.Object: property %q has unknown type %q", p.Name, p.Type))
 		}
 		if len(p.Enum) > 0 && p.Type != TypeString {
 			panic(fmt.Sprintf("tools.Object: property %q: enum needs type string", p.Name))
 		}
-		if p.Items != "" && p.Type != TypeArray {
-			panic(fmt.Sprintf("tools.Object: property %q: items needs type array", p.Name))
+		if p.Items != "" && p.Type != TypeArray && p.Type != TypeObject {
+			panic(fmt.Sprintf("tools.Object: property %q: items needs type array or object", p.Name))
 		}
 		if i > 0 {
 			b.WriteByte(',')
@@ -62,7 +67,7 @@ func Object(props ...Prop) json.RawMessage {
 		writeJSON(&b, p.Name)
 		b.WriteString(`:{"type":`)
 		writeJSON(&b, p.Type)
-		if p.Type == TypeArray {
+		if p.Type == TypeArray || p.Type == TypeObject {
 			items := p.Items
 			if items == "" {
 				items = TypeString
@@ -72,7 +77,11 @@ func Object(props ...Prop) json.RawMessage {
 			default:
 				panic(fmt.Sprintf("tools.Object: property %q has unknown items type %q", p.Name, items))
 			}
-			b.WriteString(`,"items":{"type":`)
+			if p.Type == TypeArray {
+				b.WriteString(`,"items":{"type":`)
+			} else {
+				b.WriteString(`,"additionalProperties":{"type":`)
+			}
 			writeJSON(&b, items)
 			b.WriteByte('}')
 		}
@@ -136,8 +145,9 @@ func PropertyNames(schema json.RawMessage) []string {
 }
 
 // LintSchema checks a tool schema against Talon's conventions: a flat
-// object whose every property has a single scalar type (or an array of
-// scalars), a description, string-only enums, no unions (anyOf, oneOf,
+// object whose every property has a single scalar type (or is an array of
+// scalars, or a map of scalars: an object with only additionalProperties
+// of one scalar type), a description, string-only enums, no unions (anyOf, oneOf,
 // allOf, not, type lists) or references, required names that exist, and
 // additionalProperties false. Schemas built with Object pass; the check is
 // for tests of hand-written and generated schemas.
@@ -183,8 +193,18 @@ func LintSchema(schema json.RawMessage) error {
 			if json.Unmarshal(items["type"], &it) != nil || !slices.Contains([]string{"string", "integer", "number", "boolean"}, it) {
 				return fmt.Errorf("property %q: array items must have one scalar type", name)
 			}
+		case "object":
+			// Only a map: no declared properties, values of one scalar type.
+			var values map[string]json.RawMessage
+			var vt string
+			_, props := p["properties"]
+			_, pattern := p["patternProperties"]
+			if props || pattern || json.Unmarshal(p["additionalProperties"], &values) != nil ||
+				json.Unmarshal(values["type"], &vt) != nil || !slices.Contains([]string{"string", "integer", "number", "boolean"}, vt) {
+				return fmt.Errorf("property %q: an object property must be a map: no properties, additionalProperties of one scalar type", name)
+			}
 		default:
-			return fmt.Errorf("property %q has type %q; schemas are flat (string, integer, number, boolean or array of those)", name, pt)
+			return fmt.Errorf("property %q has type %q; schemas are flat (string, integer, number, boolean, or an array or map of those)", name, pt)
 		}
 		if raw, ok := p["enum"]; ok {
 			var vals []string

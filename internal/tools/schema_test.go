@@ -16,6 +16,7 @@ func TestObject(t *testing.T) {
 		Prop{Name: "all", Type: TypeBoolean, Description: "Every one."},
 		Prop{Name: "tags", Type: TypeArray, Description: "Labels."},
 		Prop{Name: "ids", Type: TypeArray, Items: TypeInteger, Description: "Numbers.", Required: true},
+		Prop{Name: "env", Type: TypeObject, Description: "Variables."},
 	)
 	want := `{"type":"object","properties":{` +
 		`"path":{"type":"string","description":"File path."},` +
@@ -23,7 +24,8 @@ func TestObject(t *testing.T) {
 		`"limit":{"type":"integer","description":"Max lines."},` +
 		`"all":{"type":"boolean","description":"Every one."},` +
 		`"tags":{"type":"array","items":{"type":"string"},"description":"Labels."},` +
-		`"ids":{"type":"array","items":{"type":"integer"},"description":"Numbers."}},` +
+		`"ids":{"type":"array","items":{"type":"integer"},"description":"Numbers."},` +
+		`"env":{"type":"object","additionalProperties":{"type":"string"},"description":"Variables."}},` +
 		`"required":["path","ids"],"additionalProperties":false}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("Object (-want +got):\n%s", diff)
@@ -31,7 +33,7 @@ func TestObject(t *testing.T) {
 	if !json.Valid(got) {
 		t.Error("Object produced invalid JSON")
 	}
-	if diff := cmp.Diff([]string{"path", "mode", "limit", "all", "tags", "ids"}, PropertyNames(got)); diff != "" {
+	if diff := cmp.Diff([]string{"path", "mode", "limit", "all", "tags", "ids", "env"}, PropertyNames(got)); diff != "" {
 		t.Errorf("PropertyNames (-want +got):\n%s", diff)
 	}
 }
@@ -54,7 +56,8 @@ func TestObjectPanics(t *testing.T) {
 		{"no description", []Prop{{Name: "a", Type: TypeString}}},
 		{"no name", []Prop{{Type: TypeString, Description: "x"}}},
 		{"duplicate", []Prop{{Name: "a", Type: TypeString, Description: "x"}, {Name: "a", Type: TypeString, Description: "y"}}},
-		{"unknown type", []Prop{{Name: "a", Type: "object", Description: "x"}}},
+		{"unknown type", []Prop{{Name: "a", Type: "number", Description: "x"}}},
+		{"bad map values", []Prop{{Name: "a", Type: TypeObject, Description: "x", Items: TypeArray}}},
 		{"enum on integer", []Prop{{Name: "a", Type: TypeInteger, Description: "x", Enum: []string{"1"}}}},
 		{"items on string", []Prop{{Name: "a", Type: TypeString, Description: "x", Items: TypeString}}},
 		{"bad items", []Prop{{Name: "a", Type: TypeArray, Description: "x", Items: "object"}}},
@@ -82,6 +85,7 @@ func TestSchemaLint(t *testing.T) {
 			Prop{Name: "dry", Type: TypeBoolean, Description: "Only show."},
 			Prop{Name: "names", Type: TypeArray, Description: "Which.", Items: TypeBoolean},
 			Prop{Name: "not", Type: TypeString, Description: "A property named like a keyword."},
+			Prop{Name: "vars", Type: TypeObject, Description: "A map.", Items: TypeInteger},
 		),
 	}
 	for i, s := range built {
@@ -102,7 +106,11 @@ func TestSchemaLint(t *testing.T) {
 		{"anyOf", `{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"integer"}],"description":"x"}},"additionalProperties":false}`, `schema.properties.a uses "anyOf"`},
 		{"top oneOf", `{"type":"object","oneOf":[],"additionalProperties":false}`, `schema uses "oneOf"`},
 		{"type list", `{"type":"object","properties":{"a":{"type":["string","null"],"description":"x"}},"additionalProperties":false}`, `schema.properties.a has a list of types`},
-		{"nested object", `{"type":"object","properties":{"a":{"type":"object","description":"x"}},"additionalProperties":false}`, `property "a" has type "object"`},
+		{"nested object", `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string","description":"y"}},"additionalProperties":{"type":"string"},"description":"x"}},"additionalProperties":false}`, `property "a": an object property must be a map`},
+		{"open object", `{"type":"object","properties":{"a":{"type":"object","description":"x"}},"additionalProperties":false}`, `property "a": an object property must be a map`},
+		{"map of objects", `{"type":"object","properties":{"a":{"type":"object","additionalProperties":{"type":"object"},"description":"x"}},"additionalProperties":false}`, `property "a": an object property must be a map`},
+		{"union in map", `{"type":"object","properties":{"a":{"type":"object","additionalProperties":{"anyOf":[]},"description":"x"}},"additionalProperties":false}`, `schema.properties.a.additionalProperties uses "anyOf"`},
+		{"array type", `{"type":"object","properties":{"a":{"type":"null","description":"x"}},"additionalProperties":false}`, `property "a" has type "null"`},
 		{"ref", `{"type":"object","properties":{"a":{"$ref":"#/x","description":"x"}},"additionalProperties":false}`, `uses "$ref"`},
 		{"union in items", `{"type":"object","properties":{"a":{"type":"array","items":{"oneOf":[]},"description":"x"}},"additionalProperties":false}`, `schema.properties.a.items uses "oneOf"`},
 		{"array without items", `{"type":"object","properties":{"a":{"type":"array","description":"x"}},"additionalProperties":false}`, `property "a": array needs an items schema`},

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"talon/internal/sandbox"
 )
 
 // Tool is one capability the model can call. Implementations are safe for
@@ -32,6 +34,26 @@ type Env struct {
 	Workspace *os.Root
 	// ReadOnly forbids writes (sandbox workspaceAccess ro).
 	ReadOnly bool
+	// Sandboxed says the session is sandboxed (its sandbox mode applies);
+	// the image tool then refuses remote URLs, as OpenClaw's does.
+	Sandboxed bool
+	// Sandbox runs the commands of exec and process: the session's
+	// sandbox, or a host sandbox when the session is not sandboxed; nil
+	// when the run has none, and exec says so.
+	Sandbox sandbox.Sandbox
+	// Isolated is the Isolated() of the backend that opened Sandbox; false
+	// for the host backend. exec refuses to run commands in a sandbox that
+	// is not isolated unless HostExec is set.
+	Isolated bool
+	// HostExec lets exec run commands without isolation: config
+	// tools.exec.security "full" (see exec.HostExec). Until exec approvals
+	// exist it is the only way to run commands on the host.
+	HostExec bool
+	// Background says the process tool is offered in this run, so exec may
+	// leave a command running as a background job; without it exec runs
+	// every command to its end, as OpenClaw does when process is not
+	// allowed.
+	Background bool
 	// Sessions serves the sessions_* and session_status tools; nil when
 	// the caller offers none.
 	Sessions Sessions
