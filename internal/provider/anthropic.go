@@ -390,12 +390,14 @@ type anBlockBuilder struct {
 	id, name string
 	start    json.RawMessage // input given in content_block_start
 	args     strings.Builder
-	text     strings.Builder
 }
 
 func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(string)) (*Response, error) {
 	var (
-		blocks  = map[int]*anBlockBuilder{}
+		blocks = map[int]*anBlockBuilder{}
+		// text is what was streamed, in arrival order: the content is
+		// exactly the fragments the caller saw, whatever the indexes say.
+		text    strings.Builder
 		usage   anUsage
 		stop    string
 		stopped bool // message_stop seen
@@ -437,8 +439,8 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 				return nil, fmt.Errorf("%s: malformed content_block_start event: no content_block", c.t.name)
 			}
 			b := &anBlockBuilder{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, start: e.ContentBlock.Input}
-			if e.ContentBlock.Text != "" {
-				b.text.WriteString(e.ContentBlock.Text)
+			if b.kind == "text" && e.ContentBlock.Text != "" {
+				text.WriteString(e.ContentBlock.Text)
 				emit(e.ContentBlock.Text)
 			}
 			blocks[e.Index] = b
@@ -449,8 +451,10 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 			}
 			switch e.Delta.Type {
 			case "text_delta":
-				b.text.WriteString(e.Delta.Text)
-				emit(e.Delta.Text)
+				if b.kind == "text" {
+					text.WriteString(e.Delta.Text)
+					emit(e.Delta.Text)
+				}
 			case "input_json_delta":
 				b.args.WriteString(e.Delta.PartialJSON)
 			}
@@ -479,12 +483,9 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 	}
 	sort.Ints(idxs)
 	r := &Response{FinishReason: stopReason(stop)}
-	var text strings.Builder
 	for _, i := range idxs {
 		b := blocks[i]
 		switch b.kind {
-		case "text":
-			text.WriteString(b.text.String())
 		case "tool_use":
 			args := b.args.String()
 			if strings.TrimSpace(args) == "" {

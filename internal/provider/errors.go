@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ func (e *Error) Error() string {
 	}
 	if msg == "" && e.Status != 0 {
 		msg = http.StatusText(e.Status)
+	}
+	if strings.TrimSpace(msg) == "" {
+		// An API error without a message ({"error":""}, {"type":"error"}):
+		// say so rather than hand the client an empty complaint.
+		msg = "error reported without details"
 	}
 	b.WriteString(" ")
 	b.WriteString(msg)
@@ -153,7 +159,7 @@ func statusError(provider string, resp *http.Response) *Error {
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return wait(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -161,10 +167,7 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(secs * float64(time.Second))
+		return wait(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -172,6 +175,20 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// wait is n units as a Duration: none for NaN and non-positive n, the
+// longest Duration for n too large for one (Inf included), since converting
+// such a float to an integer gives a negative number.
+func wait(n float64, unit time.Duration) time.Duration {
+	if !(n > 0) {
+		return 0
+	}
+	d := n * float64(unit)
+	if d >= float64(math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }
 
 // networkError wraps a transport failure. early says no byte of the
