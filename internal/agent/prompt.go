@@ -30,6 +30,7 @@ type promptInput struct {
 	extra    string // system/developer text from the request
 	tools    []provider.ToolSpec
 	agentID  string
+	sandbox  string // where the run works, when sandboxed
 }
 
 // buildPrompt assembles the system prompt: identity line, each bootstrap
@@ -39,6 +40,9 @@ func buildPrompt(in promptInput) (string, []string) {
 	var b strings.Builder
 	var problems []string
 	fmt.Fprintf(&b, "You are agent %q, running in Talon.\n", in.agentID)
+	if in.sandbox != "" {
+		b.WriteString(in.sandbox + "\n")
+	}
 	files := BootstrapFiles
 	if in.firstRun {
 		files = append(files[:len(files):len(files)], FirstRunFile)

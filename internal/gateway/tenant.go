@@ -15,6 +15,7 @@ import (
 	"talon/internal/agent"
 	"talon/internal/config"
 	"talon/internal/policy"
+	"talon/internal/sandbox"
 	"talon/internal/store"
 )
 
@@ -32,11 +33,14 @@ type tenant struct {
 	configPath string
 	envToken   string // TALON_GATEWAY_TOKEN, default tenant only
 
-	mu      sync.Mutex
-	stamp   fileStamp
-	rt      *runtime // current config and everything built from it
-	store   *store.DB
-	loadErr error
+	mu    sync.Mutex
+	stamp fileStamp
+	rt    *runtime // current config and everything built from it
+	store *store.DB
+	// sandboxes outlive config versions: runs of one scope keep sharing a
+	// sandbox across reloads (a changed spec gets a new one).
+	sandboxes *sandbox.Manager
+	loadErr   error
 }
 
 // runtime is built from one version of a tenant's config.
@@ -75,6 +79,9 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 			return nil, err
 		}
 		t.store = db
+	}
+	if t.sandboxes == nil {
+		t.sandboxes = sandbox.NewManager()
 	}
 	f, err := config.Load(t.configPath)
 	if err != nil {
@@ -161,7 +168,7 @@ func (s *Server) lookup(id string) (*tenant, error) {
 	return t, nil
 }
 
-// closeAll closes every tenant's store.
+// closeTenants closes every tenant's sandboxes and store.
 func (s *Server) closeTenants() {
 	all := []*tenant{s.defaultTenant}
 	s.tenants.mu.Lock()
@@ -171,6 +178,12 @@ func (s *Server) closeTenants() {
 	s.tenants.mu.Unlock()
 	for _, t := range all {
 		t.mu.Lock()
+		if t.sandboxes != nil {
+			if err := t.sandboxes.Close(); err != nil {
+				s.log.Error("closing sandboxes", "tenant", t.id, "err", err)
+			}
+			t.sandboxes = nil
+		}
 		if t.store != nil {
 			if err := t.store.Close(); err != nil {
 				s.log.Error("closing store", "tenant", t.id, "err", err)
@@ -184,12 +197,13 @@ func (s *Server) closeTenants() {
 // newRunner builds the agent runner for one config version.
 func (s *Server) newRunner(t *tenant, cfg *config.Config) *agent.Runner {
 	return &agent.Runner{
-		Config:   cfg,
-		Policy:   policy.New(cfg),
-		Tools:    s.tools,
-		Store:    t.store,
-		Resolve:  s.resolver(cfg),
-		StateDir: t.dir,
+		Config:    cfg,
+		Policy:    policy.New(cfg),
+		Tools:     s.tools,
+		Store:     t.store,
+		Resolve:   s.resolver(cfg),
+		StateDir:  t.dir,
+		Sandboxes: t.sandboxes,
 	}
 }
 
@@ -204,16 +218,21 @@ func (s *Server) openStore(dir string) (*store.DB, error) {
 	return db, nil
 }
 
-// workspaceInside reports whether an agent's workspace stays inside the
-// tenant directory; a tenant config must not reach another tenant's files.
+// workspaceInside reports whether an agent's workspace, and the directory
+// of its sandbox workspaces, stay inside the tenant directory; a tenant
+// config must not reach another tenant's files.
 func workspaceInside(t *tenant, cfg *config.Config, agentID string) error {
 	if t.id == "" {
 		return nil
 	}
-	ws := agent.WorkspaceDir(cfg, t.dir, agentID)
-	rel, err := filepath.Rel(t.dir, ws)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return fmt.Errorf("workspace %s of agent %q is outside the tenant directory", ws, agentID)
+	for _, d := range []struct{ what, dir string }{
+		{"workspace", agent.WorkspaceDir(cfg, t.dir, agentID)},
+		{"sandbox workspace root", sandbox.WorkspacesRoot(cfg, t.dir, agentID)},
+	} {
+		rel, err := filepath.Rel(t.dir, d.dir)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			return fmt.Errorf("%s %s of agent %q is outside the tenant directory", d.what, d.dir, agentID)
+		}
 	}
 	return nil
 }

@@ -85,6 +85,25 @@ func (m *Manager) Prepare(ctx context.Context, p *Plan) (*Session, error) {
 	return &Session{plan: *p, backend: b, m: m}, nil
 }
 
+// Host prepares an unsandboxed run: its commands run on the host, in the
+// agent workspace, through the host backend, whose Sandbox reports it is
+// not isolated (tools decide what they allow there).
+func (m *Manager) Host(p *Plan) (*Session, error) {
+	if p.Sandboxed {
+		return nil, &Error{SessionKey: p.SessionKey, Backend: BackendHost, Err: fmt.Errorf("session %s is sandboxed: it must not run on the host", p.SessionKey)}
+	}
+	hp := *p
+	hp.Backend, hp.BackendSettings, hp.Spec = Setting{Value: BackendHost}, nil, p.HostSpec()
+	b, err := m.build(&hp)
+	if err != nil {
+		return nil, &Error{SessionKey: p.SessionKey, Backend: BackendHost, Err: err}
+	}
+	if err := os.MkdirAll(hp.Spec.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the agent workspace of %s: %w", p.AgentID, err)
+	}
+	return &Session{plan: hp, backend: b, m: m}, nil
+}
+
 func backendKeyOf(key string) string {
 	if key == "" {
 		return "agents.defaults.sandbox.backend"
@@ -92,29 +111,46 @@ func backendKeyOf(key string) string {
 	return key
 }
 
-// backend builds the plan's backend once per name and settings, and checks
-// it at most once per CheckTTL.
-func (m *Manager) backend(ctx context.Context, p *Plan) (Backend, error) {
+// build returns the plan's backend, built once per name and settings.
+func (m *Manager) build(p *Plan) (Backend, error) {
+	st, err := m.state(p)
+	if err != nil {
+		return nil, err
+	}
+	return st.b, nil
+}
+
+func (m *Manager) state(p *Plan) (*backendState, error) {
 	settings, err := json.Marshal(p.BackendSettings)
 	if err != nil {
 		return nil, fmt.Errorf("encoding its settings: %w", err)
 	}
 	key := p.Backend.Value + "\x00" + string(settings)
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
-		m.mu.Unlock()
 		return nil, errors.New("the gateway is shutting down")
 	}
 	st := m.backends[key]
 	if st == nil {
 		b, err := New(p.Backend.Value, p.BackendSettings)
 		if err != nil {
-			m.mu.Unlock()
 			return nil, err
 		}
 		st = &backendState{b: b}
 		m.backends[key] = st
 	}
+	return st, nil
+}
+
+// backend builds the plan's backend and checks it, at most once per
+// CheckTTL.
+func (m *Manager) backend(ctx context.Context, p *Plan) (Backend, error) {
+	st, err := m.state(p)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
 	ttl := m.CheckTTL
 	if ttl <= 0 {
 		ttl = DefaultCheckTTL
@@ -266,6 +302,9 @@ var _ Sandbox = (*Session)(nil)
 
 // Plan is the resolved plan of this sandbox.
 func (s *Session) Plan() *Plan { return &s.plan }
+
+// Isolated is the backend's Isolated: false only for the host.
+func (s *Session) Isolated() bool { return s.backend.Isolated() }
 
 // Start runs cmd in the session's sandbox, opening it first if no run of
 // the same scope has.

@@ -68,19 +68,22 @@ type Plan struct {
 	// Network is sandbox.docker.network as configured ("none" by default).
 	Network Setting `json:"network"`
 
+	// AgentWorkspace is the agent's own workspace.
+	AgentWorkspace string `json:"agent_workspace"`
+
 	// The rest is set only when Sandboxed.
 
 	// ScopeKey names what shares the sandbox: "shared", the session key,
 	// or agent:<id>.
-	ScopeKey       string `json:"scope_key,omitempty"`
-	AgentWorkspace string `json:"agent_workspace,omitempty"`
+	ScopeKey string `json:"scope_key,omitempty"`
 	// Seed is true when Spec.Root is a sandbox workspace of its own, seeded
 	// from AgentWorkspace; false when it is the agent workspace (rw).
 	Seed bool `json:"seed,omitempty"`
+	Spec Spec `json:"spec"`
+
 	// BackendSettings go to New: the docker block (agents.defaults merged
 	// with the agent's) for docker, nil for the others.
 	BackendSettings map[string]any `json:"-"`
-	Spec            Spec           `json:"spec"`
 }
 
 // Resolve works out the sandbox of one run of agentID in sessionKey, with
@@ -155,7 +158,11 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	if err != nil {
 		return p, err
 	}
+	if p.Backend.Value == BackendDocker {
+		p.BackendSettings = docker
+	}
 
+	p.AgentWorkspace = AgentWorkspace(cfg, stateDir, id)
 	if strings.TrimSpace(sessionKey) == "" {
 		p.Reason = "no session key: a run outside a session is never sandboxed"
 		return p, nil
@@ -177,7 +184,6 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	default:
 		p.ScopeKey = "agent:" + id
 	}
-	p.AgentWorkspace = AgentWorkspace(cfg, stateDir, id)
 	spec := Spec{Network: p.Network.Value != "none"}
 	if p.Access.Value == policy.AccessRW {
 		spec.Root = p.AgentWorkspace
@@ -195,15 +201,20 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	if spec.Limits, err = limits(cfg, agentBlock, shared); err != nil {
 		return p, err
 	}
-	if p.Backend.Value == BackendDocker {
-		p.BackendSettings = docker
-	}
 	spec.ID = specID(p.ScopeKey, p.Backend.Value, &spec, docker)
 	if err := spec.Validate(); err != nil {
 		return p, fmt.Errorf("resolving sandbox of agent %s: %w", id, err)
 	}
 	p.Spec = spec
 	return p, nil
+}
+
+// HostSpec is where an unsandboxed run of the plan's agent runs commands:
+// on the host, in the agent workspace, through the host backend.
+func (p *Plan) HostSpec() Spec {
+	s := Spec{Root: p.AgentWorkspace, Limits: DefaultLimits()}
+	s.ID = specID("host:"+p.AgentID, BackendHost, &s, nil)
+	return s
 }
 
 // WorkspacesRoot is the directory that holds an agent's sandbox workspaces:
