@@ -173,10 +173,6 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
 
-	if strings.Contains(req.SessionKey, "soak-1-fresh") {
-		f, _ := os.Open(r.StateDir)
-		go func() { select {}; f.Close() }()
-	}
 	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision})
 	res.Model = ref
 	if err != nil {
