@@ -1,7 +1,8 @@
-// Package talonproc builds the talon binary and runs `talon serve` as a
-// child process on a free loopback port, for end-to-end tests and
-// benchmarks that must measure the real binary. A Proc is used by one
-// goroutine; its Log is safe to read while the process writes it.
+// Package talonproc builds the talon binary and runs `talon serve` (or
+// another gateway with a /readyz, such as OpenClaw's) as a child process on
+// a free loopback port, for end-to-end tests and benchmarks that must
+// measure the real binary. A Proc is used by one goroutine; its Log is safe
+// to read while the process writes it.
 package talonproc
 
 import (
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"talon/internal/procfs"
 )
 
 // Build compiles ./cmd/talon of the module that contains the working
@@ -49,6 +52,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// PollEvery is the /readyz polling interval; 0 means 50 ms.
 	PollEvery time.Duration
+	// Args, when set, is the command line after Bin for a port, in place
+	// of `serve --state-dir StateDir --port PORT`.
+	Args func(port int) []string
 }
 
 // Proc is a running `talon serve`.
@@ -60,6 +66,7 @@ type Proc struct {
 	// ReadyAfter is the time from just before exec to the first /readyz 200.
 	ReadyAfter time.Duration
 
+	name   string // for errors: "talon serve", or the binary's name
 	exited chan struct{}
 	err    error // Wait's result, once exited is closed
 }
@@ -92,8 +99,12 @@ func start(o Options) (*Proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding a free port: %w", err)
 	}
-	p := &Proc{Port: port, URL: "http://127.0.0.1:" + strconv.Itoa(port), Log: &Buffer{}, exited: make(chan struct{})}
-	p.Cmd = exec.Command(o.Bin, "serve", "--state-dir", o.StateDir, "--port", strconv.Itoa(port))
+	p := &Proc{Port: port, URL: "http://127.0.0.1:" + strconv.Itoa(port), Log: &Buffer{}, name: what(o), exited: make(chan struct{})}
+	args := []string{"serve", "--state-dir", o.StateDir, "--port", strconv.Itoa(port)}
+	if o.Args != nil {
+		args = o.Args(port)
+	}
+	p.Cmd = exec.Command(o.Bin, args...)
 	p.Cmd.Env = o.Env
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Log, p.Log
 	poll := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -115,16 +126,24 @@ func start(o Options) (*Proc, error) {
 		}
 		select {
 		case <-p.exited:
-			return p, fmt.Errorf("talon serve exited before it was ready (%v); its log:\n%s", p.err, p.Log)
+			return p, fmt.Errorf("%s exited before it was ready (%v); its log:\n%s", p.name, p.err, p.Log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			_ = p.Cmd.Process.Kill()
 			<-p.exited
-			return p, fmt.Errorf("talon serve: /readyz not 200 within %v (last: %v); its log:\n%s", o.ReadyTimeout, err, p.Log)
+			return p, fmt.Errorf("%s: /readyz not 200 within %v (last: %v); its log:\n%s", p.name, o.ReadyTimeout, err, p.Log)
 		}
 		time.Sleep(o.PollEvery)
 	}
+}
+
+// what names the process in errors.
+func what(o Options) string {
+	if o.Args != nil {
+		return filepath.Base(o.Bin)
+	}
+	return "talon serve"
 }
 
 // Exited reports whether the process has ended, and how.
@@ -143,7 +162,7 @@ func (p *Proc) Exited() (bool, error) {
 // what talon promises.
 func (p *Proc) Stop(timeout time.Duration) error {
 	if done, err := p.Exited(); done {
-		return fmt.Errorf("talon serve exited before it was stopped (%v)", err)
+		return fmt.Errorf("%s exited before it was stopped (%v)", p.name, err)
 	}
 	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("sending SIGTERM: %w", err)
@@ -153,31 +172,16 @@ func (p *Proc) Stop(timeout time.Duration) error {
 	case <-time.After(timeout):
 		_ = p.Cmd.Process.Kill()
 		<-p.exited
-		return fmt.Errorf("talon serve did not exit within %v of SIGTERM; killed", timeout)
+		return fmt.Errorf("%s did not exit within %v of SIGTERM; killed", p.name, timeout)
 	}
 	if p.err != nil {
-		return fmt.Errorf("talon serve after SIGTERM: %v, want exit status 0", p.err)
+		return fmt.Errorf("%s after SIGTERM: %v, want exit status 0", p.name, p.err)
 	}
 	return nil
 }
 
 // RSSMB is the process's VmRSS from /proc/PID/status, in MB (10^6 bytes).
-func (p *Proc) RSSMB() (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading RSS: %w", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing VmRSS %q: %w", v, err)
-			}
-			return kb * 1024 / 1e6, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.Cmd.Process.Pid)
-}
+func (p *Proc) RSSMB() (float64, error) { return procfs.RSSMB(p.Cmd.Process.Pid) }
 
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,6 +1,7 @@
 package talonproc
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,5 +26,19 @@ func TestBuffer(t *testing.T) {
 	b.Write([]byte("b"))
 	if b.String() != "ab" {
 		t.Errorf("String = %q", b.String())
+	}
+}
+
+// TestArgs: another command line runs in place of `talon serve`, and
+// errors name that binary.
+func TestArgs(t *testing.T) {
+	var got int
+	_, err := Start(Options{Bin: "/bin/sh", ReadyTimeout: time.Minute, Args: func(port int) []string {
+		got = port
+		return []string{"-c", `echo "asked for port $0"`, strconv.Itoa(port)}
+	}})
+	if err == nil || !strings.Contains(err.Error(), "sh exited before it was ready") ||
+		!strings.Contains(err.Error(), "asked for port "+strconv.Itoa(got)) {
+		t.Fatalf("Start = %v, want sh's early exit with its log", err)
 	}
 }

@@ -1,0 +1,89 @@
+package procfs
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestSelf(t *testing.T) {
+	pid := os.Getpid()
+	rss, err := RSSMB(pid)
+	if err != nil || rss <= 0 {
+		t.Fatalf("RSSMB = %v, %v", rss, err)
+	}
+
+	before, err := OpenFiles(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := OpenFiles(pid)
+	f.Close()
+	if err != nil || after != before+1 {
+		t.Errorf("OpenFiles: %d before opening a file, %d after (%v)", before, after, err)
+	}
+
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	n, err := MaxOpenFiles(pid)
+	want := int64(lim.Cur)
+	if lim.Cur == ^uint64(0) { // RLIM_INFINITY
+		want = -1
+	}
+	if err != nil || n != want {
+		t.Errorf("MaxOpenFiles = %d, %v; getrlimit says %d", n, err, want)
+	}
+}
+
+func TestDescendants(t *testing.T) {
+	// sh runs sleep as its child, so the tree is two deep.
+	cmd := exec.Command("sh", "-c", "sleep 30; true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var kids []int
+	for range 1000 { // until sh has forked sleep: at most 10 s
+		time.Sleep(10 * time.Millisecond)
+		var err error
+		if kids, err = Descendants(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) >= 2 {
+			break
+		}
+	}
+	if !slices.Contains(kids, cmd.Process.Pid) || len(kids) < 2 {
+		t.Fatalf("Descendants = %v, want sh (%d) and its sleep", kids, cmd.Process.Pid)
+	}
+	own, _ := RSSMB(os.Getpid())
+	tree, err := TreeRSSMB(os.Getpid())
+	if err != nil || tree <= own {
+		t.Errorf("TreeRSSMB = %v (own %v), %v", tree, own, err)
+	}
+}
+
+func TestMissingProcess(t *testing.T) {
+	const pid = 1 << 30 // above any pid_max
+	if _, err := RSSMB(pid); err == nil {
+		t.Error("RSSMB succeeded")
+	}
+	if _, err := OpenFiles(pid); err == nil {
+		t.Error("OpenFiles succeeded")
+	}
+	if _, err := MaxOpenFiles(pid); err == nil {
+		t.Error("MaxOpenFiles succeeded")
+	}
+	if _, err := Descendants(pid); err == nil {
+		t.Error("Descendants succeeded")
+	}
+}
