@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"talon/internal/talonproc"
+)
+
+// Token is the gateway.auth.token of every config the harness writes.
+const Token = "bench-token"
+
+// UpstreamKey is the API key the configs give the fake LLMs, which
+// require it: a gateway that does not pass it on fails the run.
+const UpstreamKey = "sk-bench"
+
+// The agents of the configs the harness writes, each on its own fake.
+const (
+	agentPlain  = "main"   // the default agent, on Upstreams.Plain
+	agentReader = "reader" // on Upstreams.Tool, with its own workspace
+	agentSlow   = "slow"   // on Upstreams.Slow
+)
+
+// readFile is the file the tool-call turns read, in the reader's workspace.
+const readFile = "bench-read.txt"
+
+// Upstreams are the fake LLMs' base URLs a gateway config points at; an
+// empty one is left out of the config with its agent.
+type Upstreams struct {
+	Plain string // provider "fake"; the default agent "main"
+	Tool  string // provider "faketool"; agent "reader"
+	Slow  string // provider "fakeslow"; agent "slow"
+}
+
+// upstream is one provider+agent pair of a config.
+type upstream struct{ provider, agent, url string }
+
+func (u Upstreams) list() []upstream {
+	var out []upstream
+	for _, x := range []upstream{{"fake", agentPlain, u.Plain}, {"faketool", agentReader, u.Tool}, {"fakeslow", agentSlow, u.Slow}} {
+		if x.url != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// readerWorkspace is the reader agent's workspace; both gateways' configs
+// name it explicitly, since their defaults for a second agent differ.
+func readerWorkspace(stateDir string) string {
+	return filepath.Join(stateDir, "workspace-"+agentReader)
+}
+
+// WriteConfig writes stateDir/talon.json in OpenClaw's shape: token auth,
+// one provider per upstream (api openai-completions, model fake-model),
+// the default agent main on provider "fake", and an agent per other
+// upstream.
+func WriteConfig(stateDir string, u Upstreams) error {
+	providers := map[string]any{}
+	var agents []any
+	for _, x := range u.list() {
+		providers[x.provider] = map[string]any{
+			"baseUrl": x.url, "api": "openai-completions", "apiKey": UpstreamKey,
+			"models": []any{map[string]any{"id": "fake-model"}},
+		}
+		a := map[string]any{"id": x.agent, "model": x.provider + "/fake-model"}
+		switch x.agent {
+		case agentPlain:
+			a["default"] = true
+		case agentReader:
+			a["workspace"] = readerWorkspace(stateDir)
+		}
+		agents = append(agents, a)
+	}
+	cfg := map[string]any{
+		"gateway": map[string]any{"auth": map[string]any{"mode": "token", "token": Token}},
+		"models":  map[string]any{"providers": providers},
+		"agents":  map[string]any{"defaults": map[string]any{"model": "fake/fake-model"}, "list": agents},
+	}
+	return writeState(stateDir, "talon.json", cfg, u.Tool != "")
+}
+
+// writeState writes a config into a new state dir and, when the reader
+// agent is configured, the file its tool call reads.
+func writeState(stateDir, name string, cfg any, reader bool) error {
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the config: %w", err)
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("creating the state dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, name), b, 0o600); err != nil {
+		return fmt.Errorf("writing the config: %w", err)
+	}
+	if reader {
+		ws := readerWorkspace(stateDir)
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			return fmt.Errorf("creating the reader's workspace: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, readFile), []byte(readMarker+"\n"), 0o600); err != nil {
+			return fmt.Errorf("writing the file the tool call reads: %w", err)
+		}
+	}
+	return nil
+}
+
+// readMarker is the text of readFile; a tool result without it means the
+// read did not happen.
+const readMarker = "talon bench: the read tool returned this line"
+
+// StartTalon starts `bin serve --state-dir stateDir` (the config must be
+// there) with HOME pointing at the state dir and no TALON_ variable from
+// the caller's environment, and waits for /readyz 200, polling every
+// 0.2 ms so that the start time is exact to that.
+func StartTalon(bin, stateDir string) (*talonproc.Proc, error) {
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "TALON_") || strings.HasPrefix(kv, "HOME=")
+	}), "HOME="+stateDir)
+	p, err := talonproc.Start(talonproc.Options{
+		Bin: bin, StateDir: stateDir, Env: env, ReadyTimeout: 10 * time.Second, PollEvery: 200 * time.Microsecond,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting talon serve: %w", err)
+	}
+	return p, nil
+}
+
+// talonGoroutines asks a running talon for its goroutine count
+// (GET /debug/runtime: loopback only, the gateway token required).
+func talonGoroutines(ctx context.Context, p *talonproc.Proc) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/debug/runtime", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("asking talon for its goroutines: %w", err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Goroutines *int `json:"goroutines"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.Goroutines == nil {
+		return 0, fmt.Errorf("asking talon for its goroutines: GET /debug/runtime: status %d (%v)", resp.StatusCode, err)
+	}
+	return *v.Goroutines, nil
+}
+
+// talonTarget is the talon binary at bin as a target.
+func talonTarget(bin string) *target {
+	return &target{
+		name: "talon", token: Token, turnTimeout: time.Minute, stopTimeout: 30 * time.Second,
+		start: func(stateDir string, u Upstreams) (*talonproc.Proc, error) {
+			if err := WriteConfig(stateDir, u); err != nil {
+				return nil, err
+			}
+			return StartTalon(bin, stateDir)
+		},
+		goroutines: talonGoroutines,
+	}
+}
