@@ -14,8 +14,7 @@ import (
 // no requests. Each process is stopped with SIGTERM and waited for.
 func BenchmarkColdStart(b *testing.B) {
 	bin := talonBinary(b)
-	llm := newFakeLLM()
-	defer llm.Close()
+	llm := newFakeLLM(b)
 	root := b.TempDir()
 	var ready time.Duration
 	var rss, rssIdle float64

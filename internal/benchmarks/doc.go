@@ -3,8 +3,11 @@
 // LLM on loopback, the time from exec to a ready /readyz, and the resident
 // memory of an idle gateway.
 //
-// The package holds only tests. The benchmarks build ./cmd/talon once,
-// start `talon serve` as a subprocess and talk HTTP to it; plain `go test`
-// runs only a quick check of the fake LLM. The commands and the figures
+// The package holds only benchmarks, go-test-shaped views of what
+// `talon bench` (internal/bench) measures, sharing its fake LLM
+// (internal/fakellm), config, start-up and pair measurement; they add
+// session shapes and an in-process gateway for profiling. They build
+// ./cmd/talon once, start `talon serve` as a subprocess and talk HTTP to
+// it; plain `go test` runs nothing here. The commands and the figures
 // they produced are in BENCHMARKS.md at the repository root.
 package benchmarks

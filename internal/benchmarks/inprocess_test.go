@@ -23,8 +23,7 @@ import (
 func BenchmarkTurnInProcess(b *testing.B) {
 	for _, s := range sessionShapes {
 		b.Run(s.name, func(b *testing.B) {
-			llm := newFakeLLM()
-			defer llm.Close()
+			llm := newFakeLLM(b)
 			state := b.TempDir()
 			writeConfig(b, state, llm.BaseURL())
 			reg, err := tools.NewRegistry(append(fs.All(), sessions.All()...)...)

@@ -1,24 +1,16 @@
 package benchmarks
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"talon/internal/bench"
+	"talon/internal/fakellm"
 	"talon/internal/talonproc"
 )
-
-// readyTimeout bounds exec → /readyz 200; past it a benchmark fails.
-const readyTimeout = 10 * time.Second
-
-// benchToken is the gateway.auth.token of every config written here.
-const benchToken = "bench-token"
 
 var binDir string // TestMain's temp dir for the built binary
 
@@ -56,40 +48,34 @@ func talonBinary(tb testing.TB) string {
 // fake/fake-model.
 func writeConfig(tb testing.TB, stateDir, llmBaseURL string) {
 	tb.Helper()
-	cfg := map[string]any{
-		"gateway": map[string]any{"auth": map[string]any{"mode": "token", "token": benchToken}},
-		"models": map[string]any{"providers": map[string]any{"fake": map[string]any{
-			"baseUrl": llmBaseURL, "api": "openai-completions", "apiKey": "sk-bench",
-			"models": []any{map[string]any{"id": "fake-model"}},
-		}}},
-		"agents": map[string]any{"defaults": map[string]any{"model": "fake/fake-model"}},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(stateDir, "talon.json"), b, 0o600); err != nil {
+	if err := bench.WriteConfig(stateDir, bench.Upstreams{Plain: llmBaseURL}); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-// startGateway execs `talon serve --state-dir stateDir` (the config must
-// already be there; HOME points at it and no TALON_ variable leaks in) and
-// waits for /readyz 200, polling every 0.2 ms. It returns the time from
-// just before exec to that 200 and fails tb when the process exits or is
-// not ready within readyTimeout.
+// startGateway starts `talon serve --state-dir stateDir` (the config must
+// already be there) as bench.StartTalon does, and returns the time from
+// just before exec to the first /readyz 200; it fails tb when the process
+// exits or is not ready.
 func startGateway(tb testing.TB, bin, stateDir string) (*talonproc.Proc, time.Duration) {
 	tb.Helper()
-	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "TALON_") || strings.HasPrefix(kv, "HOME=")
-	}), "HOME="+stateDir)
-	p, err := talonproc.Start(talonproc.Options{
-		Bin: bin, StateDir: stateDir, Env: env, ReadyTimeout: readyTimeout, PollEvery: 200 * time.Microsecond,
-	})
+	p, err := bench.StartTalon(bin, stateDir)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return p, p.ReadyAfter
+}
+
+// newFakeLLM starts the fake LLM every benchmark here talks to: an
+// immediate answer, requiring the key the configs give it.
+func newFakeLLM(tb testing.TB) *fakellm.Server {
+	tb.Helper()
+	f, err := fakellm.Start(fakellm.Options{APIKey: bench.UpstreamKey})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
 }
 
 // stopGateway stops a gateway started by startGateway.
@@ -107,15 +93,6 @@ func rssMB(tb testing.TB, p *talonproc.Proc) float64 {
 		tb.Fatal(err)
 	}
 	return mb
-}
-
-// percentile is the nearest-rank p-th percentile of sorted.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p/100*float64(len(sorted))+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -1,17 +1,14 @@
 package benchmarks
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"talon/internal/bench"
+	"talon/internal/fakellm"
 )
 
 // minPairs is the fewest measured pairs a run makes, whatever b.N, so the
@@ -64,8 +61,7 @@ func BenchmarkTurnOverheadStream(b *testing.B) {
 
 func benchTurns(b *testing.B, shape sessionShape, stream bool) {
 	bin := talonBinary(b)
-	llm := newFakeLLM()
-	defer llm.Close()
+	llm := newFakeLLM(b)
 	state := b.TempDir()
 	writeConfig(b, state, llm.BaseURL())
 	g, _ := startGateway(b, bin, state)
@@ -75,9 +71,10 @@ func benchTurns(b *testing.B, shape sessionShape, stream bool) {
 }
 
 // measurePairs runs the warm-up and then max(b.N, minPairs) measured
-// pairs against the gateway at gwURL, and reports the metrics. gwLog
-// returns the gateway's log for failure messages.
-func measurePairs(b *testing.B, shape sessionShape, stream bool, llm *fakeLLM, gwURL string, gwLog func() string) {
+// pairs (bench.MeasurePairs: direct, then through the gateway at gwURL,
+// alternating) and reports the metrics. gwLog returns the gateway's log
+// for failure messages.
+func measurePairs(b *testing.B, shape sessionShape, stream bool, llm *fakellm.Server, gwURL string, gwLog func() string) {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConnsPerHost: 4, DisableCompression: true, IdleConnTimeout: time.Minute}}
 	defer client.CloseIdleConnections()
@@ -85,127 +82,40 @@ func measurePairs(b *testing.B, shape sessionShape, stream bool, llm *fakeLLM, g
 	if stream {
 		streamField = `,"stream":true`
 	}
-	direct := []byte(`{"model":"fake-model","messages":[{"role":"user","content":"hi"}]` + streamField + `}`)
+	ctx := context.Background()
+	direct := bench.Turn{URL: llm.BaseURL() + "/chat/completions", Token: bench.UpstreamKey, Stream: stream, Want: llm.Text(),
+		Body: []byte(`{"model":"fake-model","messages":[{"role":"user","content":"hi"}]` + streamField + `}`)}
 	turn := 0
-	pair := func() (d, gw time.Duration) {
+	a := func() (time.Duration, error) {
+		t, err := bench.Chat(ctx, client, direct)
+		return t.First, err
+	}
+	gw := func() (time.Duration, error) {
 		user := ""
 		if u := shape.user(turn); u != "" {
 			user = `,"user":"` + u + `"`
 		}
 		turn++
-		viaGateway := []byte(`{"model":"openclaw/main","messages":[{"role":"user","content":"hi"}]` + user + streamField + `}`)
-		var err error
-		if turn%2 == 0 {
-			if d, err = timedChat(client, llm.BaseURL()+"/chat/completions", "sk-bench", direct, stream); err == nil {
-				gw, err = timedChat(client, gwURL+"/v1/chat/completions", benchToken, viaGateway, stream)
-			}
-		} else {
-			if gw, err = timedChat(client, gwURL+"/v1/chat/completions", benchToken, viaGateway, stream); err == nil {
-				d, err = timedChat(client, llm.BaseURL()+"/chat/completions", "sk-bench", direct, stream)
-			}
-		}
-		if err != nil {
-			b.Fatalf("turn %d: %v\ngateway log:\n%s", turn, err, gwLog())
-		}
-		return d, gw
+		t, err := bench.Chat(ctx, client, bench.Turn{URL: gwURL + "/v1/chat/completions", Token: bench.Token, Stream: stream, Want: llm.Text(),
+			Body: []byte(`{"model":"openclaw/main","messages":[{"role":"user","content":"hi"}]` + user + streamField + `}`)})
+		return t.First, err
 	}
-
-	for range shape.warm {
-		pair()
+	if _, err := bench.MeasurePairs(shape.warm, a, gw); err != nil {
+		b.Fatalf("warm-up: %v\ngateway log:\n%s", err, gwLog())
 	}
 	n := max(b.N, minPairs)
-	before := llm.chats.Load()
-	added := make([]time.Duration, 0, n)
-	directs := make([]time.Duration, 0, n)
-	gws := make([]time.Duration, 0, n)
+	before := llm.Chats()
 	b.ResetTimer()
-	for range n {
-		d, gw := pair()
-		directs, gws, added = append(directs, d), append(gws, gw), append(added, gw-d)
-	}
+	p, err := bench.MeasurePairs(n, a, gw)
 	b.StopTimer()
-	if calls := llm.chats.Load() - before; calls != int64(2*n) {
+	if err != nil {
+		b.Fatalf("%v\ngateway log:\n%s", err, gwLog())
+	}
+	if calls := llm.Chats() - before; calls != int64(2*n) {
 		b.Fatalf("the fake LLM answered %d chats for %d pairs, want %d (one upstream call per gateway turn)", calls, n, 2*n)
 	}
-	for _, s := range [][]time.Duration{added, directs, gws} {
-		slices.Sort(s)
-	}
-	b.ReportMetric(micros(percentile(added, 50)), "p50-added-µs")
-	b.ReportMetric(micros(percentile(added, 99)), "p99-added-µs")
-	b.ReportMetric(micros(percentile(directs, 50)), "p50-direct-µs")
-	b.ReportMetric(micros(percentile(gws, 50)), "p50-gateway-µs")
-}
-
-// timedChat POSTs body to url and returns the time to the whole answer
-// (non-streamed) or to the first event with non-empty delta.content
-// (streamed). It reads every answer to the end and checks it carries
-// fakeReply, so the connection is reused and a broken path fails.
-func timedChat(c *http.Client, url, token string, body []byte, stream bool) (time.Duration, error) {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if !stream {
-		out, err := io.ReadAll(resp.Body)
-		took := time.Since(start)
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"content":"`+fakeReply+`"`)) {
-			return 0, fmt.Errorf("POST %s: status %d: %s", url, resp.StatusCode, out)
-		}
-		return took, nil
-	}
-	var ttft time.Duration
-	var text strings.Builder
-	done := false
-	r := bufio.NewReader(resp.Body)
-	for {
-		line, err := r.ReadBytes('\n')
-		if data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data: ")); ok {
-			if string(data) == "[DONE]" {
-				done = true
-			} else if content, ok := firstContent(data); ok {
-				if ttft == 0 {
-					ttft = time.Since(start)
-				}
-				text.WriteString(content)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	if resp.StatusCode != http.StatusOK || !done || text.String() != fakeReply {
-		return 0, fmt.Errorf("POST %s (stream): status %d, [DONE] %v, text %q", url, resp.StatusCode, done, text.String())
-	}
-	return ttft, nil
-}
-
-// firstContent returns the choices[0].delta.content of a
-// chat.completion.chunk (the JSON after "data: "), if it is non-empty.
-func firstContent(data []byte) (string, bool) {
-	data = bytes.TrimPrefix(data, []byte("data: "))
-	var c struct {
-		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
-		} `json:"choices"`
-	}
-	if json.Unmarshal(data, &c) != nil || len(c.Choices) == 0 || c.Choices[0].Delta.Content == "" {
-		return "", false
-	}
-	return c.Choices[0].Delta.Content, true
+	b.ReportMetric(micros(bench.Percentile(p.Diff, 50)), "p50-added-µs")
+	b.ReportMetric(micros(bench.Percentile(p.Diff, 99)), "p99-added-µs")
+	b.ReportMetric(micros(bench.Percentile(p.A, 50)), "p50-direct-µs")
+	b.ReportMetric(micros(bench.Percentile(p.B, 50)), "p50-gateway-µs")
 }
