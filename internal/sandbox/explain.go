@@ -19,11 +19,48 @@ type Layered interface {
 // Explanation is `talon sandbox explain`: a session's sandbox plan, whether
 // its backend can run here, and the sandbox tool policy.
 type Explanation struct {
-	Plan    Plan          `json:"plan"`
+	Plan Plan `json:"plan"`
+	// Sandbox is the plan's Spec, when the session is sandboxed.
+	Sandbox *SpecReport   `json:"sandbox,omitempty"`
 	Backend BackendReport `json:"backend"`
 	// Policy is the agent's sandbox tool policy, with the key each list
 	// came from; it applies only when the session is sandboxed.
 	Policy policy.SandboxPolicy `json:"tool_policy"`
+}
+
+// SpecReport is a Spec as explain's JSON shows it.
+type SpecReport struct {
+	ID      string        `json:"id"`
+	Root    string        `json:"root"`
+	Workdir string        `json:"workdir"`
+	Mounts  []MountReport `json:"mounts"`
+	Network bool          `json:"network"`
+	Limits  struct {
+		Processes      int     `json:"processes"`
+		OpenFiles      int     `json:"open_files"`
+		FileSizeBytes  int64   `json:"file_size_bytes"`
+		CPUSeconds     float64 `json:"cpu_seconds"`
+		MemoryBytes    int64   `json:"memory_bytes"`
+		TimeoutSeconds float64 `json:"timeout_seconds"`
+	} `json:"limits"`
+}
+
+// MountReport is a Mount as explain's JSON shows it.
+type MountReport struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+func specReport(s *Spec) *SpecReport {
+	r := &SpecReport{ID: s.ID, Root: s.Root, Workdir: Workdir, Network: s.Network, Mounts: []MountReport{}}
+	for _, m := range s.Mounts {
+		r.Mounts = append(r.Mounts, MountReport(m))
+	}
+	l := &r.Limits
+	l.Processes, l.OpenFiles, l.FileSizeBytes, l.MemoryBytes = s.Limits.Processes, s.Limits.OpenFiles, s.Limits.FileSize, s.Limits.Memory
+	l.CPUSeconds, l.TimeoutSeconds = s.Limits.CPUTime.Seconds(), s.Limits.Timeout.Seconds()
+	return r
 }
 
 // BackendReport says whether a backend can run sandboxes here.
@@ -44,6 +81,9 @@ func Explain(ctx context.Context, cfg *config.Config, stateDir, agentID, session
 		return nil, err
 	}
 	x := &Explanation{Plan: p, Policy: policy.ResolveSandboxPolicy(cfg, p.AgentID)}
+	if p.Sandboxed {
+		x.Sandbox = specReport(&p.Spec)
+	}
 	x.Backend.Name = p.Backend.Value
 	b, err := New(p.Backend.Value, p.BackendSettings)
 	if err != nil {
@@ -97,6 +137,9 @@ func (x *Explanation) Text() string {
 	setting("network", p.Network, "")
 	setting("workspaceRoot", p.WorkspaceRoot, "")
 	fmt.Fprintf(&b, "  main session     %s\n", p.MainSessionKey)
+	for _, k := range p.Ignored {
+		fmt.Fprintf(&b, "  ignored          %s: scope shared takes docker and limits from agents.defaults.sandbox only\n", k)
+	}
 
 	b.WriteString("\nworkspace\n")
 	fmt.Fprintf(&b, "  agent workspace  %s\n", p.AgentWorkspace)
@@ -115,9 +158,12 @@ func (x *Explanation) Text() string {
 			}
 			fmt.Fprintf(&b, "  %-16s %s -> %s, %s, for commands only (the file tools stay in the root)\n", "mount", m.Source, m.Target, mode)
 		}
-		net := "none"
-		if s.Network {
-			net = "the host's (sandbox.docker.network " + p.Network.Value + ")"
+		net := "none, loopback included"
+		switch {
+		case s.Network && p.Backend.Value == BackendDocker:
+			net = fmt.Sprintf("docker network %q", p.Network.Value)
+		case s.Network:
+			net = fmt.Sprintf("the host's (sandbox.docker.network is %q)", p.Network.Value)
 		}
 		fmt.Fprintf(&b, "  %-16s %s\n", "network", net)
 		l := s.Limits

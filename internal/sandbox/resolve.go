@@ -67,6 +67,9 @@ type Plan struct {
 	WorkspaceRoot Setting `json:"workspace_root"`
 	// Network is sandbox.docker.network as configured ("none" by default).
 	Network Setting `json:"network"`
+	// Ignored are the agent's docker and limits keys, which scope shared
+	// ignores.
+	Ignored []string `json:"ignored,omitempty"`
 
 	// AgentWorkspace is the agent's own workspace.
 	AgentWorkspace string `json:"agent_workspace"`
@@ -79,7 +82,7 @@ type Plan struct {
 	// Seed is true when Spec.Root is a sandbox workspace of its own, seeded
 	// from AgentWorkspace; false when it is the agent workspace (rw).
 	Seed bool `json:"seed,omitempty"`
-	Spec Spec `json:"spec"`
+	Spec Spec `json:"-"` // Explanation shows it with JSON names and units
 
 	// BackendSettings go to New: the docker block (agents.defaults merged
 	// with the agent's) for docker, nil for the others.
@@ -131,7 +134,7 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	}
 	id := policy.NormalizeAgentID(agentID)
 	st := policy.ResolveSandboxSettings(cfg, id)
-	agentBlock := agentSandbox(cfg, id)
+	agentBlock, agentKey := agentSandbox(cfg, id)
 	p := Plan{
 		AgentID:        id,
 		MainSessionKey: policy.MainSessionKey(cfg, id),
@@ -150,11 +153,19 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 			id, orDefault(p.Backend.Key), orDefault(p.Mode.Key), p.Mode.Value)
 	}
 	shared := st.Scope == "shared"
-	docker, err := dockerSettings(cfg, agentBlock, shared)
+	if shared && agentBlock != nil {
+		if agentBlock.Docker != nil {
+			p.Ignored = append(p.Ignored, agentKey+".docker")
+		}
+		if agentBlock.Limits != nil {
+			p.Ignored = append(p.Ignored, agentKey+".limits")
+		}
+	}
+	docker, err := dockerSettings(cfg, agentBlock, agentKey, shared)
 	if err != nil {
 		return p, err
 	}
-	p.Network, err = network(docker, agentBlock, shared)
+	p.Network, err = network(docker, agentBlock, agentKey, shared)
 	if err != nil {
 		return p, err
 	}
@@ -262,14 +273,15 @@ func rootKeyOf(key string) string {
 	return key
 }
 
-// agentSandbox is the agents.list entry's sandbox block, or nil.
-func agentSandbox(cfg *config.Config, id string) *config.Sandbox {
+// agentSandbox is the agents.list entry's sandbox block and its key, or
+// nil.
+func agentSandbox(cfg *config.Config, id string) (*config.Sandbox, string) {
 	for i := range cfg.Agents.List {
 		if policy.NormalizeAgentID(cfg.Agents.List[i].ID) == id {
-			return &cfg.Agents.List[i].Sandbox
+			return &cfg.Agents.List[i].Sandbox, fmt.Sprintf("agents.list[%d].sandbox", i)
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 func rawMode(a *config.Sandbox, cfg *config.Config) string {
@@ -295,7 +307,7 @@ func overlaps(a, b string) bool {
 // dockerSettings merges agents.defaults.sandbox.docker with the agent's
 // (unless the scope is shared): objects merge key by key, the agent's
 // values win.
-func dockerSettings(cfg *config.Config, a *config.Sandbox, shared bool) (map[string]any, error) {
+func dockerSettings(cfg *config.Config, a *config.Sandbox, aKey string, shared bool) (map[string]any, error) {
 	d, err := rawObject(cfg.Agents.Defaults.Sandbox.Docker, "agents.defaults.sandbox.docker")
 	if err != nil {
 		return nil, err
@@ -303,7 +315,7 @@ func dockerSettings(cfg *config.Config, a *config.Sandbox, shared bool) (map[str
 	if a == nil || shared {
 		return d, nil
 	}
-	o, err := rawObject(a.Docker, "agents.list[].sandbox.docker")
+	o, err := rawObject(a.Docker, aKey+".docker")
 	if err != nil {
 		return nil, err
 	}
@@ -345,14 +357,14 @@ func mergeObjects(base, over map[string]any) map[string]any {
 }
 
 // network reads sandbox.docker.network from the merged docker settings.
-func network(docker map[string]any, a *config.Sandbox, shared bool) (Setting, error) {
+func network(docker map[string]any, a *config.Sandbox, aKey string, shared bool) (Setting, error) {
 	v, ok := docker["network"]
 	if !ok {
 		return Setting{Value: "none"}, nil
 	}
 	key := "agents.defaults.sandbox.docker.network"
 	if a != nil && !shared && a.Docker != nil && a.Docker.Get("network") != nil {
-		key = "agents.list[].sandbox.docker.network"
+		key = aKey + ".docker.network"
 	}
 	s, isString := v.(string)
 	if s = strings.TrimSpace(s); !isString || s == "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,7 @@ func TestResolveBackendNetworkLimits(t *testing.T) {
 		network          string
 		netKey           string
 		limits           Limits
+		ignored          []string
 	}{
 		{name: "defaults", cfg: `{agents: {defaults: {sandbox: {mode: "all"}}}}`,
 			backend: DefaultBackend(), network: "none", limits: DefaultLimits()},
@@ -216,12 +218,13 @@ func TestResolveBackendNetworkLimits(t *testing.T) {
 		{name: "agent overrides backend, network and limits field by field", agent: "ops",
 			cfg: `{agents: {defaults: {sandbox: {mode: "all", backend: "docker", docker: {network: "none"}, limits: {processes: 64, memoryMb: 512}}},
 				list: [{id: "ops", sandbox: {backend: "bwrap", docker: {network: "host"}, limits: {processes: 32, timeoutSeconds: 60}}}]}}`,
-			backend: "bwrap", key: "agents.list[0].sandbox.backend", network: "host", netKey: "agents.list[].sandbox.docker.network",
+			backend: "bwrap", key: "agents.list[0].sandbox.backend", network: "host", netKey: "agents.list[0].sandbox.docker.network",
 			limits: Limits{Processes: 32, Memory: 512 << 20, Timeout: time.Minute}.WithDefaults()},
 		{name: "shared scope ignores the agent's docker and limits", agent: "ops",
 			cfg: `{agents: {defaults: {sandbox: {mode: "all", scope: "shared", limits: {processes: 64}}},
 				list: [{id: "ops", sandbox: {docker: {network: "host"}, limits: {processes: 32}}}]}}`,
-			backend: DefaultBackend(), network: "none", limits: Limits{Processes: 64}.WithDefaults()},
+			backend: DefaultBackend(), network: "none", limits: Limits{Processes: 64}.WithDefaults(),
+			ignored: []string{"agents.list[0].sandbox.docker", "agents.list[0].sandbox.limits"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -241,6 +244,9 @@ func TestResolveBackendNetworkLimits(t *testing.T) {
 			}
 			if p.Spec.Limits != c.limits {
 				t.Errorf("limits = %+v\nwant     %+v", p.Spec.Limits, c.limits)
+			}
+			if !slices.Equal(p.Ignored, c.ignored) {
+				t.Errorf("ignored = %q, want %q", p.Ignored, c.ignored)
 			}
 			if (p.BackendSettings != nil) != (c.backend == "docker") {
 				t.Errorf("backend settings = %v", p.BackendSettings)
