@@ -30,14 +30,22 @@ func (s Sessions) lookup(key string) (SessionEntry, bool) {
 	if e, ok := s[key]; ok {
 		return e, true
 	}
-	// Store keys compare lower-cased.
+	// Store keys compare lower-cased. Of keys that differ only in case the
+	// lower-cased one wins, else the first in byte order: never map order.
 	lk := strings.ToLower(strings.TrimSpace(key))
-	for k, e := range s {
-		if strings.ToLower(k) == lk {
-			return e, true
+	if e, ok := s[lk]; ok {
+		return e, true
+	}
+	best, found := "", false
+	for k := range s {
+		if strings.ToLower(k) == lk && (!found || k < best) {
+			best, found = k, true
 		}
 	}
-	return SessionEntry{}, false
+	if !found {
+		return SessionEntry{}, false
+	}
+	return s[best], true
 }
 
 // SubagentDepth is the spawn depth of a session: the stored spawnDepth, else

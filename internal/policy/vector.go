@@ -184,10 +184,10 @@ func vectorConfig(v Vector) (*config.Config, error) {
 	return cfg, nil
 }
 
-// decodeJSON decodes raw JSON (absent means {}) through the config package,
-// so vectors are held to the same type rules as config files.
+// decodeJSON decodes raw JSON (absent or null means {}) through the config
+// package, so vectors are held to the same type rules as config files.
 func decodeJSON(raw json.RawMessage, out any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	tree, err := config.FromJSON(raw)
