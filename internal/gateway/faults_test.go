@@ -37,6 +37,9 @@ const faultTimeout = "1"
 // deadline against hanging, not a claim about speed.
 const settleTimeout = 15 * time.Second
 
+// fault answers one request to the model, streamed or not, wrongly.
+type fault func(f *faultyLLM, w http.ResponseWriter, r *http.Request, stream bool)
+
 // faultyLLM is the scripted model of harness_test.go behind a front that
 // can replace its answers with a fault, and that watches its connections.
 type faultyLLM struct {
@@ -44,7 +47,7 @@ type faultyLLM struct {
 
 	mu sync.Mutex
 	// fault answers the requests after the first `healthy` ones while set.
-	fault   func(w http.ResponseWriter, r *http.Request, stream bool)
+	fault   fault
 	healthy int
 	seen    int         // requests since the fault was armed
 	arrived []time.Time // when each faulted request arrived
@@ -73,10 +76,10 @@ func newFaultyLLM(t *testing.T) *faultyLLM {
 	return f
 }
 
-func (f *faultyLLM) arm(healthy int, fault func(w http.ResponseWriter, r *http.Request, stream bool)) {
+func (f *faultyLLM) arm(healthy int, fl fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fault, f.healthy, f.seen, f.arrived, f.ended = fault, healthy, 0, nil, 0
+	f.fault, f.healthy, f.seen, f.arrived, f.ended = fl, healthy, 0, nil, 0
 }
 
 // disarm ends the fault; the counts stay for the test to read.
@@ -88,17 +91,17 @@ func (f *faultyLLM) disarm() {
 
 func (f *faultyLLM) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	fault := f.fault
-	if fault != nil {
+	fl := f.fault
+	if fl != nil {
 		f.seen++
 		if f.seen <= f.healthy {
-			fault = nil
+			fl = nil
 		} else {
 			f.arrived = append(f.arrived, time.Now())
 		}
 	}
 	f.mu.Unlock()
-	if fault == nil {
+	if fl == nil {
 		f.scriptedLLM.serve(w, r)
 		return
 	}
@@ -109,7 +112,7 @@ func (f *faultyLLM) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request body", http.StatusBadRequest)
 		return
 	}
-	fault(w, r, body.Stream)
+	fl(f, w, r, body.Stream)
 }
 
 // hang waits until the client ends the request, counting it, or the test
@@ -151,20 +154,20 @@ func sseChunk(w http.ResponseWriter, delta map[string]any, finish any) {
 	w.(http.Flusher).Flush()
 }
 
-// The faults. Each fault func answers one request, streamed or not.
+// The faults.
 var (
-	faultRateLimited = func(w http.ResponseWriter, _ *http.Request, _ bool) {
+	faultRateLimited fault = func(_ *faultyLLM, w http.ResponseWriter, _ *http.Request, _ bool) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprint(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`)
 	}
-	faultServerError = func(w http.ResponseWriter, _ *http.Request, _ bool) {
+	faultServerError fault = func(_ *faultyLLM, w http.ResponseWriter, _ *http.Request, _ bool) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
 		fmt.Fprint(w, `{"error":{"message":"The server had an error while processing your request","type":"server_error"}}`)
 	}
-	faultMalformedJSON = func(w http.ResponseWriter, _ *http.Request, stream bool) {
+	faultMalformedJSON fault = func(_ *faultyLLM, w http.ResponseWriter, _ *http.Request, stream bool) {
 		if stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]\n\n")
@@ -175,7 +178,7 @@ var (
 	}
 	// faultCutMidChunk sends part of the answer, then drops the connection in
 	// the middle of an event (or of the JSON body).
-	faultCutMidChunk = func(w http.ResponseWriter, _ *http.Request, stream bool) {
+	faultCutMidChunk fault = func(_ *faultyLLM, w http.ResponseWriter, _ *http.Request, stream bool) {
 		if stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			sseChunk(w, map[string]any{"role": "assistant", "content": "Hello, wor"}, nil)
@@ -216,7 +219,7 @@ func TestProviderFaults(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		fault    func(f *faultyLLM) func(http.ResponseWriter, *http.Request, bool)
+		fault    fault
 		toolCall bool // the model calls read first, and the fault hits the second call
 		// retryAfter: the fault asks for a 1 s wait before a retry.
 		retryAfter bool
@@ -225,58 +228,54 @@ func TestProviderFaults(t *testing.T) {
 	}{
 		{
 			name:       "429 with Retry-After",
-			fault:      func(*faultyLLM) func(http.ResponseWriter, *http.Request, bool) { return faultRateLimited },
+			fault:      faultRateLimited,
 			retryAfter: true,
 			plain:      want{attempts: 3, err: "quick: 429 rate_limit_exceeded: Rate limit reached for requests"},
 			streamed:   want{attempts: 3, err: "quick: 429 rate_limit_exceeded: Rate limit reached for requests"},
 		},
 		{
 			name:     "500",
-			fault:    func(*faultyLLM) func(http.ResponseWriter, *http.Request, bool) { return faultServerError },
+			fault:    faultServerError,
 			plain:    want{attempts: 3, err: "quick: 500 server_error: The server had an error"},
 			streamed: want{attempts: 3, err: "quick: 500 server_error: The server had an error"},
 		},
 		{
 			name:     "500 after a tool call",
-			fault:    func(*faultyLLM) func(http.ResponseWriter, *http.Request, bool) { return faultServerError },
+			fault:    faultServerError,
 			toolCall: true,
 			plain:    want{attempts: 3, err: "quick: 500 server_error"},
 			streamed: want{attempts: 3, err: "quick: 500 server_error"},
 		},
 		{
-			name: "no answer within timeoutSeconds",
-			fault: func(f *faultyLLM) func(http.ResponseWriter, *http.Request, bool) {
-				return func(_ http.ResponseWriter, r *http.Request, _ bool) { f.hang(r) }
-			},
+			name:     "no answer within timeoutSeconds",
+			fault:    func(f *faultyLLM, _ http.ResponseWriter, r *http.Request, _ bool) { f.hang(r) },
 			plain:    want{attempts: 3, ended: 3, err: "quick: request timed out after 1s"},
 			streamed: want{attempts: 3, ended: 3, err: "quick: request timed out after 1s"},
 		},
 		{
 			name:     "malformed JSON",
-			fault:    func(*faultyLLM) func(http.ResponseWriter, *http.Request, bool) { return faultMalformedJSON },
+			fault:    faultMalformedJSON,
 			plain:    want{attempts: 1, err: "quick: malformed JSON in response body"},
 			streamed: want{attempts: 1, err: "quick: malformed JSON in stream chunk"},
 		},
 		{
 			name:     "connection cut mid-chunk",
-			fault:    func(*faultyLLM) func(http.ResponseWriter, *http.Request, bool) { return faultCutMidChunk },
+			fault:    faultCutMidChunk,
 			plain:    want{attempts: 1, err: "quick: reading response body: unexpected EOF"},
 			streamed: want{attempts: 1, err: "quick: stream ended early: unexpected EOF", partial: "Hello, wor"},
 		},
 		{
 			name: "stream that never ends",
-			fault: func(f *faultyLLM) func(http.ResponseWriter, *http.Request, bool) {
-				return func(w http.ResponseWriter, r *http.Request, stream bool) {
-					if stream {
-						w.Header().Set("Content-Type", "text/event-stream")
-						sseChunk(w, map[string]any{"role": "assistant", "content": "Still thinking"}, nil)
-					} else {
-						w.Header().Set("Content-Type", "application/json")
-						fmt.Fprint(w, `{"id":"x","choices":[`)
-						w.(http.Flusher).Flush()
-					}
-					f.hang(r)
+			fault: func(f *faultyLLM, w http.ResponseWriter, r *http.Request, stream bool) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					sseChunk(w, map[string]any{"role": "assistant", "content": "Still thinking"}, nil)
+				} else {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, `{"id":"x","choices":[`)
+					w.(http.Flusher).Flush()
 				}
+				f.hang(r)
 			},
 			plain:    want{attempts: 1, ended: 1, err: "quick: request timed out after 1s"},
 			streamed: want{attempts: 1, ended: 1, err: "quick: stream idle for longer than 1s", partial: "Still thinking"},
@@ -301,7 +300,7 @@ func TestProviderFaults(t *testing.T) {
 						Arguments json.RawMessage `json:"arguments"`
 					}{{Name: "read", Arguments: json.RawMessage(`{"path":"notes.txt"}`)}}})
 				}
-				llm.arm(healthy, c.fault(llm))
+				llm.arm(healthy, c.fault)
 				rep := ts.post(map[string]string{"X-OpenClaw-Model": "quick/scripted"}, chatBody(user, input, stream))
 				llm.disarm()
 
@@ -405,7 +404,7 @@ func TestClientDisconnect(t *testing.T) {
 			baseline := idleGoroutines(llm)
 			user := strings.NewReplacer(" ", "-", ",", "").Replace(c.name)
 			asked := make(chan struct{})
-			llm.arm(0, func(w http.ResponseWriter, r *http.Request, stream bool) {
+			llm.arm(0, func(f *faultyLLM, w http.ResponseWriter, r *http.Request, stream bool) {
 				if stream {
 					w.Header().Set("Content-Type", "text/event-stream")
 					if c.partial != "" {
@@ -415,7 +414,7 @@ func TestClientDisconnect(t *testing.T) {
 					}
 				}
 				close(asked)
-				llm.hang(r)
+				f.hang(r)
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 			defer cancel()
