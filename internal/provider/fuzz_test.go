@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"talon/internal/config"
 )
 
 // replay is an http.RoundTripper that answers every request with one
@@ -273,6 +275,58 @@ func FuzzStatusError(f *testing.F) {
 		tr.base, tr.cap = backoffBase, backoffCap
 		if d := tr.backoff(0, e); d < 0 || d > max(retryAfterCap, backoffCap) {
 			t.Fatalf("backoff %v after Retry-After %q / %q", d, retry, retryMs)
+		}
+	})
+}
+
+// FuzzResolve resolves any model reference (the X-OpenClaw-Model header,
+// agents' model keys) against providers with secrets in the config and in
+// the environment. A failure is a *ResolveError whose message says
+// something and shows no secret; a success is a provider with the model id
+// after the first slash.
+func FuzzResolve(f *testing.F) {
+	for _, ref := range []string{
+		"inspect", " talon/inspect ", "openai/gpt-4o", "openrouter/google/gemini-3-flash", "anthropic/claude-x",
+		"local/llama3.1", "envkey/m", "claude/m", "weird/m", "unset/m", "nobody/m", "/m", "local/", "gpt-4o", "",
+	} {
+		f.Add(ref, "http://127.0.0.1:11434/v1")
+	}
+	f.Add("local/x", "ftp://sk-LITERALSECRET@host")
+	f.Add("local/x", "http://%zz")
+	f.Fuzz(func(t *testing.T, ref, baseURL string) {
+		secrets := []string{"sk-LITERALSECRET", "sk-ENVSECRET", "sk-OPENAISECRET"}
+		cfg := &config.Config{}
+		cfg.Models.Providers = map[string]config.Provider{
+			"local":  {BaseURL: baseURL, APIKey: "sk-LITERALSECRET", Headers: map[string]string{"X-A": "1"}, Models: []config.Model{{ID: "x", Headers: map[string]string{"X-B": "2"}}}},
+			"envkey": {BaseURL: "http://127.0.0.1:1/v1", APIKey: "${TALON_FUZZ_KEY}"},
+			"claude": {API: APIAnthropicMessages, APIKey: "${TALON_FUZZ_KEY}"},
+			"weird":  {API: "grpc", BaseURL: "http://h"},
+			"unset":  {BaseURL: "http://h", APIKey: "${NOT_SET}"},
+		}
+		env := func(k string) string {
+			return map[string]string{"TALON_FUZZ_KEY": "sk-ENVSECRET", "OPENAI_API_KEY": "sk-OPENAISECRET"}[k]
+		}
+		p, model, err := Resolve(cfg, ref, env)
+		if err != nil {
+			var re *ResolveError
+			if !errors.As(err, &re) || strings.TrimSpace(re.Message) == "" {
+				t.Fatalf("Resolve(%q) error %T %q, want a *ResolveError with a message", ref, err, err)
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) && !strings.Contains(ref+baseURL, s) {
+					t.Fatalf("Resolve(%q) error shows a secret: %v", ref, err)
+				}
+			}
+			return
+		}
+		if p == nil || model == "" {
+			t.Fatalf("Resolve(%q) = %v, %q without an error", ref, p, model)
+		}
+		if _, ok := p.(Inspect); ok {
+			return
+		}
+		if _, want, _ := strings.Cut(strings.TrimSpace(ref), "/"); model != want {
+			t.Fatalf("Resolve(%q) model %q, want %q", ref, model, want)
 		}
 	})
 }
