@@ -77,6 +77,50 @@ func TestToolsExplainGolden(t *testing.T) {
 	}
 }
 
+// The sandbox goldens use a fixed state dir, which nothing creates: explain
+// reads the config and checks the backend, and writes nothing.
+func TestSandboxExplainGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"main", []string{"--agent", "main"}},
+		{"main-bob", []string{"--agent", "main", "--session-key", "agent:main:openai-user:bob"}},
+		{"reader-alias-json", []string{"--agent", "reader", "--session-key", "main", "--json"}},
+		{"boxed-group", []string{"--agent", "boxed", "--session-key", "agent:boxed:whatsapp:group:1"}},
+		{"team-shared", []string{"--agent", "team", "--session-key", "agent:team:x"}},
+		{"plain-host", []string{"--agent", "plain"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"sandbox", "explain", "--config", "testdata/sandbox/talon.json5", "--state-dir", "/talon-golden/state"}, c.args...)
+			out, errOut, code := talon(t, "", args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden(t, filepath.Join("testdata", "sandbox", c.name+".golden"), out)
+		})
+	}
+}
+
+func TestSandboxExplainErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", "testdata/sandbox/talon.json5"}, "--agent ID is required"},
+		{[]string{"--config", "testdata/sandbox/talon.json5", "--agent", "nobody"}, `agent "nobody" is not in the config`},
+		{[]string{"--config", "testdata/sandbox/talon.json5", "--agent", "main", "--session-key", "agent:main:\x01"}, "contains a control character"},
+		{[]string{"--config", "testdata/sandbox/missing.json5", "--agent", "main"}, "does not exist"},
+	}
+	for _, c := range cases {
+		_, errOut, code := talon(t, "", append([]string{"sandbox", "explain"}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
 func TestToolsExplainUsageErrors(t *testing.T) {
 	cases := []struct {
 		name string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -55,13 +56,7 @@ else ~/.talon; the config defaults to the one in the state dir.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(x)
-			}
-			fmt.Fprint(cmd.OutOrStdout(), x.Text())
-			return nil
+			return printReport(cmd.OutOrStdout(), asJSON, x)
 		},
 	}
 	fl := explain.Flags()
@@ -72,6 +67,17 @@ else ~/.talon; the config defaults to the one in the state dir.`,
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(explain)
 	return cmd
+}
+
+// printReport writes an explanation as indented JSON, or as its text.
+func printReport(w io.Writer, asJSON bool, x interface{ Text() string }) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(x)
+	}
+	_, err := io.WriteString(w, x.Text())
+	return err
 }
 
 // sandboxConfig loads the config and picks the state dir as the help of

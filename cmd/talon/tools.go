@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -68,13 +66,7 @@ to bundled, whose plugins are off until enabled).`,
 			if err := priceTools(&x); err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(x)
-			}
-			fmt.Fprint(cmd.OutOrStdout(), x.Text())
-			return nil
+			return printReport(cmd.OutOrStdout(), asJSON, &x)
 		},
 	}
 	fl := explain.Flags()

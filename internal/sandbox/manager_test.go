@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 
 	"talon/internal/config"
 	"talon/internal/sandbox"
+	_ "talon/internal/sandbox/bwrap"
+	_ "talon/internal/sandbox/docker"
 	_ "talon/internal/sandbox/host"
 )
 
@@ -38,18 +41,26 @@ func resolve(t *testing.T, cfg *config.Config, state, agent, key string) sandbox
 	return p
 }
 
-// run starts argv in sb and returns its stdout.
+// run starts argv in sb and returns its output.
 func run(t *testing.T, sb sandbox.Sandbox, argv ...string) string {
 	t.Helper()
-	var out bytes.Buffer
-	p, err := sb.Start(context.Background(), sandbox.Command{Argv: argv, Stdout: &out, Stderr: &out})
+	out, err := runErr(sb, argv...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exit, err := p.Wait(); err != nil || exit.Code != 0 {
-		t.Fatalf("%v: exit %+v, err %v, output %s", argv, exit, err, out.String())
+	return out
+}
+
+func runErr(sb sandbox.Sandbox, argv ...string) (string, error) {
+	var out bytes.Buffer
+	p, err := sb.Start(context.Background(), sandbox.Command{Argv: argv, Stdout: &out, Stderr: &out})
+	if err != nil {
+		return "", err
 	}
-	return out.String()
+	if exit, err := p.Wait(); err != nil || exit.Code != 0 {
+		return "", fmt.Errorf("%v: exit %+v, err %v, output %s", argv, exit, err, out.String())
+	}
+	return out.String(), nil
 }
 
 // Unsandboxed runs get the host backend in the agent workspace; the
@@ -76,7 +87,11 @@ func TestManagerHost(t *testing.T) {
 	// Commands of both runs, at once: one sandbox opens.
 	var wg sync.WaitGroup
 	for _, s := range []*sandbox.Session{a, b, a, b} {
-		wg.Go(func() { run(t, s, "true") })
+		wg.Go(func() {
+			if _, err := runErr(s, "true"); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	wg.Wait()
 	if got := m.Open(); !slices.Equal(got, []string{a.Plan().Spec.ID}) {
@@ -116,3 +131,101 @@ func TestManagerRefusesHostForSandboxedSessions(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// bwrapOrSkip returns the bwrap backend's check error handling: skip
+// without it, except under CI=true, where a missing tool is a failure.
+func bwrapOrSkip(t *testing.T) {
+	t.Helper()
+	b, err := sandbox.New(sandbox.BackendBwrap, nil)
+	if err == nil {
+		err = b.Check(context.Background())
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("bwrap backend unusable (install it with apt-get install -y bubblewrap): %v", err)
+	}
+	t.Skipf("bwrap backend unusable here (apt-get install -y bubblewrap): %v", err)
+}
+
+// A sandboxed session under the real bwrap backend: Prepare lays out and
+// seeds the sandbox workspace, commands write into it (and only it, at
+// /workspace), the ro mount shows the agent workspace read-only at /agent,
+// and sessions of one agent scope share one sandbox.
+func TestManagerBwrap(t *testing.T) {
+	bwrapOrSkip(t)
+	state := t.TempDir()
+	agentWS := filepath.Join(state, "workspace")
+	if err := os.MkdirAll(agentWS, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(agentWS, "AGENTS.md"), []byte("be brief"), 0o600)
+	cfg := mustConfig(t, `{agents: {defaults: {sandbox: {mode: "non-main", workspaceAccess: "ro"}}}}`)
+	m := sandbox.NewManager()
+	defer m.Close()
+	ctx := context.Background()
+	prep := func(key string) *sandbox.Session {
+		p := resolve(t, cfg, state, "main", key)
+		s, err := m.Prepare(ctx, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := prep("agent:main:openai-user:a"), prep("agent:main:openai-user:b")
+	root := a.Plan().Spec.Root
+	if got, _ := os.ReadFile(filepath.Join(root, "AGENTS.md")); string(got) != "be brief" {
+		t.Errorf("seeded AGENTS.md = %q", got)
+	}
+	run(t, a, "sh", "-c", "echo from-a > /workspace/a.txt")
+	run(t, b, "sh", "-c", "cat /workspace/a.txt > /workspace/b.txt")
+	if got, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(got) != "from-a\n" {
+		t.Errorf("b.txt = %q: sessions of one agent scope do not share the sandbox workspace", got)
+	}
+	if got := run(t, a, "cat", "/agent/AGENTS.md"); got != "be brief" {
+		t.Errorf("/agent/AGENTS.md = %q", got)
+	}
+	var out bytes.Buffer
+	p, err := a.Start(ctx, sandbox.Command{Argv: []string{"sh", "-c", "echo x > /agent/new.txt"}, Stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exit, _ := p.Wait(); exit.Code == 0 {
+		t.Error("a command wrote into the read-only agent workspace")
+	}
+	if _, err := os.Stat(filepath.Join(agentWS, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("the agent workspace changed: %v", err)
+	}
+	if got := m.Open(); len(got) != 1 {
+		t.Errorf("open sandboxes = %v, want one for the agent scope", got)
+	}
+}
+
+// A sandboxed session whose backend cannot run here fails closed with an
+// *Error naming the backend, the reason and the fix, before any workspace
+// is made.
+func TestManagerFailsClosed(t *testing.T) {
+	state := t.TempDir()
+	cfg := mustConfig(t, `{agents: {defaults: {sandbox: {mode: "all", backend: "docker", docker: {socket: "/nonexistent/docker.sock"}}}}}`)
+	p := resolve(t, cfg, state, "main", "agent:main:x")
+	_, err := sandbox.NewManager().Prepare(context.Background(), &p)
+	var se *sandbox.Error
+	if !errors.As(err, &se) || se.Backend != "docker" {
+		t.Fatalf("err = %#v, want a *sandbox.Error for docker", err)
+	}
+	for _, want := range []string{
+		`session agent:main:x is sandboxed (mode "all" (agents.defaults.sandbox.mode) sandboxes every session)`,
+		`sandbox backend "docker" cannot run here`,
+		"no Docker engine at /nonexistent/docker.sock",
+		"Talon does not fall back to running on the host",
+		"agents.defaults.sandbox.backend",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, "sandboxes")); !os.IsNotExist(err) {
+		t.Errorf("a workspace was made for a run that cannot start (%v)", err)
+	}
+}
