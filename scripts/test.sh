@@ -3,8 +3,9 @@
 # what the tests need first — the Go toolchain must be there; curl, Node.js
 # and npm come from Debian's packages when missing (as root), and the Node
 # client of the end-to-end tests (e2e/node, the openai npm package) from
-# its package-lock.json with npm ci. When everything is present it installs
-# nothing. Extra arguments go to `go test`.
+# its package-lock.json with npm ci; scripts/dockerd.sh installs docker.io
+# and busybox-static and starts dockerd when no Docker engine answers. When
+# everything is present it installs nothing. Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +41,13 @@ if command -v npm >/dev/null 2>&1; then
 	fi
 	echo "node $(node --version), npm $(npm --version 2>/dev/null), curl $(curl --version 2>/dev/null | head -n1 | cut -d' ' -f2 || echo missing)"
 fi
+
+echo "== docker engine"
+# The docker sandbox tests need an engine and busybox-static: dockerd.sh
+# installs docker.io and busybox-static when missing and starts dockerd
+# (as root). If it cannot, those tests fail under CI=true with its reason
+# and skip elsewhere; the other tests still run.
+./scripts/dockerd.sh || echo "test.sh: no Docker engine; the docker sandbox tests will fail (CI=true) or skip" >&2
 
 echo "== gofmt"
 # The tracked files that exist (one deleted in the work tree is not
