@@ -74,9 +74,11 @@ func TestAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user's message, then the record of the abort keeping what the
-	// model had streamed.
+	// model had streamed: "thinking", or nothing when the client left
+	// before that chunk came through (TestClientDisconnect waits for it).
 	if len(msgs) != 2 || msgs[0].Content != "long task" ||
-		msgs[1].Role != provider.RoleAssistant || msgs[1].StopReason != provider.StopAborted || msgs[1].Content != "thinking" ||
+		msgs[1].Role != provider.RoleAssistant || msgs[1].StopReason != provider.StopAborted ||
+		(msgs[1].Content != "thinking" && msgs[1].Content != "") ||
 		!strings.Contains(msgs[1].Error, "context canceled") {
 		t.Errorf("transcript = %+v, want the user message and an aborted record", msgs)
 	}
