@@ -28,9 +28,10 @@ import (
 // history the API accepts, and that no goroutine or upstream request
 // outlives the turn.
 
-// faultTimeout is the timeoutSeconds of the provider the faulty turns use:
-// short, so that timeouts end the tests quickly, and only on those turns,
-// so that a slow machine cannot make a healthy turn time out.
+// faultTimeout is the timeoutSeconds of provider "quick", which the
+// turns that must time out use: short, so that they end quickly, and only
+// on those turns, so that a slow machine cannot make a healthy answer
+// time out. The other faulty turns use "flaky", with the default timeouts.
 const faultTimeout = "1"
 
 // settleTimeout bounds every wait for something to wind down; it is a
@@ -204,6 +205,7 @@ func TestProviderFaults(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{
 		models: { providers: {
 			fake: { baseUrl: "`+llm.srv.URL+`/v1" },
+			flaky: { baseUrl: "`+llm.srv.URL+`/v1" },
 			quick: { baseUrl: "`+llm.srv.URL+`/v1", timeoutSeconds: `+faultTimeout+` },
 		} },
 		agents: { defaults: { model: "fake/scripted" } },
@@ -214,7 +216,7 @@ func TestProviderFaults(t *testing.T) {
 	type want struct {
 		attempts int    // requests the model got for the turn (1 + retries)
 		ended    int    // of which the client ended (cancelled) itself
-		err      string // in the message the client gets
+		err      string // in the message the client gets, after the provider that the turn uses
 		partial  string // the text streamed before the fault, kept in the transcript
 	}
 	cases := []struct {
@@ -230,21 +232,21 @@ func TestProviderFaults(t *testing.T) {
 			name:       "429 with Retry-After",
 			fault:      faultRateLimited,
 			retryAfter: true,
-			plain:      want{attempts: 3, err: "quick: 429 rate_limit_exceeded: Rate limit reached for requests"},
-			streamed:   want{attempts: 3, err: "quick: 429 rate_limit_exceeded: Rate limit reached for requests"},
+			plain:      want{attempts: 3, err: "flaky: 429 rate_limit_exceeded: Rate limit reached for requests"},
+			streamed:   want{attempts: 3, err: "flaky: 429 rate_limit_exceeded: Rate limit reached for requests"},
 		},
 		{
 			name:     "500",
 			fault:    faultServerError,
-			plain:    want{attempts: 3, err: "quick: 500 server_error: The server had an error"},
-			streamed: want{attempts: 3, err: "quick: 500 server_error: The server had an error"},
+			plain:    want{attempts: 3, err: "flaky: 500 server_error: The server had an error"},
+			streamed: want{attempts: 3, err: "flaky: 500 server_error: The server had an error"},
 		},
 		{
 			name:     "500 after a tool call",
 			fault:    faultServerError,
 			toolCall: true,
-			plain:    want{attempts: 3, err: "quick: 500 server_error"},
-			streamed: want{attempts: 3, err: "quick: 500 server_error"},
+			plain:    want{attempts: 3, err: "flaky: 500 server_error"},
+			streamed: want{attempts: 3, err: "flaky: 500 server_error"},
 		},
 		{
 			name:     "no answer within timeoutSeconds",
@@ -255,14 +257,14 @@ func TestProviderFaults(t *testing.T) {
 		{
 			name:     "malformed JSON",
 			fault:    faultMalformedJSON,
-			plain:    want{attempts: 1, err: "quick: malformed JSON in response body"},
-			streamed: want{attempts: 1, err: "quick: malformed JSON in stream chunk"},
+			plain:    want{attempts: 1, err: "flaky: malformed JSON in response body"},
+			streamed: want{attempts: 1, err: "flaky: malformed JSON in stream chunk"},
 		},
 		{
 			name:     "connection cut mid-chunk",
 			fault:    faultCutMidChunk,
-			plain:    want{attempts: 1, err: "quick: reading response body: unexpected EOF"},
-			streamed: want{attempts: 1, err: "quick: stream ended early: unexpected EOF", partial: "Hello, wor"},
+			plain:    want{attempts: 1, err: "flaky: reading response body: unexpected EOF"},
+			streamed: want{attempts: 1, err: "flaky: stream ended early: unexpected EOF", partial: "Hello, wor"},
 		},
 		{
 			name: "stream that never ends",
@@ -301,7 +303,8 @@ func TestProviderFaults(t *testing.T) {
 					}{{Name: "read", Arguments: json.RawMessage(`{"path":"notes.txt"}`)}}})
 				}
 				llm.arm(healthy, c.fault)
-				rep := ts.post(map[string]string{"X-OpenClaw-Model": "quick/scripted"}, chatBody(user, input, stream))
+				prov, _, _ := strings.Cut(w.err, ":")
+				rep := ts.post(map[string]string{"X-OpenClaw-Model": prov + "/scripted"}, chatBody(user, input, stream))
 				llm.disarm()
 
 				// What the client got.
