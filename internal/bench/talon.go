@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,28 +132,6 @@ func StartTalon(bin, stateDir string) (*talonproc.Proc, error) {
 	return p, nil
 }
 
-// talonGoroutines asks a running talon for its goroutine count
-// (GET /debug/runtime: loopback only, the gateway token required).
-func talonGoroutines(ctx context.Context, p *talonproc.Proc) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/debug/runtime", nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("asking talon for its goroutines: %w", err)
-	}
-	defer resp.Body.Close()
-	var v struct {
-		Goroutines *int `json:"goroutines"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.Goroutines == nil {
-		return 0, fmt.Errorf("asking talon for its goroutines: GET /debug/runtime: status %d (%v)", resp.StatusCode, err)
-	}
-	return *v.Goroutines, nil
-}
-
 // talonTarget is the talon binary at bin as a target.
 func talonTarget(bin string) *target {
 	return &target{
@@ -165,6 +142,6 @@ func talonTarget(bin string) *target {
 			}
 			return StartTalon(bin, stateDir)
 		},
-		goroutines: talonGoroutines,
+		goroutines: func(ctx context.Context, p *talonproc.Proc) (int, error) { return p.Goroutines(ctx, Token) },
 	}
 }

@@ -7,6 +7,8 @@ package talonproc
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -178,6 +180,31 @@ func (p *Proc) Stop(timeout time.Duration) error {
 		return fmt.Errorf("%s after SIGTERM: %v, want exit status 0", p.name, p.err)
 	}
 	return nil
+}
+
+// Goroutines asks a running talon serve for its goroutine count (GET
+// /debug/runtime, which answers loopback callers carrying the default
+// tenant's token). It opens a connection of its own and closes it, so that
+// measuring leaves no connection behind to be counted next time.
+func (p *Proc) Goroutines(ctx context.Context, token string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/debug/runtime", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("asking %s for its goroutines: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Goroutines *int `json:"goroutines"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.Goroutines == nil {
+		return 0, fmt.Errorf("asking %s for its goroutines: GET /debug/runtime: status %d (%v)", p.name, resp.StatusCode, err)
+	}
+	return *v.Goroutines, nil
 }
 
 // RSSMB is the process's VmRSS from /proc/PID/status, in MB (10^6 bytes).

@@ -1,6 +1,9 @@
 package talonproc
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,5 +43,25 @@ func TestArgs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sh exited before it was ready") ||
 		!strings.Contains(err.Error(), "asked for port "+strconv.Itoa(got)) {
 		t.Fatalf("Start = %v, want sh's early exit with its log", err)
+	}
+}
+
+// TestGoroutines: the count comes from /debug/runtime with the token, and
+// an answer without one is an error naming the status.
+func TestGoroutines(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/runtime" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"goroutines":7}`))
+	}))
+	defer srv.Close()
+	p := &Proc{URL: srv.URL, name: "talon serve"}
+	if n, err := p.Goroutines(context.Background(), "tok"); n != 7 || err != nil {
+		t.Errorf("Goroutines = %d, %v; want 7", n, err)
+	}
+	if _, err := p.Goroutines(context.Background(), "wrong"); err == nil || !strings.Contains(err.Error(), "status 404") {
+		t.Errorf("Goroutines with a wrong token = %v, want a 404 error", err)
 	}
 }
