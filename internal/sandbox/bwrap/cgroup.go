@@ -21,10 +21,10 @@ const cgroupDirName = "talon-sandbox"
 
 // pidsParent is a directory of a pids-controlled cgroup hierarchy in which
 // Talon can create one cgroup per command.
-type pidsParent struct {
-	dir string
-	seq atomic.Uint64
-}
+type pidsParent struct{ dir string }
+
+// cgroupSeq numbers the command cgroups of this process.
+var cgroupSeq atomic.Uint64
 
 // findPidsParent finds, or makes, the directory Talon's command cgroups
 // go in: under Talon's own cgroup in cgroup v1's pids hierarchy, or at the
@@ -179,9 +179,18 @@ type pidsCgroup struct{ dir string }
 
 // create makes a cgroup that holds at most max processes.
 func (p *pidsParent) create(max int) (*pidsCgroup, error) {
-	dir := filepath.Join(p.dir, fmt.Sprintf("%d-%d", os.Getpid(), p.seq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the command's pids cgroup: %w", err)
+	var dir string
+	for {
+		// Named by Talon's pid and a sequence number; one left by an
+		// earlier Talon with the same pid is skipped.
+		dir = filepath.Join(p.dir, fmt.Sprintf("%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("creating the command's pids cgroup: %w", err)
+		}
 	}
 	cg := &pidsCgroup{dir: dir}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
@@ -191,8 +200,14 @@ func (p *pidsParent) create(max int) (*pidsCgroup, error) {
 	return cg, nil
 }
 
-// procs is the file a process writes "0" to, to join the cgroup.
-func (c *pidsCgroup) procs() string { return filepath.Join(c.dir, "cgroup.procs") }
+// add moves process pid into the cgroup; the children it starts after
+// are in it too.
+func (c *pidsCgroup) add(pid int) error {
+	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		return fmt.Errorf("moving the sandbox into its pids cgroup: %w", err)
+	}
+	return nil
+}
 
 // remove deletes the cgroup once its processes are gone. The kernel frees
 // the last of a killed PID namespace asynchronously, so it retries for a

@@ -59,8 +59,9 @@
 // When Talon runs as root, the namespace's user is root outside it (uid
 // 0, with no capabilities), and the kernel does not apply RLIMIT_NPROC to
 // root; the process limit is then a pids cgroup per command (cgroup v1's
-// pids hierarchy, or cgroup v2 with the pids controller), which the
-// helper's other role joins before it execs bwrap. Where Talon, as root,
+// pids hierarchy, or cgroup v2 with the pids controller), into which
+// Talon moves the namespace's first process while bwrap holds it
+// (--block-fd), before anything else runs. Where Talon, as root,
 // cannot create such a cgroup, Check fails and says so. Run as any other
 // user, the sandbox's user is that user outside, and RLIMIT_NPROC holds.
 //

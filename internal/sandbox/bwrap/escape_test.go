@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -290,14 +291,26 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestNothingOutlivesItsCommand checks that a process a command leaves
-// behind, with its output elsewhere, ends with the command.
+// TestNothingOutlivesItsCommand checks that what a command leaves behind
+// ends with it: a process with its output elsewhere, and a command killed
+// at once after Start (before bwrap itself could arrange for its init to
+// die with it).
 func TestNothingOutlivesItsCommand(t *testing.T) {
 	sb := open(t, sandbox.Spec{})
 	marker := "4242." + strconv.Itoa(os.Getpid())
 	r := run(t, sb, "sleep "+marker+" >/dev/null 2>&1 </dev/null & echo started")
 	if r.stdout != "started\n" || r.err != nil {
 		t.Fatalf("%+v %v %q", r.exit, r.err, r.stderr)
+	}
+	for range 10 {
+		p, err := sb.Start(context.Background(), sandbox.Command{Argv: []string{"sleep", marker}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Kill()
+		if exit, err := p.Wait(); err != nil || exit.Signal != "killed" {
+			t.Fatalf("%+v %v", exit, err)
+		}
 	}
 	// The kernel ends the PID namespace's processes as its init dies,
 	// right after the command; wait for that, up to a bound.

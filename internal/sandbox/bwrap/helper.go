@@ -17,16 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The helper is this binary run again with one of these as its first
-// argument. Neither is a talon command, so no command line a user types
-// reaches them by accident.
-const (
-	// execArg: inside the sandbox, apply Landlock and the rlimits, then
-	// exec the command.
-	execArg = "__talon-bwrap-exec"
-	// joinArg: outside, join a pids cgroup, then exec bwrap (root only).
-	joinArg = "__talon-bwrap-join"
-)
+// execArg as its first argument makes this binary the helper: inside the
+// sandbox, apply Landlock and the rlimits, then exec the command. It is no
+// talon command, so no command line a user types reaches it by accident.
+const execArg = "__talon-bwrap-exec"
 
 // statusFD is the helper's end of the status pipe: it writes statusReady
 // just before it execs the command, or statusFailed and a message when it
@@ -45,14 +39,8 @@ const helperExit = 125
 func init() {
 	// Run before main, so that the helper works in any binary linking this
 	// package (the talon binary, test binaries) with no call from main.
-	if len(os.Args) < 2 {
-		return
-	}
-	switch os.Args[1] {
-	case execArg:
+	if len(os.Args) > 1 && os.Args[1] == execArg {
 		os.Exit(runExec(os.Args[2:]))
-	case joinArg:
-		os.Exit(runJoin(os.Args[2:]))
 	}
 }
 
@@ -300,24 +288,6 @@ func restrict(c helperConfig) error {
 		landlock.PathAccess(llsys.AccessFSReadDir, "/"),
 	}
 	return cfg.BestEffort().Restrict(rules...)
-}
-
-// runJoin is the helper outside the sandbox, for root: it moves itself
-// into the pids cgroup whose cgroup.procs is args[0], then execs bwrap
-// (args[1:]), which with all it starts stays in the cgroup.
-func runJoin(args []string) int {
-	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "talon sandbox: join: want a cgroup.procs file and a command")
-		return helperExit
-	}
-	// "0" is the writing process itself, in cgroup v1 and v2.
-	if err := os.WriteFile(args[0], []byte("0"), 0); err != nil {
-		fmt.Fprintf(os.Stderr, "talon sandbox: joining the pids cgroup: %v\n", err)
-		return helperExit
-	}
-	err := syscall.Exec(args[1], args[1:], os.Environ())
-	fmt.Fprintf(os.Stderr, "talon sandbox: running %s: %v\n", args[1], err)
-	return helperExit
 }
 
 // secondsUp is d in whole seconds, rounded up, at least 1.

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"talon/internal/sandbox"
 )
 
-// waitDelay bounds how long Wait waits for output after bwrap exits; the
-// command's PID namespace dies with bwrap, so its pipes close at once
-// unless that failed.
+// waitDelay bounds how long Wait waits for output after bwrap exits and
+// the command's namespace is killed; its pipes close at once unless that
+// failed.
 const waitDelay = 2 * time.Second
 
 // Sandbox is an open bwrap sandbox: the arguments its commands share and
@@ -80,16 +83,21 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 	h.dir, h.argv = path.Clean(dir), cmd.Argv
 	args := append(s.args[:len(s.args):len(s.args)], helperArgs(h)...)
 
-	p := &process{killed: make(chan struct{}), done: make(chan struct{}), status: make(chan []byte, 1)}
-	c := exec.Command(s.bwrap, args...)
+	p := &process{killed: make(chan struct{}), done: make(chan struct{}), status: make(chan []byte, 1), initFD: -1}
 	if s.pids != nil {
 		cg, err := s.pids.create(s.limits.Processes)
 		if err != nil {
 			return nil, err
 		}
 		p.cgroup = cg
-		c = exec.Command(s.exe, append([]string{joinArg, cg.procs(), s.bwrap}, args...)...)
 	}
+	// bwrap writes the pid of the namespace's first process to fd 4, and
+	// that process waits, set up but having started nothing, until fd 5
+	// gives it a byte: time to take a pidfd of it (see supervise) and,
+	// as root, to put it into the cgroup, so that all it starts is
+	// counted there.
+	args = append([]string{"--info-fd", "4", "--block-fd", "5"}, args...)
+	c := exec.Command(s.bwrap, args...)
 	c.Env, c.Dir, c.WaitDelay = env, "/", waitDelay
 	if err := p.plumb(c, cmd); err != nil {
 		p.cleanup()
@@ -106,6 +114,13 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 	}
 	p.cmd = c
 	p.afterStart()
+	if err := p.release(); err != nil {
+		p.abort()
+		if msg := strings.TrimSpace(string(p.stderr.head())); msg != "" {
+			err = fmt.Errorf("%w (bwrap: %s)", err, msg)
+		}
+		return nil, err
+	}
 	added := s.procs.Add(p)
 	go p.supervise(ctx, timeout, func() { s.procs.Remove(p) })
 	if !added {
@@ -114,6 +129,68 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 		return nil, errSandboxClosed
 	}
 	return p, nil
+}
+
+// release takes a pidfd of the sandbox's init (the first process in its
+// namespaces) while bwrap holds it, set up but with nothing started yet;
+// moves it into the command's cgroup (as root); then lets it go on.
+func (p *process) release() error {
+	p.infoW.Close()
+	p.blockR.Close()
+	defer p.blockW.Close() // after abort has killed what it must: EOF lets the init go too
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	err := json.NewDecoder(p.infoR).Decode(&info)
+	p.infoR.Close()
+	if err != nil {
+		// bwrap failed before it made the namespaces; abort reports why.
+		return fmt.Errorf("reading bwrap's info: %w", err)
+	}
+	if info.ChildPID <= 0 {
+		return errors.New("bwrap reported no child-pid")
+	}
+	p.initPID = info.ChildPID
+	if p.initFD, err = unix.PidfdOpen(info.ChildPID, 0); err != nil {
+		p.initFD = -1
+		return fmt.Errorf("watching the sandbox's init: %w", err)
+	}
+	if p.cgroup != nil {
+		if err := p.cgroup.add(info.ChildPID); err != nil {
+			return err
+		}
+	}
+	if _, err := p.blockW.Write([]byte{0}); err != nil {
+		return fmt.Errorf("letting the sandbox start: %w", err)
+	}
+	return nil
+}
+
+// abort ends a start that release could not finish: bwrap and the init it
+// holds are killed before the deferred close of the block pipe could let
+// the init go, and reaped.
+func (p *process) abort() {
+	p.killInit()
+	if p.initFD < 0 && p.initPID > 0 {
+		// No pidfd: the init is alive, blocked, so its pid is its own.
+		syscall.Kill(p.initPID, syscall.SIGKILL)
+	}
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	if p.stdinW != nil {
+		p.stdinW.Close()
+	}
+	if p.cgroup != nil {
+		p.cgroup.remove()
+	}
+}
+
+// killInit kills the init of the command's PID namespace, and with it,
+// by the kernel's hand, every process in the namespace.
+func (p *process) killInit() {
+	if p.initFD >= 0 {
+		unix.PidfdSendSignal(p.initFD, unix.SIGKILL, nil, 0)
+	}
 }
 
 var errSandboxClosed = errors.New("the sandbox is closed")
@@ -142,6 +219,10 @@ type process struct {
 	stdinR           *os.File
 	stdinCopy        func()
 
+	infoR, infoW, blockR, blockW *os.File // bwrap's --info-fd and --block-fd
+	initFD                       int      // a pidfd of the sandbox's init, -1 before release
+	initPID                      int
+
 	killOnce sync.Once
 	killed   chan struct{} // closed by Kill
 
@@ -156,7 +237,13 @@ func (p *process) plumb(c *exec.Cmd, cmd sandbox.Command) error {
 	if p.statusR, p.statusW, err = os.Pipe(); err != nil {
 		return fmt.Errorf("creating the status pipe: %w", err)
 	}
-	c.ExtraFiles = []*os.File{p.statusW} // fd 3: statusFD
+	if p.infoR, p.infoW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("creating bwrap's info pipe: %w", err)
+	}
+	if p.blockR, p.blockW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("creating bwrap's block pipe: %w", err)
+	}
+	c.ExtraFiles = []*os.File{p.statusW, p.infoW, p.blockR} // fds 3 (statusFD), 4, 5
 	switch in := cmd.Stdin.(type) {
 	case nil:
 	case *os.File:
@@ -210,7 +297,7 @@ func (p *process) afterStart() {
 
 // cleanup releases what a start that failed took.
 func (p *process) cleanup() {
-	for _, f := range []*os.File{p.statusR, p.statusW, p.stdinR, p.stdinW} {
+	for _, f := range []*os.File{p.statusR, p.statusW, p.stdinR, p.stdinW, p.infoR, p.infoW, p.blockR, p.blockW} {
 		if f != nil {
 			f.Close()
 		}
@@ -220,24 +307,30 @@ func (p *process) cleanup() {
 	}
 }
 
-// supervise kills bwrap on timeout, ctx or Kill, waits for it, and works
-// out how the command ended. Killing bwrap is enough: the init of the
-// command's PID namespace dies with it (--die-with-parent), and the kernel
-// kills everything else in the namespace.
+// supervise kills bwrap on timeout, ctx or Kill, waits for it to exit,
+// then kills the init of the command's namespace, so that nothing the
+// command started outlives it, and works out how the command ended.
 //
-// bwrap's own --die-with-parent (PR_SET_PDEATHSIG) fires when the thread
-// that started it ends; the Go runtime ends threads only for goroutines
-// that exit locked to one, which Talon does not do.
+// bwrap's --die-with-parent would kill the init when bwrap dies, but bwrap
+// sets that up only after it has made the init: a bwrap killed early
+// would leave it running. The pidfd taken in release has no such gap, and
+// cannot hit a process that reused the pid.
 func (p *process) supervise(ctx context.Context, timeout time.Duration, forget func()) {
 	defer forget()
-	waited := make(chan error, 1)
-	go func() { waited <- p.cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		// Wait for bwrap's exit without reaping it; cmd.Wait below reaps
+		// it and waits for the output.
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, p.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var werr error
 	timedOut, killed := false, false
 	select {
-	case werr = <-waited:
+	case <-exited:
 	case <-timer.C:
 		timedOut, killed = true, true
 	case <-ctx.Done():
@@ -246,11 +339,12 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, forget f
 		killed = true
 	}
 	if killed {
-		// os.Process signals through a pidfd: never a stranger that
-		// reused the pid.
 		p.cmd.Process.Kill()
-		werr = <-waited
+		<-exited
 	}
+	p.killInit()
+	werr := p.cmd.Wait()
+	unix.Close(p.initFD)
 	if p.stdinW != nil {
 		p.stdinW.Close()
 	}
