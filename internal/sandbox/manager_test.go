@@ -134,7 +134,7 @@ func ptr[T any](v T) *T { return &v }
 
 // bwrapOrSkip returns the bwrap backend's check error handling: skip
 // without it, except under CI=true, where a missing tool is a failure.
-func bwrapOrSkip(t *testing.T) {
+func bwrapOrSkip(t testing.TB) {
 	t.Helper()
 	b, err := sandbox.New(sandbox.BackendBwrap, nil)
 	if err == nil {

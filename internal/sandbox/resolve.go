@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,7 +147,7 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	if p.Backend.Value == "" {
 		p.Backend.Value = DefaultBackend()
 	}
-	p.WorkspaceRoot = Setting{WorkspacesRoot(cfg, stateDir, id), st.RootKey}
+	p.WorkspaceRoot = Setting{workspacesRoot(&st, stateDir), st.RootKey}
 	if st.Mode != policy.ModeOff && p.Backend.Value == BackendHost {
 		return p, fmt.Errorf("resolving sandbox of agent %s: backend \"host\" (%s) runs commands without isolation, which only sandbox mode \"off\" allows (%s is %q); set the backend to bwrap or docker, or the mode to off",
 			id, orDefault(p.Backend.Key), orDefault(p.Mode.Key), p.Mode.Value)
@@ -232,8 +232,13 @@ func (p *Plan) HostSpec() Spec {
 // sandbox.workspaceRoot (agent, else defaults; relative to the state dir,
 // `~` for home), else <state>/sandboxes.
 func WorkspacesRoot(cfg *config.Config, stateDir, agentID string) string {
-	if r := policy.ResolveSandboxSettings(cfg, agentID).WorkspaceRoot; strings.TrimSpace(r) != "" {
-		return absPath(stateDir, r)
+	st := policy.ResolveSandboxSettings(cfg, agentID)
+	return workspacesRoot(&st, stateDir)
+}
+
+func workspacesRoot(st *policy.SandboxSettings, stateDir string) string {
+	if strings.TrimSpace(st.WorkspaceRoot) != "" {
+		return absPath(stateDir, st.WorkspaceRoot)
 	}
 	return filepath.Join(stateDir, WorkspacesDir)
 }
@@ -411,8 +416,6 @@ func limits(cfg *config.Config, a *config.Sandbox, shared bool) (Limits, error) 
 	return l.WithDefaults(), nil
 }
 
-var slugUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
-
 // Slug names a scope key's workspace directory as OpenClaw does: the key
 // lower-cased with runs of other characters as '-', at most 32 characters,
 // then '-' and 8 hex digits of its SHA-256, so distinct keys never share a
@@ -423,7 +426,18 @@ func Slug(key string) string {
 		key = "session"
 	}
 	sum := sha256.Sum256([]byte(key))
-	base := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(key), "-"), "-")
+	var b strings.Builder
+	dash := false
+	for _, c := range []byte(strings.ToLower(key)) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-') // a run of other characters (or bytes of one) is one '-'
+			dash = true
+		}
+	}
+	base := strings.Trim(b.String(), "-")
 	if len(base) > 32 {
 		base = base[:32]
 	}
@@ -438,8 +452,24 @@ func Slug(key string) string {
 // or one scope before and after a config change, never share one.
 func specID(scopeKey, backend string, s *Spec, settings map[string]any) string {
 	h := sha256.New()
-	enc := json.NewEncoder(h)
-	enc.Encode([]any{scopeKey, backend, s.Root, s.Mounts, s.Network, s.Limits, settings})
+	// Fields NUL-separated: no key or path holds a NUL.
+	field := func(s string) { h.Write(append([]byte(s), 0)) }
+	field(scopeKey)
+	field(backend)
+	field(s.Root)
+	field(strconv.FormatBool(s.Network))
+	l := &s.Limits
+	for _, n := range []int64{int64(l.Processes), int64(l.OpenFiles), l.FileSize, int64(l.CPUTime), l.Memory, int64(l.Timeout)} {
+		field(strconv.FormatInt(n, 10))
+	}
+	for _, m := range s.Mounts {
+		field(m.Source)
+		field(m.Target)
+		field(strconv.FormatBool(m.ReadOnly))
+	}
+	if settings != nil {
+		json.NewEncoder(h).Encode(settings) // map keys sorted: stable
+	}
 	base := Slug(scopeKey)
 	base = base[:strings.LastIndexByte(base, '-')]
 	return base + "-" + hex.EncodeToString(h.Sum(nil)[:6])
