@@ -96,14 +96,20 @@ func chatOnce(p Provider, stream bool) (*Response, error, []string) {
 
 var fuzzContentTypes = []string{"text/event-stream", "application/json", "text/event-stream; charset=utf-8", "", "text/plain"}
 
-// addResponseSeeds adds each body streamed and not, under a content type
-// that varies with it.
-func addResponseSeeds(f *testing.F, bodies []string) {
+// fuzzAnswers fuzzes the provider that newProvider builds on a client
+// answering 200 with a fuzzed content type and body, streamed or not. Each
+// seed body is added streamed and not, under a content type that varies
+// with it. See checkChat for what must hold.
+func fuzzAnswers(f *testing.F, name string, bodies []string, newProvider func(*http.Client) Provider) {
 	for i, s := range bodies {
 		ctype := fuzzContentTypes[i%len(fuzzContentTypes)]
 		f.Add(true, ctype, []byte(s))
 		f.Add(false, ctype, []byte(s))
 	}
+	f.Fuzz(func(t *testing.T, stream bool, ctype string, body []byte) {
+		res, err, frags := chatOnce(newProvider(replayClient(ctype, body)), stream)
+		checkChat(t, name, stream, res, err, frags)
+	})
 }
 
 // FuzzOpenAIResponse feeds any 200 answer, streamed or not, to the Chat
@@ -129,11 +135,8 @@ func FuzzOpenAIResponse(f *testing.F) {
 		data(`{"error":{"type":"server_error","message":"boom"}}`),
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\n" + "data: \"finish_reason\":\"stop\"}]}\r\n\r\n",
 	}
-	addResponseSeeds(f, seeds)
-	f.Fuzz(func(t *testing.T, stream bool, ctype string, body []byte) {
-		c := NewOpenAI(OpenAIOptions{BaseURL: "http://provider.invalid/v1", HTTPClient: replayClient(ctype, body), MaxRetries: -1})
-		res, err, frags := chatOnce(c, stream)
-		checkChat(t, "openai", stream, res, err, frags)
+	fuzzAnswers(f, "openai", seeds, func(c *http.Client) Provider {
+		return NewOpenAI(OpenAIOptions{BaseURL: "http://provider.invalid/v1", HTTPClient: c, MaxRetries: -1})
 	})
 }
 
@@ -166,11 +169,8 @@ func FuzzAnthropicResponse(f *testing.F) {
 			event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`),
 		data(`{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":1,"input_tokens":4}}`, `{"type":"message_stop"}`),
 	}
-	addResponseSeeds(f, seeds)
-	f.Fuzz(func(t *testing.T, stream bool, ctype string, body []byte) {
-		c := NewAnthropic(AnthropicOptions{BaseURL: "http://provider.invalid", HTTPClient: replayClient(ctype, body), MaxRetries: -1})
-		res, err, frags := chatOnce(c, stream)
-		checkChat(t, "anthropic", stream, res, err, frags)
+	fuzzAnswers(f, "anthropic", seeds, func(c *http.Client) Provider {
+		return NewAnthropic(AnthropicOptions{BaseURL: "http://provider.invalid", HTTPClient: c, MaxRetries: -1})
 	})
 }
 
