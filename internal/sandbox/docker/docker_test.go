@@ -25,12 +25,17 @@ const sandboxUser = 65534
 func workspace(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if os.Getuid() == 0 {
-		if err := os.Chown(dir, sandboxUser, sandboxUser); err != nil {
-			t.Fatal(err)
-		}
+	if err := chownForSandbox(dir); err != nil {
+		t.Fatal(err)
 	}
 	return dir
+}
+
+func chownForSandbox(dir string) error {
+	if os.Getuid() != 0 {
+		return nil
+	}
+	return os.Chown(dir, sandboxUser, sandboxUser)
 }
 
 func wantUID() int {
