@@ -209,15 +209,15 @@ func (c *pidsCgroup) add(pid int) error {
 	return nil
 }
 
-// remove deletes the cgroup once its processes are gone. The kernel frees
-// the last of a killed PID namespace asynchronously, so it retries for a
-// moment; a cgroup left behind is empty and harmless.
+// remove deletes the cgroup once its processes are gone (the caller has
+// waited for that), retrying for a moment in case the kernel is not quite
+// done; a cgroup left behind is empty and harmless.
 func (c *pidsCgroup) remove() {
-	for i := 0; i < 50; i++ {
+	for wait := time.Millisecond; wait < time.Second; wait *= 2 {
 		err := os.Remove(c.dir)
 		if err == nil || errors.Is(err, os.ErrNotExist) {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(wait)
 	}
 }

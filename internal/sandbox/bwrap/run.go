@@ -181,7 +181,28 @@ func (p *process) abort() {
 		p.stdinW.Close()
 	}
 	if p.cgroup != nil {
+		p.waitInit()
 		p.cgroup.remove()
+	}
+	if p.initFD >= 0 {
+		unix.Close(p.initFD)
+	}
+}
+
+// waitInit waits, for a while at most, until the killed init is gone:
+// the kernel has then ended every process of its namespace, and their
+// cgroup is empty.
+func (p *process) waitInit() {
+	if p.initFD < 0 {
+		return
+	}
+	deadline := time.Now().Add(waitDelay)
+	fds := []unix.PollFd{{Fd: int32(p.initFD), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+		if err != unix.EINTR || time.Now().After(deadline) {
+			return
+		}
 	}
 }
 
@@ -344,6 +365,10 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, forget f
 	}
 	p.killInit()
 	werr := p.cmd.Wait()
+	if p.cgroup != nil {
+		p.waitInit()
+		p.cgroup.remove()
+	}
 	unix.Close(p.initFD)
 	if p.stdinW != nil {
 		p.stdinW.Close()
@@ -356,9 +381,6 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, forget f
 		status = <-p.status
 	}
 	p.exit, p.err = p.result(werr, status, timedOut, killed)
-	if p.cgroup != nil {
-		p.cgroup.remove()
-	}
 	close(p.done)
 }
 
