@@ -15,6 +15,11 @@ import (
 // long enough that a busy gateway does not probe it on every run.
 const DefaultCheckTTL = 10 * time.Second
 
+// DefaultIdleTimeout is how long an unused sandbox stays open. Sessions
+// come and go (every stateless request is a session of its own), so a
+// sandbox per session must not live as long as the gateway.
+const DefaultIdleTimeout = 15 * time.Minute
+
 // Error is a sandboxed run that cannot start: its sandbox config does not
 // resolve, or its backend cannot run here. The message names the backend,
 // the reason and the fix; it is meant for the operator and the client.
@@ -35,6 +40,12 @@ type Manager struct {
 	// CheckTTL is how long a Check result is trusted; 0 means
 	// DefaultCheckTTL.
 	CheckTTL time.Duration
+	// IdleTimeout closes a sandbox no command has used for that long (a
+	// docker container, bwrap's files); the next command opens it again,
+	// its workspace intact. 0 means DefaultIdleTimeout; negative, as soon
+	// as no command uses it. Idle sandboxes are closed when a command
+	// opens any sandbox of the manager: no timer runs.
+	IdleTimeout time.Duration
 
 	mu       sync.Mutex
 	backends map[string]*backendState // by name and settings
@@ -50,10 +61,13 @@ type backendState struct {
 }
 
 // box is one sandbox, open or opening; ready closes when Open returned.
+// active and lastUsed are guarded by the manager's mutex.
 type box struct {
-	ready chan struct{}
-	sb    Sandbox
-	err   error
+	ready    chan struct{}
+	sb       Sandbox
+	err      error
+	active   int // commands started and not yet waited for, and Starts under way
+	lastUsed time.Time
 }
 
 // NewManager returns an empty manager.
@@ -204,28 +218,37 @@ func (m *Manager) layout(p *Plan) error {
 	return nil
 }
 
-// open returns the open sandbox of spec, opening it on first use. A failed
-// open is not kept: the next command tries again.
-func (m *Manager) open(ctx context.Context, b Backend, spec Spec) (Sandbox, error) {
+// acquire returns the open box of spec, opening it on first use, and
+// counts the caller as active in it until release. A failed open is not
+// kept: the next command tries again. It also closes the boxes idle for
+// longer than IdleTimeout.
+func (m *Manager) acquire(ctx context.Context, b Backend, spec Spec) (*box, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, errors.New("the gateway is shutting down")
 	}
+	idle := m.idle(time.Now())
 	bx, ok := m.boxes[spec.ID]
 	if !ok {
 		bx = &box{ready: make(chan struct{})}
 		m.boxes[spec.ID] = bx
 	}
+	bx.active++
 	m.mu.Unlock()
+	for _, old := range idle {
+		old.sb.Close() // nobody uses it: an error has no one to tell
+	}
 	if ok {
 		select {
 		case <-bx.ready:
 			if bx.err != nil {
+				m.release(bx)
 				return nil, bx.err
 			}
-			return bx.sb, nil
+			return bx, nil
 		case <-ctx.Done():
+			m.release(bx)
 			return nil, ctx.Err()
 		}
 	}
@@ -234,18 +257,53 @@ func (m *Manager) open(ctx context.Context, b Backend, spec Spec) (Sandbox, erro
 		bx.err = fmt.Errorf("opening %s sandbox %s: %w", b.Name(), spec.ID, bx.err)
 	}
 	m.mu.Lock()
-	if bx.err != nil {
-		delete(m.boxes, spec.ID)
-	} else if m.closed {
-		// Close ran while this one opened: it is not in the list Close
-		// closed, so close it here.
+	if bx.err == nil && m.closed {
+		// Close ran while this one opened and could not close it.
 		bx.sb.Close()
 		bx.sb, bx.err = nil, errors.New("the gateway is shutting down")
-		delete(m.boxes, spec.ID)
+	}
+	if bx.err != nil {
+		bx.active--
+		if m.boxes[spec.ID] == bx {
+			delete(m.boxes, spec.ID)
+		}
 	}
 	m.mu.Unlock()
 	close(bx.ready)
-	return bx.sb, bx.err
+	if bx.err != nil {
+		return nil, bx.err
+	}
+	return bx, nil
+}
+
+// release ends one use of a box.
+func (m *Manager) release(bx *box) {
+	m.mu.Lock()
+	bx.active--
+	bx.lastUsed = time.Now()
+	m.mu.Unlock()
+}
+
+// idle removes and returns the open boxes nobody has used for longer than
+// IdleTimeout. The caller holds m.mu, and closes them after unlocking.
+func (m *Manager) idle(now time.Time) []*box {
+	limit := m.IdleTimeout
+	if limit == 0 {
+		limit = DefaultIdleTimeout
+	}
+	var out []*box
+	for id, bx := range m.boxes {
+		select {
+		case <-bx.ready:
+		default:
+			continue
+		}
+		if bx.err == nil && bx.active == 0 && (limit < 0 || now.Sub(bx.lastUsed) > limit) {
+			delete(m.boxes, id)
+			out = append(out, bx)
+		}
+	}
+	return out
 }
 
 // Open reports the sandboxes open now, by Spec.ID.
@@ -307,13 +365,32 @@ func (s *Session) Plan() *Plan { return &s.plan }
 func (s *Session) Isolated() bool { return s.backend.Isolated() }
 
 // Start runs cmd in the session's sandbox, opening it first if no run of
-// the same scope has.
+// the same scope has. The sandbox stays open at least until the command's
+// Wait returns.
 func (s *Session) Start(ctx context.Context, cmd Command) (Process, error) {
-	sb, err := s.m.open(ctx, s.backend, s.plan.Spec)
+	bx, err := s.m.acquire(ctx, s.backend, s.plan.Spec)
 	if err != nil {
 		return nil, err
 	}
-	return sb.Start(ctx, cmd)
+	p, err := bx.sb.Start(ctx, cmd)
+	if err != nil {
+		s.m.release(bx)
+		return nil, err
+	}
+	return &process{Process: p, done: func() { s.m.release(bx) }}, nil
+}
+
+// process releases its box once, when Wait returns.
+type process struct {
+	Process
+	once sync.Once
+	done func()
+}
+
+func (p *process) Wait() (Exit, error) {
+	exit, err := p.Process.Wait()
+	p.once.Do(p.done)
+	return exit, err
 }
 
 // Close releases nothing: the manager owns the sandbox, which other runs

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -227,5 +228,50 @@ func TestManagerFailsClosed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "sandboxes")); !os.IsNotExist(err) {
 		t.Errorf("a workspace was made for a run that cannot start (%v)", err)
+	}
+}
+
+// A sandbox nobody uses is closed when another command opens a sandbox
+// (here: as soon as it is idle); one whose command still runs is not.
+func TestManagerClosesIdleSandboxes(t *testing.T) {
+	state := t.TempDir()
+	cfg := mustConfig(t, `{agents: {list: [{id: "a"}, {id: "b"}]}}`)
+	m := sandbox.NewManager()
+	m.IdleTimeout = -1
+	defer m.Close()
+	host := func(agent string) *sandbox.Session {
+		s, err := m.Host(ptr(resolve(t, cfg, state, agent, "agent:"+agent+":main")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := host("a"), host("b")
+	idA, idB := a.Plan().Spec.ID, b.Plan().Spec.ID
+
+	// a's command blocks on its stdin: a stays open however often b runs.
+	stdin, w := io.Pipe()
+	p, err := a.Start(context.Background(), sandbox.Command{Argv: []string{"cat"}, Stdin: stdin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, b, "true")
+	run(t, b, "true")
+	if got := m.Open(); !slices.Contains(got, idA) {
+		t.Errorf("open = %v: a's sandbox closed under a running command", got)
+	}
+	w.Close()
+	if exit, err := p.Wait(); err != nil || exit.Code != 0 {
+		t.Fatalf("cat: %+v %v", exit, err)
+	}
+	// Now a is idle: b's next command closes it.
+	run(t, b, "true")
+	if got := m.Open(); !slices.Equal(got, []string{idB}) {
+		t.Errorf("open = %v, want only b's %s", got, idB)
+	}
+	// And a opens again on its next command.
+	run(t, a, "true")
+	if got := m.Open(); !slices.Contains(got, idA) {
+		t.Errorf("open = %v: a did not reopen", got)
 	}
 }
