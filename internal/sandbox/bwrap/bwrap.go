@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path"
-	"slices"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,7 +216,7 @@ func (b *Backend) open(spec sandbox.Spec) (*Sandbox, error) {
 				"or give it a cgroup hierarchy with the pids controller", err)
 		}
 	}
-	if s.etc, err = writeEtc(); err != nil {
+	if s.etc, err = writeEtc(etcNames(spec)); err != nil {
 		return nil, err
 	}
 	if err := s.layout(); err != nil {
@@ -238,11 +237,10 @@ var systemDirs = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"
 
 // hostEtc are the files of the host's /etc that commands see: the dynamic
 // linker's cache, Debian's alternatives (many commands are symlinks
-// through them), certificates, the time zone and name databases.
-// Not /etc/ssl/private: when Talon runs as root, the sandbox's user could
-// read it.
-var hostEtc = []string{"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl/certs", "ssl/openssl.cnf",
-	"ca-certificates", "ca-certificates.conf", "localtime", "protocols", "services", "os-release"}
+// through them), certificates, the time zone, the protocol and service
+// names and the OS's name. Not /etc/ssl/private: when Talon runs as root,
+// the sandbox's user could read it.
+var hostEtc = []string{"ld.so.cache", "alternatives", "ssl/certs", "localtime", "protocols", "services", "os-release"}
 
 // netEtc are the resolver's files, seen only with the host's network.
 var netEtc = []string{"resolv.conf", "host.conf", "gai.conf"}
@@ -257,19 +255,55 @@ var etcFiles = map[string]string{
 	"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
 }
 
-// writeEtc writes Talon's /etc files into a new directory.
-func writeEtc() (string, error) {
+// writeEtc makes the sandbox's /etc in a new directory: Talon's own files,
+// and an empty file or directory for each of the host's files (names) that
+// exist, for those to be mounted on. One mount of the directory and one
+// per host file, instead of one per file.
+func writeEtc(names []string) (string, error) {
 	dir, err := os.MkdirTemp("", "talon-bwrap-etc-")
 	if err != nil {
-		return "", fmt.Errorf("creating the sandbox's /etc files: %w", err)
+		return "", fmt.Errorf("creating the sandbox's /etc: %w", err)
+	}
+	fail := func(err error) (string, error) {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("creating the sandbox's /etc: %w", err)
+	}
+	// MkdirTemp made it 0700; commands list it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fail(err)
 	}
 	for name, text := range etcFiles {
-		if err := os.WriteFile(path.Join(dir, name), []byte(text), 0o644); err != nil {
-			os.RemoveAll(dir)
-			return "", fmt.Errorf("creating the sandbox's /etc files: %w", err)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	for _, n := range names {
+		fi, err := os.Stat(filepath.Join("/etc", n))
+		if err != nil {
+			continue // absent on this host: not shown
+		}
+		at := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+			return fail(err)
+		}
+		if fi.IsDir() {
+			err = os.Mkdir(at, 0o755)
+		} else {
+			err = os.WriteFile(at, nil, 0o644)
+		}
+		if err != nil {
+			return fail(err)
 		}
 	}
 	return dir, nil
+}
+
+// etcNames are the host's /etc files a sandbox of spec shows.
+func etcNames(spec sandbox.Spec) []string {
+	if spec.Network {
+		return append(hostEtc[:len(hostEtc):len(hostEtc)], netEtc...)
+	}
+	return hostEtc
 }
 
 // layout computes the bwrap arguments and the helper's Landlock rules and
@@ -299,17 +333,12 @@ func (s *Sandbox) layout() error {
 			h.roDirs = append(h.roDirs, d)
 		}
 	}
-	// Directories bwrap makes for mount points are 0700 otherwise.
-	a = append(a, "--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/etc/ssl")
-	for _, n := range slices.Sorted(maps.Keys(etcFiles)) {
-		a = append(a, "--ro-bind", path.Join(s.etc, n), "/etc/"+n)
-	}
-	etc := hostEtc
-	if s.spec.Network {
-		etc = append(etc[:len(etc):len(etc)], netEtc...)
-	}
-	for _, n := range etc {
-		a = append(a, "--ro-bind-try", "/etc/"+n, "/etc/"+n)
+	a = append(a, "--ro-bind", s.etc, "/etc")
+	for _, n := range etcNames(s.spec) {
+		// -try: one that has gone since Open leaves its empty stand-in.
+		if _, err := os.Lstat(filepath.Join(s.etc, n)); err == nil {
+			a = append(a, "--ro-bind-try", "/etc/"+n, "/etc/"+n)
+		}
 	}
 	a = append(a,
 		"--proc", "/proc",

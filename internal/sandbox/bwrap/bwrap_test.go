@@ -115,6 +115,7 @@ func TestCommands(t *testing.T) {
 		{name: "absolute working directory", cmd: sandbox.Command{Argv: []string{"pwd"}, Dir: "/tmp"}, stdout: "/tmp\n"},
 		{name: "program in the workspace", cmd: sandbox.Command{Argv: []string{"./script.sh"}}, stdout: "script ran in /workspace\n"},
 		{name: "user", cmd: sh("id -un; id -u; id -g"), stdout: "sandbox\n1000\n1000\n"},
+		{name: "accounts", cmd: sh("getent passwd 1000; getent group sandbox"), stdout: "sandbox:x:1000:1000:sandbox:/workspace:/bin/sh\nsandbox:x:1000:\n"},
 		{name: "alternatives resolve", cmd: sh("echo a b | awk '{print $2}'"), stdout: "b\n"},
 		{name: "tmp is writable", cmd: sh("echo t > /tmp/t && cat /tmp/t"), stdout: "t\n"},
 		{name: "missing program", cmd: sandbox.Command{Argv: []string{"no-such-program"}}, code: 127},

@@ -17,15 +17,15 @@
 //	/bin /sbin /lib*      the host's, read-only (symlinks into /usr on merged-/usr systems)
 //	/etc                  only passwd, group, hosts and nsswitch.conf written by Talon
 //	                      (users root, sandbox, nobody; localhost), and the host's
-//	                      ld.so.cache, ld.so.conf(.d), alternatives, ssl, ca-certificates,
-//	                      localtime, protocols, services, os-release, read-only;
-//	                      resolv.conf, host.conf and gai.conf too when Spec.Network is set
+//	                      ld.so.cache, alternatives, ssl/certs, localtime, protocols,
+//	                      services and os-release, read-only; resolv.conf, host.conf
+//	                      and gai.conf too when Spec.Network is set
 //	/workspace            Spec.Root, read-write: the only host directory a command can
 //	                      write, besides read-write Spec.Mounts
 //	Spec.Mounts           at their targets, read-only or read-write as given
 //	/tmp                  a private tmpfs, fresh for each command, at most Limits.Memory bytes
 //	/proc                 the command's own PID namespace; /proc/sys read-only
-//	/dev                  null, zero, full, random, urandom, tty, pts, shm only
+//	/dev                  bubblewrap's: null, zero, full, random, urandom, tty, pts, shm
 //	/run/talon/exec       Talon's own binary, read-only (the helper below)
 //
 // The root itself is a read-only tmpfs. Nothing else of the host is there:
