@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the repository. Works on a fresh machine: it installs
-# what the tests need first — the Go toolchain must be there; curl, Node.js
-# and npm come from Debian's packages when missing (as root), and the Node
+# what the tests need first — the Go toolchain must be there; curl, Node.js,
+# npm and bubblewrap (the bwrap sandbox backend's tests run the real bwrap)
+# come from Debian's packages when missing (as root), and the Node
 # client of the end-to-end tests (e2e/node, the openai npm package) from
 # its package-lock.json with npm ci; scripts/dockerd.sh installs docker.io
 # and busybox-static and starts dockerd when no Docker engine answers. When
@@ -14,12 +15,13 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-echo "== e2e clients"
-# Debian package for each program the e2e tests run.
+echo "== e2e clients, bubblewrap"
+# Debian package for each program the e2e and sandbox tests run.
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "installing ${missing[*]}"
@@ -27,7 +29,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 		apt-get update -qq
 		apt-get install -y -qq "${missing[@]}" >/dev/null
 	else
-		# The e2e tests fail under CI=true (and skip otherwise) with this hint.
+		# The e2e and bwrap tests fail under CI=true (and skip otherwise)
+		# with this hint.
 		echo "test.sh: missing ${missing[*]}; install them (apt-get install -y ${missing[*]}) or run this script as root" >&2
 	fi
 fi
