@@ -126,6 +126,7 @@ func TestTenantIsolation(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "tenants", "acme", "clawdbot.json"), []byte(`{gateway:{auth:{token:"acme-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "beta", "clawdbot.json"), []byte(`{gateway:{auth:{token:"beta-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "evil", "clawdbot.json"), []byte(`{gateway:{auth:{token:"evil-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi",workspace:"../acme/workspace-somi"}]}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "evilbox", "clawdbot.json"), []byte(`{gateway:{auth:{token:"evilbox-token"}},`+providers+`agents:{defaults:{model:"fake/scripted",sandbox:{mode:"all",workspaceRoot:"../acme"}},list:[{id:"somi"}]}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "notoken", "clawdbot.json"), []byte(`{`+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
 	ts := startServer(t, dir, nil)
 	body := `{"model":"openclaw/somi","user":"u1","messages":[{"role":"user","content":"secret plan"}]}`
@@ -145,6 +146,7 @@ func TestTenantIsolation(t *testing.T) {
 		{"dot tenant", ".", "acme-token", body, 401},
 		{"tenant without a token", "notoken", "", body, 401},
 		{"workspace outside the tenant", "evil", "evil-token", body, 400},
+		{"sandbox workspaces outside the tenant", "evilbox", "evilbox-token", body, 400},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
