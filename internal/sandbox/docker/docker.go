@@ -197,7 +197,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox,
 	if err != nil {
 		return nil, fmt.Errorf("starting docker sandbox %s: %w", spec.ID, err)
 	}
-	return &box{b: b, c: c, limits: spec.Limits.WithDefaults(), procs: map[*process]struct{}{}}, nil
+	return &box{b: b, c: c, limits: spec.Limits.WithDefaults()}, nil
 }
 
 func (b *Backend) open(ctx context.Context, spec sandbox.Spec) (*container, error) {

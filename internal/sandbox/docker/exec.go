@@ -24,10 +24,7 @@ type box struct {
 	b      *Backend
 	c      *container
 	limits sandbox.Limits
-
-	mu     sync.Mutex
-	closed bool
-	procs  map[*process]struct{}
+	procs  sandbox.Procs
 }
 
 var _ sandbox.Sandbox = (*box)(nil)
@@ -37,9 +34,7 @@ func (x *box) Start(ctx context.Context, cmd sandbox.Command) (sandbox.Process, 
 	if err := checkCommand(&cmd); err != nil {
 		return nil, fmt.Errorf("docker sandbox %s: %w", x.c.sid, err)
 	}
-	x.mu.Lock()
-	closed := x.closed
-	x.mu.Unlock()
+	closed := x.procs.Closed()
 	x.b.mu.Lock()
 	replaced := x.c.replaced
 	x.b.mu.Unlock()
@@ -65,17 +60,13 @@ func (x *box) Start(ctx context.Context, cmd sandbox.Command) (sandbox.Process, 
 	if err != nil {
 		return nil, fmt.Errorf("starting %q in docker sandbox %s: %w", cmd.Argv[0], x.c.sid, err)
 	}
-	x.mu.Lock()
-	if x.closed {
-		x.mu.Unlock()
+	if !x.procs.Add(p) {
 		_ = p.Kill()
 		return nil, fmt.Errorf("docker sandbox %s: closed", x.c.sid)
 	}
-	x.procs[p] = struct{}{}
-	x.mu.Unlock()
 	select {
 	case <-p.done:
-		x.forget(p)
+		x.procs.Remove(p) // ended before it was added: forget ran first
 	default:
 	}
 	return p, nil
@@ -87,7 +78,8 @@ func (x *box) startOnce(ctx context.Context, cmd sandbox.Command, timeout time.D
 	x.c.ensureKiller(ctx, x.b.engine)
 	p, err = startExec(ctx, x.b.engine, x.c, cmd, timeout, x.forget)
 	if err != nil {
-		return nil, isStatus(err, 409) && strings.Contains(err.Error(), "not running"), err
+		var ae *apiError
+		return nil, errors.As(err, &ae) && strings.Contains(ae.message, "is not running"), err
 	}
 	<-p.pidKnown
 	if p.pid != 0 {
@@ -95,7 +87,7 @@ func (x *box) startOnce(ctx context.Context, cmd sandbox.Command, timeout time.D
 	}
 	// The wrapper did not start: the engine said why instead of a PID.
 	<-p.done
-	if p.exit.Code == 126 && containerDown(p.startMsg) {
+	if p.gone || p.exit.Code == 126 && x.stopped(ctx, p.startMsg) {
 		return nil, true, errors.New(strings.TrimSpace(p.startMsg))
 	}
 	if p.startMsg != "" && cmd.Stderr != nil {
@@ -104,15 +96,27 @@ func (x *box) startOnce(ctx context.Context, cmd sandbox.Command, timeout time.D
 	return p, false, nil
 }
 
-// containerDown reports whether an exec failed for its container having
-// stopped (or stopping) under it.
-func containerDown(msg string) bool {
+// stopped reports whether an exec that runc could not start failed for
+// its container having stopped, or stopping, under it. The engine's words
+// for that vary with the moment (not running, stopped, task not found, a
+// broken pipe to runc's init); a command's own mistakes (a missing working
+// directory or program) are told apart by theirs. Anything else waits up
+// to 2 s for the container to stop.
+func (x *box) stopped(ctx context.Context, msg string) bool {
 	for _, s := range []string{"not running", "stopped", "task", "No such container"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
 	}
-	return false
+	for _, s := range []string{"chdir", "no such file", "not found", "permission denied"} {
+		if strings.Contains(msg, s) {
+			return false
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	q := url.Values{"condition": {"not-running"}}
+	return x.b.engine.call(wctx, "POST", "/containers/"+x.c.id+"/wait", q, nil, nil) == nil
 }
 
 // restart starts the stopped container again, once it has stopped.
@@ -129,34 +133,16 @@ func (x *box) restart(ctx context.Context) error {
 	return nil
 }
 
-func (x *box) forget(p *process) {
-	x.mu.Lock()
-	delete(x.procs, p)
-	x.mu.Unlock()
-}
+func (x *box) forget(p *process) { x.procs.Remove(p) }
 
-// Close kills the commands started through this Sandbox and, when it was
-// the last one open on its container, removes the container.
+// Close kills the commands started through this Sandbox, waits for them
+// to end and, when it was the last Sandbox open on its container, removes
+// the container.
 func (x *box) Close() error {
-	x.mu.Lock()
-	if x.closed {
-		x.mu.Unlock()
+	if !x.procs.Close() {
 		return nil
 	}
-	x.closed = true
-	procs := make([]*process, 0, len(x.procs))
-	for p := range x.procs {
-		procs = append(procs, p)
-	}
-	x.mu.Unlock()
-	var errs []error
-	for _, p := range procs {
-		if err := p.Kill(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, x.b.release(x.c))
-	return errors.Join(errs...)
+	return x.b.release(x.c)
 }
 
 func checkCommand(cmd *sandbox.Command) error {
@@ -199,6 +185,7 @@ type process struct {
 	pidKnown chan struct{} // closed when pid is set, or the stream ended without it
 	pid      int           // inside the container; 0 when unknown
 	startMsg string        // the engine's message when the wrapper did not start
+	gone     bool          // the exec vanished: its container stopped
 	stdin    io.Reader
 
 	done chan struct{} // closed when exit and err are final
@@ -314,6 +301,11 @@ func (p *process) run(br *bufio.Reader, stdout, stderr io.Writer) {
 		// Killed, or ended on its own while being killed: its children
 		// die first, and a shell waiting for them may exit 0.
 		p.exit = sandbox.Exit{Code: -1, Signal: "killed", TimedOut: timedOut}
+	case isStatus(err, 404):
+		// The exec is gone with its container's processes: the container
+		// stopped (a command killed them all) and took the command along.
+		p.exit = sandbox.Exit{Code: -1, Signal: "killed"}
+		p.gone = true
 	case err != nil:
 		p.exit = sandbox.Exit{Code: -1}
 		p.err = err
