@@ -475,7 +475,7 @@ func (b *Backend) user(root string) (string, error) {
 		return "", fmt.Errorf("workspace %s: cannot read its owner", root)
 	}
 	if st.Uid == 0 {
-		return "", fmt.Errorf("workspace %s is owned by root, and sandboxed commands do not run as root: chown it to the user they should run as (for example chown -R 65534:65534 %s) or set agents.defaults.sandbox.docker.user to a user who can write it", root, root)
+		return "", fmt.Errorf("workspace %s is owned by root, and sandboxed commands do not run as root: run Talon as a user other than root, chown the workspace to the user commands should run as (for example chown -R 65534:65534 %s), or set agents.defaults.sandbox.docker.user to a user who can write it", root, root)
 	}
 	return strconv.FormatUint(uint64(st.Uid), 10) + ":" + strconv.FormatUint(uint64(st.Gid), 10), nil
 }
