@@ -394,3 +394,67 @@ func snapshot(t *testing.T, paths ...string) map[string]string {
 	}
 	return m
 }
+
+// TestMain lets the test binary, mounted into a sandbox, act as a client
+// that no Debian base program is: one for abstract unix sockets.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "dial-abstract" {
+		c, err := net.Dial("unix", "@"+os.Args[2])
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(1)
+		}
+		c.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestLandlock checks the second layer where the kernel has it: what the
+// namespace shows but the rules do not cover stays out of reach.
+func TestLandlock(t *testing.T) {
+	b := requireBwrap(t)
+	abi, ok := b.Landlock()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The helper's binary is mounted, but under no rule: unreadable.
+	sb := open(t, sandbox.Spec{})
+	r := run(t, sb, "cat /run/talon/exec >/dev/null && echo READ")
+	if got := strings.Contains(r.stdout, "READ"); got == ok {
+		t.Fatalf("Landlock ABI %d (%v): reading /run/talon/exec printed %q %q", abi, ok, r.stdout, r.stderr)
+	}
+	if !ok || abi < 6 {
+		t.Logf("Landlock ABI %d (%v): no scoping of abstract unix sockets to check", abi, ok)
+		return
+	}
+	// With the host's network, the host's abstract unix sockets are in
+	// the sandbox's network namespace; Landlock's scope keeps them out.
+	name := "talon-bwrap-test-" + rand.Text()
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if out, err := exec.Command(exe, "dial-abstract", name).CombinedOutput(); err != nil || string(out) != "connected\n" {
+		t.Fatalf("the client cannot connect from the host either: %v %s", err, out)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	sb = open(t, sandbox.Spec{Network: true, Mounts: []sandbox.Mount{{Source: exe, Target: "/data/client", ReadOnly: true}}})
+	r = run(t, sb, "/data/client dial-abstract "+name)
+	if r.exit.Code == 0 || !strings.Contains(r.stdout, "refused") {
+		t.Fatalf("the sandbox reached the host's abstract socket: %+v %q %q", r.exit, r.stdout, r.stderr)
+	}
+	t.Logf("from the sandbox: %s", r.stdout)
+	ln.(*net.UnixListener).SetDeadline(time.Now())
+	if c, err := ln.Accept(); err == nil {
+		c.Close()
+		t.Fatal("the host's abstract socket got a connection from the sandbox")
+	}
+}
