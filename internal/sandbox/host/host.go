@@ -98,7 +98,7 @@ func (*Backend) Open(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, err
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("opening host sandbox %s: root %s is not a directory", spec.ID, spec.Root)
 	}
-	return &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), procs: map[*Process]struct{}{}}, nil
+	return &Sandbox{spec: spec, limits: spec.Limits.WithDefaults()}, nil
 }
 
 // Sandbox is an open host sandbox: a root directory and the commands
@@ -106,10 +106,7 @@ func (*Backend) Open(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, err
 type Sandbox struct {
 	spec   sandbox.Spec
 	limits sandbox.Limits
-
-	mu     sync.Mutex
-	closed bool
-	procs  map[*Process]struct{}
+	procs  sandbox.Procs
 }
 
 // Isolated is false, as for the backend; tools that hold only a Sandbox
@@ -198,11 +195,10 @@ func (s *Sandbox) Start(ctx context.Context, cmd sandbox.Command) (sandbox.Proce
 		return nil, fmt.Errorf("starting a command in host sandbox %s: %w", s.spec.ID, err)
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	errClosed := fmt.Errorf("starting a command in host sandbox %s: the sandbox is closed", s.spec.ID)
+	if s.procs.Closed() {
 		p.closeFiles()
-		return nil, fmt.Errorf("starting a command in host sandbox %s: the sandbox is closed", s.spec.ID)
+		return nil, errClosed
 	}
 	if err := c.Start(); err != nil {
 		p.closeFiles()
@@ -214,30 +210,22 @@ func (s *Sandbox) Start(ctx context.Context, cmd sandbox.Command) (sandbox.Proce
 	}
 	p.childEnds = nil
 	p.startCopies()
-	s.procs[p] = struct{}{}
-	go p.supervise(ctx, c, timeout, func() {
-		s.mu.Lock()
-		delete(s.procs, p)
-		s.mu.Unlock()
-	})
+	added := s.procs.Add(p) // before supervise, whose end removes it
+	if !added {             // Close ran while it started
+		p.Kill()
+	}
+	go p.supervise(ctx, c, timeout, func() { s.procs.Remove(p) })
+	if !added {
+		p.Wait()
+		return nil, errClosed
+	}
 	return p, nil
 }
 
-// Close kills every command still running. Commands cannot start after it.
+// Close kills every command still running and waits for them to end.
+// Commands cannot start after it.
 func (s *Sandbox) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	procs := make([]*Process, 0, len(s.procs))
-	for p := range s.procs {
-		procs = append(procs, p)
-	}
-	s.mu.Unlock()
-	for _, p := range procs {
-		p.Kill()
-	}
-	for _, p := range procs {
-		<-p.done
-	}
+	s.procs.Close()
 	return nil
 }
 
