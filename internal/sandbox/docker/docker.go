@@ -41,6 +41,9 @@ func init() {
 	})
 }
 
+// ownProcesses is how many processes a container runs besides commands.
+const ownProcesses = 4
+
 // Labels on every container the backend creates.
 const (
 	labelSandbox = "talon.sandbox" // the Spec.ID
@@ -398,7 +401,10 @@ func (b *Backend) config(ctx context.Context, spec sandbox.Spec) (createConfig, 
 	h.Init = true
 	h.Memory = orDefault(s.Memory, lim.Memory)
 	h.MemorySwap = orDefault(s.MemorySwap, h.Memory)
-	h.PidsLimit = orDefault(s.PidsLimit, int64(lim.Processes))
+	// limits.processes is what commands may use: the container's own
+	// processes (docker-init, the keep-alive loop and its sleep, the
+	// killer) come on top. OpenClaw's pidsLimit is the container's total.
+	h.PidsLimit = orDefault(s.PidsLimit, int64(lim.Processes)+ownProcesses)
 	h.NanoCpus = s.NanoCPUs
 	h.CapDrop = s.CapDrop
 	h.SecurityOpt = append([]string{"no-new-privileges"}, s.SecurityOpt...)
@@ -417,7 +423,7 @@ func (b *Backend) config(ctx context.Context, spec sandbox.Spec) (createConfig, 
 		}
 		h.Tmpfs[path.Clean(p)] = opts
 	}
-	cpu := int64(lim.CPUTime / time.Second)
+	cpu := max(1, int64((lim.CPUTime+time.Second-1)/time.Second)) // 0 would kill at once
 	ul := map[string]ulimit{
 		"nofile": {Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
 		"fsize":  {Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize},
