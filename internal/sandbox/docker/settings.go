@@ -76,12 +76,7 @@ func parseSettings(m map[string]any) (settings, error) {
 		Network:         "bridge",
 		CapDrop:         []string{"ALL"},
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(m) {
 		v := m[k]
 		if v == nil {
 			continue
