@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-
 	"talon/internal/sandbox"
 )
 
@@ -67,15 +65,13 @@ func (*Backend) Name() string { return Name }
 // Isolated is true.
 func (*Backend) Isolated() bool { return true }
 
-// Landlock reports the Landlock ABI version of the running kernel, and
-// false when the kernel has no Landlock (then the namespaces are the only
-// layer). Talon applies rules up to ABI 11, best effort below it.
+// Landlock reports the Landlock ABI version of the running kernel (0
+// without Landlock), and whether commands get Landlock rules: from ABI 2
+// on (ABI 1 cannot let a command move a file between directories). With
+// ok false the namespaces are the only layer.
 func (*Backend) Landlock() (abi int, ok bool) {
-	v, err := llsys.LandlockGetABIVersion()
-	if err != nil || v < 1 {
-		return 0, false
-	}
-	return v, true
+	abi = landlockABI()
+	return abi, abi >= minLandlockABI
 }
 
 // Layers describes, one line each, the isolation a command gets here, for
@@ -90,10 +86,16 @@ func (b *Backend) Layers() []string {
 	} else {
 		lines = append(lines, "limits: rlimits for processes, open files, file size, CPU time and address space; the wall-clock timeout")
 	}
-	if abi, ok := b.Landlock(); ok {
-		lines = append(lines, fmt.Sprintf("landlock: ABI %d: reads only under the mounted paths, writes only under /workspace, /tmp, /dev and read-write mounts%s",
-			abi, map[bool]string{true: "; no signals or abstract unix sockets out of the sandbox", false: ""}[abi >= 6]))
-	} else {
+	switch abi, ok := b.Landlock(); {
+	case ok:
+		scope := ""
+		if abi >= 6 {
+			scope = "; no signals or abstract unix sockets out of the sandbox"
+		}
+		lines = append(lines, fmt.Sprintf("landlock: ABI %d: reads only under the mounted paths, writes only under /workspace, /tmp, /dev and read-write mounts%s", abi, scope))
+	case abi > 0:
+		lines = append(lines, fmt.Sprintf("landlock: ABI %d is too old to use (it cannot let a command move files between directories); the namespaces are the only layer", abi))
+	default:
 		lines = append(lines, "landlock: not available in this kernel; the namespaces are the only layer")
 	}
 	return lines

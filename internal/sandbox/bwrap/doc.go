@@ -65,12 +65,14 @@
 // cannot create such a cgroup, Check fails and says so. Run as any other
 // user, the sandbox's user is that user outside, and RLIMIT_NPROC holds.
 //
-// Landlock (go-landlock, best effort up to the kernel's ABI) is the second
-// layer: the command may read and execute only under /usr, /etc, /proc,
-// the /bin-like directories and read-only mounts, may write only under
-// /workspace, /tmp, /dev and read-write mounts, and (ABI 6 and later)
-// cannot signal or reach abstract unix sockets of processes outside its
-// domain. A kernel without Landlock leaves the namespaces as the only
+// Landlock is the second layer, from ABI 2 on (go-landlock's system
+// calls; every filesystem right the kernel's ABI knows is handled): the
+// command may read and execute only under /usr, /etc, /proc, the
+// /bin-like directories and read-only mounts, may write only under
+// /workspace, /tmp, /dev and read-write mounts, cannot connect to unix
+// sockets made outside the sandbox (ABI 9), and cannot signal or reach
+// abstract unix sockets of processes outside its domain (ABI 6). A kernel
+// without Landlock, or with ABI 1, leaves the namespaces as the only
 // layer; Landlock and Layers say which it is.
 //
 // A command that a signal ends exits with 128+N, as bubblewrap's init

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -266,28 +264,6 @@ func closeOnExecFrom(fd int) error {
 		}
 	}
 	return nil
-}
-
-// restrict applies the Landlock rules of c to the helper, and so to the
-// command it execs: best effort up to the kernel's ABI, nothing at all on
-// a kernel without Landlock (Landlock reports which). Network access is
-// left to the network namespace: the command's own loopback stays usable.
-func restrict(c helperConfig) error {
-	cfg := landlock.V11
-	cfg.HandledAccessNet = 0
-	rules := []landlock.Rule{
-		landlock.RODirs(c.roDirs...).IgnoreIfMissing(),
-		landlock.ROFiles(c.roFiles...),
-		landlock.RWFiles(c.rwFiles...),
-		// refer: mv and git move files between directories.
-		landlock.RWDirs(c.rwDirs...).WithRefer(),
-		// Terminal ioctls on /dev/tty and /dev/pts.
-		landlock.RWDirs("/dev").WithIoctlDev(),
-		// Listing any directory (ls /) shows only what the namespace
-		// holds anyway; reading files stays limited to the rules above.
-		landlock.PathAccess(llsys.AccessFSReadDir, "/"),
-	}
-	return cfg.BestEffort().Restrict(rules...)
 }
 
 // secondsUp is d in whole seconds, rounded up, at least 1.
