@@ -15,6 +15,7 @@ import (
 	"talon/internal/sandbox"
 	"talon/internal/store"
 	"talon/internal/tools"
+	"talon/internal/tools/exec"
 )
 
 // Resolver turns a model reference ("openai/gpt-5.2", "inspect") into a
@@ -167,6 +168,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		ReadOnly:   decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
 		Sandboxed:  plan.Sandboxed,
 		Background: decision.ExecBackground,
+		HostExec:   exec.HostExec(cfg, agentID),
 	}
 	if box != nil {
 		env.Sandbox, env.Isolated = box, box.Isolated()

@@ -132,6 +132,17 @@ func TestDecodeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "exec security",
+			src: `{
+				tools: {exec: {security: "yolo"}},
+				agents: {list: [{id: "a", tools: {exec: {security: "full"}}}, {id: "b", tools: {exec: {security: "Full"}}}]},
+			}`,
+			want: []Issue{
+				{"tools.exec.security", `expected one of deny, allowlist, full (got "yolo")`},
+				{"agents.list[1].tools.exec.security", `expected one of deny, allowlist, full (got "Full")`},
+			},
+		},
+		{
 			name: "root is not an object",
 			src:  `[1]`,
 			want: []Issue{{"(root)", "expected object"}},

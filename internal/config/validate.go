@@ -18,6 +18,7 @@ var (
 	sandboxBackends  = []string{"bwrap", "docker", "host"}
 	sessionScopes    = []string{"per-sender", "global"}
 	knownToolProfile = []string{"minimal", "coding", "messaging", "full"}
+	execSecurity     = []string{"deny", "allowlist", "full"}
 )
 
 // Validate returns the value errors in c: enums Talon acts on, the gateway
@@ -42,6 +43,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.hostBackend("agents.defaults.sandbox", c.Agents.Defaults.Sandbox, c.Agents.Defaults.Sandbox)
 	k.profile("tools.profile", c.Tools.Profile)
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
+	k.exec("tools.exec", c.Tools.Exec)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
@@ -59,6 +61,7 @@ func check(c *Config) (errs, warns []Issue) {
 		k.hostBackend(at+".sandbox", a.Sandbox, c.Agents.Defaults.Sandbox)
 		k.profile(at+".tools.profile", a.Tools.Profile)
 		k.byProvider(at+".tools.byProvider", a.Tools.ByProvider)
+		k.exec(at+".tools.exec", a.Tools.Exec)
 	}
 	return k.errs, k.warns
 }
@@ -124,6 +127,14 @@ func (k *checker) hostBackend(path string, s, d Sandbox) {
 func (k *checker) between(path string, v *int, max int) {
 	if v != nil && (*v < 1 || *v > max) {
 		k.fail(path, fmt.Sprintf("expected an integer from 1 to %d (got %d)", max, *v))
+	}
+}
+
+// exec checks tools.exec.security, which decides whether exec may run
+// commands on the host (only "full" lets it, until exec approvals exist).
+func (k *checker) exec(path string, x *ExecTools) {
+	if x != nil {
+		k.oneOf(path+".security", x.Security, execSecurity)
 	}
 }
 

@@ -8,20 +8,27 @@ import (
 	"fmt"
 
 	"talon/internal/tools"
+	"talon/internal/tools/exec"
 	"talon/internal/tools/fs"
+	"talon/internal/tools/image"
 	"talon/internal/tools/sessions"
 )
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
-	"read", "edit", "write", "apply_patch",
+	"read", "edit", "write", "apply_patch", "exec", "process",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
+	"image",
 }
 
-// Registry returns a new registry of the core tools.
+// Registry returns a new registry of the core tools. Its exec and process
+// share a new table of background jobs: build one registry per gateway
+// process.
 func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
-	for _, t := range append(fs.All(), sessions.All()...) {
+	all := append(fs.All(), exec.All()...)
+	all = append(all, sessions.All()...)
+	for _, t := range append(all, image.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))

@@ -97,26 +97,25 @@ var _ tools.Tool = (*execTool)(nil)
 
 var execSchema = tools.Object(
 	tools.Prop{Name: "command", Type: tools.TypeString, Required: true,
-		Description: "Shell command to run, with /bin/sh -c, e.g. \"ls -la && go test ./...\"."},
+		Description: "Shell command, run with /bin/sh -c."},
 	tools.Prop{Name: "workdir", Type: tools.TypeString,
-		Description: "Working directory: relative to the workspace, or absolute inside the sandbox. Default: the workspace, " + sandbox.Workdir + "."},
+		Description: "Working directory, relative to the workspace or absolute in the sandbox. Default: the workspace."},
 	tools.Prop{Name: "env", Type: tools.TypeObject,
-		Description: "Environment variables to add, as an object of NAME: value strings."},
+		Description: "Environment variables to add, NAME: value."},
 	tools.Prop{Name: "timeout", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("Seconds before the command and everything it started are killed, 1 to %d. Default %d.", MaxTimeout, DefaultTimeout)},
+		Description: fmt.Sprintf("Seconds before the command and all it started are killed, 1 to %d. Default %d.", MaxTimeout, DefaultTimeout)},
 	tools.Prop{Name: "background", Type: tools.TypeBoolean,
-		Description: "Start the command in the background at once and return its job id for the process tool."},
+		Description: "Run in the background at once."},
 	tools.Prop{Name: "yieldMs", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("Milliseconds to wait for the command before it continues in the background and its job id is returned. Default %d.", DefaultYieldMs)},
+		Description: fmt.Sprintf("Milliseconds to wait before the command continues in the background. Default %d.", DefaultYieldMs)},
 )
 
 func (*execTool) Name() string { return "exec" }
 
 func (*execTool) Description() string {
-	return "Run a shell command in the session's sandbox, with the workspace as working directory. " +
-		"Returns its output (stdout and stderr together; at most the first " + kib(ResultHead) + " and the last " + kib(ResultTail) +
-		", the rest marked as truncated), exit code and duration. " +
-		"A command still running after yieldMs continues in the background: use the process tool with the returned job id (sessionId) to poll it, read its log, write to its stdin or kill it."
+	return "Run a shell command in the session's sandbox, in the workspace. Returns stdout and stderr (the first " + kib(ResultHead) +
+		" and last " + kib(ResultTail) + "; the rest marked truncated), the exit code and duration. " +
+		"A command still running after yieldMs continues in the background: follow it with the process tool and the returned sessionId."
 }
 
 func kib(n int) string { return fmt.Sprintf("%d KiB", n>>10) }

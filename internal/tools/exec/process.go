@@ -53,28 +53,26 @@ var _ tools.Tool = (*processTool)(nil)
 
 var processSchema = tools.Object(
 	tools.Prop{Name: "action", Type: tools.TypeString, Required: true, Enum: actions,
-		Description: "list: this session's background jobs. poll: new output since the last poll, and whether the job ended. " +
-			"log: all the output kept, by lines. write: send data to the job's stdin. kill: stop the job and everything it started. " +
-			"remove: kill it if it runs and forget it."},
+		Description: "list: this session's jobs. poll: new output since the last poll, and whether the job ended. " +
+			"log: all output kept, by lines. write: send stdin. kill: stop the job and what it started. remove: kill, then forget it."},
 	tools.Prop{Name: "sessionId", Type: tools.TypeString,
-		Description: "The job id exec returned; every action but list needs it."},
+		Description: "Job id from exec; needed by every action but list."},
 	tools.Prop{Name: "timeout", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("poll: wait up to this many milliseconds for new output or the end, 0 to %d. Default 0.", MaxPollWaitMs)},
+		Description: fmt.Sprintf("poll: wait up to this many ms for output or the end, 0 to %d.", MaxPollWaitMs)},
 	tools.Prop{Name: "offset", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("log: first line to show, counting from 1. Default: the last %d lines.", DefaultLogLines)},
+		Description: fmt.Sprintf("log: first line, from 1. Default: the last %d lines.", DefaultLogLines)},
 	tools.Prop{Name: "limit", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("log: how many lines to show, 1 to %d.", MaxLogLines)},
+		Description: fmt.Sprintf("log: number of lines, 1 to %d.", MaxLogLines)},
 	tools.Prop{Name: "data", Type: tools.TypeString,
-		Description: fmt.Sprintf("write: the text to send, at most %d KiB; include \"\\n\" to end a line.", MaxWriteBytes>>10)},
+		Description: fmt.Sprintf("write: text for stdin, at most %d KiB.", MaxWriteBytes>>10)},
 	tools.Prop{Name: "eof", Type: tools.TypeBoolean,
-		Description: "write: close the job's stdin after the data."},
+		Description: "write: close stdin afterwards."},
 )
 
 func (*processTool) Name() string { return "process" }
 
 func (*processTool) Description() string {
-	return "Manage the background jobs exec started in this session: list them, poll one for new output and its exit code, " +
-		"read its whole log, write to its stdin, kill or remove it. Finished jobs are kept for 30 minutes."
+	return "Manage this session's background exec jobs: list, poll, log, write to stdin, kill, remove. Finished jobs are kept 30 minutes."
 }
 
 func (*processTool) Schema() json.RawMessage { return processSchema }

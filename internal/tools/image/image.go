@@ -56,8 +56,8 @@ var schema = tools.Object(
 func (*imageTool) Name() string { return "image" }
 
 func (*imageTool) Description() string {
-	return "Read a local image file (PNG, JPEG, GIF or WebP, up to 20 MiB) from the workspace and report its format, " +
-		"dimensions and size. Talon cannot show the pixels to the model yet, so the result has these facts only. Remote URLs are not fetched."
+	return "Read a PNG, JPEG, GIF or WebP file (up to 20 MiB) in the workspace: its format, dimensions and size. " +
+		"Talon cannot show the pixels to the model yet. Remote URLs are not fetched."
 }
 
 func (*imageTool) Schema() json.RawMessage { return schema }
