@@ -365,11 +365,6 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, forget f
 	}
 	p.killInit()
 	werr := p.cmd.Wait()
-	if p.cgroup != nil {
-		p.waitInit()
-		p.cgroup.remove()
-	}
-	unix.Close(p.initFD)
 	if p.stdinW != nil {
 		p.stdinW.Close()
 	}
@@ -382,6 +377,13 @@ func (p *process) supervise(ctx context.Context, timeout time.Duration, forget f
 	}
 	p.exit, p.err = p.result(werr, status, timedOut, killed)
 	close(p.done)
+	// After Wait has its answer: the cgroup can go only once the kernel
+	// has ended the namespace's processes, which takes it a moment.
+	if p.cgroup != nil {
+		p.waitInit()
+		p.cgroup.remove()
+	}
+	unix.Close(p.initFD)
 }
 
 // result is how the command ended, from bwrap's wait status and what the
