@@ -1,0 +1,84 @@
+package exec
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"talon/internal/sandbox"
+	_ "talon/internal/sandbox/bwrap" // the backend, and its helper in this test binary
+	"talon/internal/tools"
+)
+
+// TestBwrap runs exec and process in the bwrap backend: commands start in
+// /workspace, which is the sandbox root on the host; stdin, background
+// jobs, kill and the timeout work through it; no HostExec is needed since
+// the backend isolates. Without bwrap the test is skipped, except under
+// CI=true, where it fails saying how to install it.
+func TestBwrap(t *testing.T) {
+	b, err := sandbox.New("bwrap", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the bwrap backend cannot run here, and CI must run this test: %v (scripts/test.sh installs bubblewrap when run as root)", err)
+		}
+		t.Skipf("bwrap backend unavailable: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.Open(context.Background(), sandbox.Spec{ID: "exec-bwrap-test", Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := NewJobs(DefaultLimits())
+	t.Cleanup(func() {
+		jobs.Close()
+		sb.Close()
+		root.Close()
+	})
+	ts := New(jobs)
+	r := &rig{t: t, dir: dir, root: root, sb: sb, jobs: jobs, exec: ts[0], process: ts[1]}
+	r.env = &tools.Env{AgentID: "main", SessionKey: "agent:main:boxed", Workspace: root, Sandbox: sb,
+		Isolated: b.Isolated(), Sandboxed: true, Background: true}
+
+	res := r.run(r.exec, r.env, map[string]any{"command": "pwd; echo made > made.txt; cd sub && pwd"})
+	if res.IsError || !strings.HasPrefix(res.Text, "/workspace\n/workspace/sub\n[exit code 0") {
+		t.Errorf("pwd: %+v", res)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "made.txt")); err != nil || string(got) != "made\n" {
+		t.Errorf("made.txt on the host: %q, %v", got, err)
+	}
+	res = r.run(r.exec, r.env, map[string]any{"command": "pwd", "workdir": "sub"})
+	if !strings.HasPrefix(res.Text, "/workspace/sub\n") {
+		t.Errorf("workdir: %+v", res)
+	}
+	res = r.run(r.exec, r.env, map[string]any{"command": "echo started; sleep 300", "timeout": 1})
+	if !res.IsError || !strings.Contains(res.Text, "started\n[timed out after 1s") {
+		t.Errorf("timeout: %+v", res)
+	}
+
+	id := r.start(r.env, `read line; echo "got $line"`)
+	if w := r.run(r.process, r.env, map[string]any{"action": "write", "sessionId": id, "data": "hello\n", "eof": true}); w.IsError {
+		t.Fatalf("write: %+v", w)
+	}
+	polled, last := r.waitEnd(r.env, id)
+	if !strings.Contains(polled, "got hello\n") || last.IsError {
+		t.Errorf("stdin through bwrap: %s", polled)
+	}
+
+	id = r.start(r.env, "sleep 300")
+	kill := r.run(r.process, r.env, map[string]any{"action": "kill", "sessionId": id})
+	if kill.IsError || !strings.HasPrefix(kill.Text, "Killed job "+id+": ") {
+		t.Errorf("kill: %+v", kill)
+	}
+}
