@@ -35,13 +35,13 @@ func TestParseExec(t *testing.T) {
 		err  string
 	}{
 		{"defaults", map[string]any{"command": "ls"},
-			execArgs{command: "ls", env: []string{"OPENCLAW_SHELL=exec"}, timeout: DefaultTimeout * time.Second, yield: DefaultYieldMs * time.Millisecond}, ""},
+			execArgs{command: "ls", env: []string{"OPENCLAW_SHELL=exec"}, yield: DefaultYieldMs * time.Millisecond}, ""},
 		{"everything", map[string]any{"command": "make", "workdir": "src/../lib", "env": map[string]string{"B": "2", "A": "1 2"},
 			"timeout": 5, "background": true, "yieldMs": 250},
 			execArgs{command: "make", workdir: "/workspace/lib", env: []string{"OPENCLAW_SHELL=exec", "A=1 2", "B=2"},
 				timeout: 5 * time.Second, background: true, yield: 250 * time.Millisecond, yieldSet: true}, ""},
 		{"absolute workdir", map[string]any{"command": "ls", "workdir": "/tmp/x/"},
-			execArgs{command: "ls", workdir: "/tmp/x", env: []string{"OPENCLAW_SHELL=exec"}, timeout: DefaultTimeout * time.Second, yield: DefaultYieldMs * time.Millisecond}, ""},
+			execArgs{command: "ls", workdir: "/tmp/x", env: []string{"OPENCLAW_SHELL=exec"}, yield: DefaultYieldMs * time.Millisecond}, ""},
 		{"timeout as string", map[string]any{"command": "ls", "timeout": "7"},
 			execArgs{command: "ls", env: []string{"OPENCLAW_SHELL=exec"}, timeout: 7 * time.Second, yield: DefaultYieldMs * time.Millisecond}, ""},
 		{"missing command", map[string]any{}, execArgs{}, `missing required argument "command"`},

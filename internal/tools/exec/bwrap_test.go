@@ -2,22 +2,23 @@ package exec
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"talon/internal/config"
 	"talon/internal/sandbox"
 	_ "talon/internal/sandbox/bwrap" // the backend, and its helper in this test binary
 	"talon/internal/tools"
 )
 
-// TestBwrap runs exec and process in the bwrap backend: commands start in
-// /workspace, which is the sandbox root on the host; stdin, background
-// jobs, kill and the timeout work through it; no HostExec is needed since
-// the backend isolates. Without bwrap the test is skipped, except under
-// CI=true, where it fails saying how to install it.
-func TestBwrap(t *testing.T) {
+// requireBwrap returns why the bwrap backend cannot run here, or nil; under
+// CI=true that fails the test instead, saying how to install it.
+func requireBwrap(t *testing.T) error {
+	t.Helper()
 	b, err := sandbox.New("bwrap", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +27,23 @@ func TestBwrap(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the bwrap backend cannot run here, and CI must run this test: %v (scripts/test.sh installs bubblewrap when run as root)", err)
 		}
-		t.Skipf("bwrap backend unavailable: %v", err)
+		return fmt.Errorf("bwrap backend unavailable: %w", err)
+	}
+	return nil
+}
+
+// TestBwrap runs exec and process in the bwrap backend: commands start in
+// /workspace, which is the sandbox root on the host; stdin, background
+// jobs, kill and the timeout work through it; no HostExec is needed since
+// the backend isolates. Without bwrap the test is skipped, except under
+// CI=true, where it fails saying how to install it.
+func TestBwrap(t *testing.T) {
+	if err := requireBwrap(t); err != nil {
+		t.Skip(err)
+	}
+	b, err := sandbox.New("bwrap", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
@@ -63,7 +80,7 @@ func TestBwrap(t *testing.T) {
 		t.Errorf("workdir: %+v", res)
 	}
 	res = r.run(r.exec, r.env, map[string]any{"command": "echo started; sleep 300", "timeout": 1})
-	if !res.IsError || !strings.Contains(res.Text, "started\n[timed out after 1s") {
+	if !res.IsError || !strings.Contains(res.Text, "started\n[timed out: killed") {
 		t.Errorf("timeout: %+v", res)
 	}
 
@@ -80,5 +97,38 @@ func TestBwrap(t *testing.T) {
 	kill := r.run(r.process, r.env, map[string]any{"action": "kill", "sessionId": id})
 	if kill.IsError || !strings.HasPrefix(kill.Text, "Killed job "+id+": ") {
 		t.Errorf("kill: %+v", kill)
+	}
+}
+
+// TestTimeoutCeiling: the config's limits.timeoutSeconds bounds a command
+// even when the model asks exec for a longer timeout.
+func TestTimeoutCeiling(t *testing.T) {
+	if err := requireBwrap(t); err != nil {
+		t.Skip(err)
+	}
+	state := t.TempDir()
+	f, err := config.Parse("t.json5", []byte(`{agents: {defaults: {sandbox: {mode: "all", backend: "bwrap", limits: {timeoutSeconds: 1}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := sandbox.Resolve(f.Config, state, "main", "agent:main:main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sandbox.NewManager()
+	defer m.Close()
+	box, err := m.Prepare(context.Background(), &plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &tools.Env{AgentID: "main", SessionKey: "agent:main:main", Sandbox: box, Isolated: box.Isolated(), Sandboxed: true}
+	// Were the model's timeout used, the test would outlive go test's own.
+	raw, _ := json.Marshal(map[string]any{"command": "echo started; sleep 7200", "timeout": MaxTimeout})
+	res, err := New(NewJobs(DefaultLimits()))[0].Run(context.Background(), env, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.HasPrefix(res.Text, "started\n[timed out: killed with everything it started · ran ") {
+		t.Errorf("result %+v, want a timeout at the config's 1 s", res)
 	}
 }

@@ -19,8 +19,10 @@ import (
 
 // Limits of exec's arguments and results.
 const (
-	// DefaultTimeout and MaxTimeout bound a command's wall-clock time,
-	// in seconds; OpenClaw's default is 1800.
+	// DefaultTimeout is the sandbox limit a command gets without a timeout
+	// argument unless the config sets limits.timeoutSeconds (OpenClaw's
+	// default, 1800 s; sandbox.DefaultLimits); MaxTimeout bounds the
+	// argument, which the config's limit bounds too.
 	DefaultTimeout = 1800
 	MaxTimeout     = 7200
 	// DefaultYieldMs is how long a command runs in the foreground before
@@ -103,7 +105,7 @@ var execSchema = tools.Object(
 	tools.Prop{Name: "env", Type: tools.TypeObject,
 		Description: "Environment variables to add, NAME: value."},
 	tools.Prop{Name: "timeout", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("Seconds before the command and all it started are killed, 1 to %d. Default %d.", MaxTimeout, DefaultTimeout)},
+		Description: fmt.Sprintf("Seconds before the command and all it started are killed, 1 to %d, at most the sandbox's limit (default %d).", MaxTimeout, DefaultTimeout)},
 	tools.Prop{Name: "background", Type: tools.TypeBoolean,
 		Description: "Run in the background at once."},
 	tools.Prop{Name: "yieldMs", Type: tools.TypeInteger,
@@ -127,7 +129,7 @@ type execArgs struct {
 	command    string
 	workdir    string
 	env        []string
-	timeout    time.Duration
+	timeout    time.Duration // 0: the sandbox's own limit
 	background bool
 	yield      time.Duration
 	yieldSet   bool
@@ -171,13 +173,13 @@ func parseExec(raw json.RawMessage) (execArgs, error) {
 	if x.env, err = envList(env); err != nil {
 		return x, err
 	}
-	secs := DefaultTimeout
 	if a.Has("timeout") {
-		if secs, err = a.Int("timeout", false, 1, MaxTimeout); err != nil {
+		secs, err := a.Int("timeout", false, 1, MaxTimeout)
+		if err != nil {
 			return x, err
 		}
+		x.timeout = time.Duration(secs) * time.Second
 	}
-	x.timeout = time.Duration(secs) * time.Second
 	if x.background, err = a.Bool("background", false); err != nil {
 		return x, err
 	}
@@ -226,19 +228,22 @@ func (t *execTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage)
 		return tools.ErrorResult(err), nil
 	}
 	cmd := sandbox.Command{Argv: []string{Shell, "-c", x.command}, Dir: x.workdir, Env: x.env, Timeout: x.timeout}
+	if lim := limitOf(env.Sandbox); lim > 0 && cmd.Timeout > lim {
+		cmd.Timeout = lim // the config's limit is a ceiling the model cannot raise
+	}
 	if !env.Background {
 		note := ""
 		if x.background || x.yieldSet {
 			note = "[background and yieldMs do not apply: the process tool is not available in this run, so the command ran to its end]"
 		}
-		return foreground(ctx, env, cmd, x, note)
+		return foreground(ctx, env, cmd, note)
 	}
 	return t.runJob(ctx, env, cmd, x)
 }
 
 // foreground runs cmd to its end with the call's context: an aborted run
 // kills it.
-func foreground(ctx context.Context, env *tools.Env, cmd sandbox.Command, x execArgs, note string) (tools.Result, error) {
+func foreground(ctx context.Context, env *tools.Env, cmd sandbox.Command, note string) (tools.Result, error) {
 	out := newOutBuf(ResultHead, ResultTail)
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
@@ -253,11 +258,11 @@ func foreground(ctx context.Context, env *tools.Env, cmd sandbox.Command, x exec
 	if cerr := ctx.Err(); cerr != nil {
 		return tools.Result{}, cerr
 	}
-	return ended(out, exit, time.Since(start), x.timeout, note), nil
+	return ended(out, exit, time.Since(start), note), nil
 }
 
 // ended is the result of a command that has ended.
-func ended(out *outBuf, exit sandbox.Exit, took, timeout time.Duration, note string) tools.Result {
+func ended(out *outBuf, exit sandbox.Exit, took time.Duration, note string) tools.Result {
 	text, _ := out.Render(0, ResultHead, ResultTail)
 	var b strings.Builder
 	if text == "" {
@@ -268,7 +273,7 @@ func ended(out *outBuf, exit sandbox.Exit, took, timeout time.Duration, note str
 			b.WriteByte('\n')
 		}
 	}
-	b.WriteString(status(exit, took, timeout))
+	b.WriteString(status(exit, took))
 	if note != "" {
 		b.WriteString("\n" + note)
 	}
@@ -276,15 +281,25 @@ func ended(out *outBuf, exit sandbox.Exit, took, timeout time.Duration, note str
 }
 
 // status is the last line of an ended command's result.
-func status(exit sandbox.Exit, took, timeout time.Duration) string {
+func status(exit sandbox.Exit, took time.Duration) string {
 	d := took.Round(time.Millisecond)
 	switch {
 	case exit.TimedOut:
-		return fmt.Sprintf("[timed out after %s: killed with everything it started · ran %s]", timeout, d)
+		return fmt.Sprintf("[timed out: killed with everything it started · ran %s]", d)
 	case exit.Signal != "":
 		return fmt.Sprintf("[ended by signal: %s · ran %s]", exit.Signal, d)
 	}
 	return fmt.Sprintf("[exit code %d · ran %s]", exit.Code, d)
+}
+
+// limitOf is the wall-clock limit of sb's commands (the config's
+// limits.timeoutSeconds) when sb is a session of the sandbox manager, which
+// knows it; 0 otherwise.
+func limitOf(sb sandbox.Sandbox) time.Duration {
+	if s, ok := sb.(*sandbox.Session); ok {
+		return s.Plan().Spec.Limits.WithDefaults().Timeout
+	}
+	return 0
 }
 
 // runJob runs cmd as a job: in the foreground until it ends or yieldMs
@@ -311,7 +326,7 @@ func (t *execTool) runJob(ctx context.Context, env *tools.Env, cmd sandbox.Comma
 	defer timer.Stop()
 	select {
 	case <-j.done:
-		return t.jobEnded(j, x, "")
+		return t.jobEnded(j, "")
 	case <-ctx.Done():
 		return abort()
 	case <-timer.C:
@@ -323,17 +338,17 @@ func (t *execTool) runJob(ctx context.Context, env *tools.Env, cmd sandbox.Comma
 	// No room in the table: the command stays in the foreground.
 	select {
 	case <-j.done:
-		return t.jobEnded(j, x, fmt.Sprintf("[the command could not go to the background after %s: %v]", x.yield, err))
+		return t.jobEnded(j, fmt.Sprintf("[the command could not go to the background after %s: %v]", x.yield, err))
 	case <-ctx.Done():
 		return abort()
 	}
 }
 
-func (t *execTool) jobEnded(j *job, x execArgs, note string) (tools.Result, error) {
+func (t *execTool) jobEnded(j *job, note string) (tools.Result, error) {
 	if j.err != nil {
 		return tools.Errorf("exec: the command's end could not be observed: %v", j.err), nil
 	}
-	return ended(j.out, j.exit, j.ended.Sub(j.started), x.timeout, note), nil
+	return ended(j.out, j.exit, j.ended.Sub(j.started), note), nil
 }
 
 // backgrounded is the result of a command that went to the background.

@@ -35,7 +35,7 @@ func TestForeground(t *testing.T) {
 		{"workdir missing", map[string]any{"command": "pwd", "workdir": "nope"}, []string{"exec: starting the command: "}, true},
 		{"env", map[string]any{"command": `echo "$GREETING $OPENCLAW_SHELL"`, "env": map[string]string{"GREETING": "hi there"}}, []string{"hi there exec\n"}, false},
 		{"signal", map[string]any{"command": "kill -KILL $$"}, []string{"[ended by signal: killed · ran "}, true},
-		{"timeout", map[string]any{"command": "echo before; sleep 300", "timeout": 1}, []string{"before\n", "[timed out after 1s: killed with everything it started"}, true},
+		{"timeout", map[string]any{"command": "echo before; sleep 300", "timeout": 1}, []string{"before\n", "[timed out: killed with everything it started · ran "}, true},
 		{"background ignored", map[string]any{"command": "echo fg", "background": true}, []string{"fg\n", "[exit code 0", "background and yieldMs do not apply"}, false},
 	}
 	for _, c := range cases {
