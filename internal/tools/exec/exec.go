@@ -265,19 +265,24 @@ func foreground(ctx context.Context, env *tools.Env, cmd sandbox.Command, note s
 func ended(out *outBuf, exit sandbox.Exit, took time.Duration, note string) tools.Result {
 	text, _ := out.Render(0, ResultHead, ResultTail)
 	var b strings.Builder
-	if text == "" {
-		b.WriteString("(no output)\n")
-	} else {
-		b.WriteString(text)
-		if !strings.HasSuffix(text, "\n") {
-			b.WriteByte('\n')
-		}
-	}
+	writeOutput(&b, text, "(no output)")
 	b.WriteString(status(exit, took))
 	if note != "" {
 		b.WriteString("\n" + note)
 	}
 	return tools.Result{Text: b.String(), IsError: exit.Code != 0 || exit.TimedOut || exit.Signal != ""}
+}
+
+// writeOutput writes output text as whole lines, or empty when there is
+// none, for a status line to follow.
+func writeOutput(b *strings.Builder, text, empty string) {
+	if text == "" {
+		text = empty
+	}
+	b.WriteString(text)
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteByte('\n')
+	}
 }
 
 // status is the last line of an ended command's result.

@@ -189,14 +189,7 @@ func poll(ctx context.Context, j *job, wait time.Duration) (tools.Result, error)
 	text, end := j.out.Render(j.polled, ResultHead, ResultTail)
 	j.polled = end
 	var b strings.Builder
-	if text == "" {
-		b.WriteString("(no new output)\n")
-	} else {
-		b.WriteString(text)
-		if !strings.HasSuffix(text, "\n") {
-			b.WriteByte('\n')
-		}
-	}
+	writeOutput(&b, text, "(no new output)")
 	if !done {
 		fmt.Fprintf(&b, "[job %s is running for %s]", j.id, time.Since(j.started).Round(time.Second))
 		return tools.Result{Text: b.String()}, nil
