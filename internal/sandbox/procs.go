@@ -1,6 +1,9 @@
 package sandbox
 
-import "sync"
+import (
+	"io"
+	"sync"
+)
 
 // Procs is the set of commands running in one Sandbox, for backends to
 // keep: Close ends them all and refuses new ones. The zero value is
@@ -63,4 +66,16 @@ func (ps *Procs) Close() bool {
 		p.Wait()
 	}
 	return true
+}
+
+// SameWriter reports whether a Command's Stdout and Stderr are one writer,
+// which a backend must then feed from one pipe (one writer at a time);
+// writers that cannot be compared are different.
+func SameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a != nil && a == b
 }

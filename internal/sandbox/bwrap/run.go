@@ -292,7 +292,7 @@ func (p *process) plumb(c *exec.Cmd, cmd sandbox.Command) error {
 	c.Stderr = p.stderr
 	if cmd.Stdout != nil {
 		c.Stdout = cmd.Stdout
-		if sameWriter(cmd.Stdout, cmd.Stderr) {
+		if sandbox.SameWriter(cmd.Stdout, cmd.Stderr) {
 			c.Stdout = p.stderr
 		}
 	}
@@ -451,15 +451,4 @@ func (h *headWriter) head() []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.buf
-}
-
-// sameWriter reports whether a and b are the same writer; writers that
-// cannot be compared are different.
-func sameWriter(a, b io.Writer) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a != nil && a == b
 }

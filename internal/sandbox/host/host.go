@@ -280,7 +280,7 @@ func (p *Process) plumb(c *exec.Cmd, cmd sandbox.Command) error {
 		c.Stdout = out
 	}
 	errOut := out
-	if !sameWriter(cmd.Stdout, cmd.Stderr) {
+	if !sandbox.SameWriter(cmd.Stdout, cmd.Stderr) {
 		if errOut, err = p.outPipe(cmd.Stderr); err != nil {
 			return err
 		}
@@ -311,17 +311,6 @@ func (p *Process) outPipe(w io.Writer) (*os.File, error) {
 		io.Copy(w, r)
 	})
 	return pw, nil
-}
-
-// sameWriter reports whether a and b are the same writer; writers that
-// cannot be compared are different.
-func sameWriter(a, b io.Writer) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a != nil && a == b
 }
 
 func (p *Process) startCopies() {
