@@ -45,28 +45,12 @@ func TestBwrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	r := rigOn(t, b, DefaultLimits())
+	r.env.HostExec, r.env.Sandboxed = false, true // isolated: no opt-in needed
+	dir := r.dir
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := b.Open(context.Background(), sandbox.Spec{ID: "exec-bwrap-test", Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs := NewJobs(DefaultLimits())
-	t.Cleanup(func() {
-		jobs.Close()
-		sb.Close()
-		root.Close()
-	})
-	ts := New(jobs)
-	r := &rig{t: t, dir: dir, root: root, sb: sb, jobs: jobs, exec: ts[0], process: ts[1]}
-	r.env = &tools.Env{AgentID: "main", SessionKey: "agent:main:boxed", Workspace: root, Sandbox: sb,
-		Isolated: b.Isolated(), Sandboxed: true, Background: true}
 
 	res := r.run(r.exec, r.env, map[string]any{"command": "pwd; echo made > made.txt; cd sub && pwd"})
 	if res.IsError || !strings.HasPrefix(res.Text, "/workspace\n/workspace/sub\n[exit code 0") {

@@ -31,11 +31,17 @@ type rig struct {
 
 func newRig(t *testing.T, lim Limits) *rig {
 	t.Helper()
-	dir := t.TempDir()
 	b, err := host.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rigOn(t, b, lim)
+}
+
+// rigOn is a rig whose sandbox is one of backend b.
+func rigOn(t *testing.T, b sandbox.Backend, lim Limits) *rig {
+	t.Helper()
+	dir := t.TempDir()
 	sb, err := b.Open(context.Background(), sandbox.Spec{ID: "exec-test", Root: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +54,7 @@ func newRig(t *testing.T, lim Limits) *rig {
 	ts := New(jobs)
 	r := &rig{t: t, dir: dir, root: root, sb: sb, jobs: jobs, exec: ts[0], process: ts[1]}
 	r.env = r.envFor("main", "agent:main:main")
+	r.env.Isolated = b.Isolated()
 	t.Cleanup(func() {
 		jobs.Close()
 		sb.Close()
