@@ -1,7 +1,8 @@
-package sandbox
+package sandbox_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,20 +14,8 @@ import (
 
 	"talon/internal/config"
 	"talon/internal/policy"
+	"talon/internal/sandbox"
 )
-
-func mustConfig(t testing.TB, src string) *config.Config {
-	t.Helper()
-	tree, err := config.ParseJSON5([]byte(src))
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, src)
-	}
-	var cfg config.Config
-	if _, err := config.Decode(tree, &cfg); err != nil {
-		t.Fatalf("config: %v\n%s", err, src)
-	}
-	return &cfg
-}
 
 // candidates are the tools whose fate the tables check: the fs tools, the
 // runtime tools, one session tool, image and browser (in the default
@@ -113,7 +102,7 @@ func TestResolveTable(t *testing.T) {
 			if agent == "" {
 				agent = "main"
 			}
-			p, err := Resolve(cfg, state, agent, c.key)
+			p, err := sandbox.Resolve(cfg, state, agent, c.key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,8 +116,8 @@ func TestResolveTable(t *testing.T) {
 				t.Errorf("scope key = %q, want %q", p.ScopeKey, c.scopeKey)
 			}
 			if c.sandboxed {
-				ws := AgentWorkspace(cfg, state, agent)
-				want := filepath.Join(state, "sandboxes", Slug(c.scopeKey))
+				ws := sandbox.AgentWorkspace(cfg, state, agent)
+				want := filepath.Join(state, "sandboxes", sandbox.Slug(c.scopeKey))
 				if c.root == "agent" {
 					want = ws
 				}
@@ -138,9 +127,9 @@ func TestResolveTable(t *testing.T) {
 				if p.Seed != (c.root != "agent") {
 					t.Errorf("seed = %v", p.Seed)
 				}
-				var mounts []Mount
+				var mounts []sandbox.Mount
 				if c.agentMount {
-					mounts = []Mount{{Source: ws, Target: AgentMount, ReadOnly: true}}
+					mounts = []sandbox.Mount{{Source: ws, Target: sandbox.AgentMount, ReadOnly: true}}
 				}
 				if diff := cmp.Diff(mounts, p.Spec.Mounts); diff != "" {
 					t.Errorf("mounts (-want +got):\n%s", diff)
@@ -148,8 +137,8 @@ func TestResolveTable(t *testing.T) {
 				if err := p.Spec.Validate(); err != nil {
 					t.Error(err)
 				}
-				if p.Spec.Network || p.Spec.Limits != DefaultLimits() || p.Backend.Value != DefaultBackend() {
-					t.Errorf("network %v, limits %+v, backend %s: want none, the defaults, %s", p.Spec.Network, p.Spec.Limits, p.Backend.Value, DefaultBackend())
+				if p.Spec.Network || p.Spec.Limits != sandbox.DefaultLimits() || p.Backend.Value != sandbox.DefaultBackend() {
+					t.Errorf("network %v, limits %+v, backend %s: want none, the defaults, %s", p.Spec.Network, p.Spec.Limits, p.Backend.Value, sandbox.DefaultBackend())
 				}
 			} else if p.Spec.ID != "" || p.Spec.Root != "" {
 				t.Errorf("unsandboxed plan has a spec: %+v", p.Spec)
@@ -175,7 +164,7 @@ func TestResolveSpecID(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	id := func(cfg *config.Config, state, key string) string {
 		t.Helper()
-		p, err := Resolve(cfg, state, "main", key)
+		p, err := sandbox.Resolve(cfg, state, "main", key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,22 +197,22 @@ func TestResolveBackendNetworkLimits(t *testing.T) {
 		backend, key     string
 		network          string
 		netKey           string
-		limits           Limits
+		limits           sandbox.Limits
 		ignored          []string
 	}{
 		{name: "defaults", cfg: `{agents: {defaults: {sandbox: {mode: "all"}}}}`,
-			backend: DefaultBackend(), network: "none", limits: DefaultLimits()},
+			backend: sandbox.DefaultBackend(), network: "none", limits: sandbox.DefaultLimits()},
 		{name: "docker with a network", cfg: `{agents: {defaults: {sandbox: {mode: "all", backend: "docker", docker: {network: "bridge", image: "busybox"}}}}}`,
-			backend: "docker", key: "agents.defaults.sandbox.backend", network: "bridge", netKey: "agents.defaults.sandbox.docker.network", limits: DefaultLimits()},
+			backend: "docker", key: "agents.defaults.sandbox.backend", network: "bridge", netKey: "agents.defaults.sandbox.docker.network", limits: sandbox.DefaultLimits()},
 		{name: "agent overrides backend, network and limits field by field", agent: "ops",
 			cfg: `{agents: {defaults: {sandbox: {mode: "all", backend: "docker", docker: {network: "none"}, limits: {processes: 64, memoryMb: 512}}},
 				list: [{id: "ops", sandbox: {backend: "bwrap", docker: {network: "host"}, limits: {processes: 32, timeoutSeconds: 60}}}]}}`,
 			backend: "bwrap", key: "agents.list[0].sandbox.backend", network: "host", netKey: "agents.list[0].sandbox.docker.network",
-			limits: Limits{Processes: 32, Memory: 512 << 20, Timeout: time.Minute}.WithDefaults()},
+			limits: sandbox.Limits{Processes: 32, Memory: 512 << 20, Timeout: time.Minute}.WithDefaults()},
 		{name: "shared scope ignores the agent's docker and limits", agent: "ops",
 			cfg: `{agents: {defaults: {sandbox: {mode: "all", scope: "shared", limits: {processes: 64}}},
 				list: [{id: "ops", sandbox: {docker: {network: "host"}, limits: {processes: 32}}}]}}`,
-			backend: DefaultBackend(), network: "none", limits: Limits{Processes: 64}.WithDefaults(),
+			backend: sandbox.DefaultBackend(), network: "none", limits: sandbox.Limits{Processes: 64}.WithDefaults(),
 			ignored: []string{"agents.list[0].sandbox.docker", "agents.list[0].sandbox.limits"}},
 	}
 	for _, c := range cases {
@@ -232,14 +221,14 @@ func TestResolveBackendNetworkLimits(t *testing.T) {
 			if agent == "" {
 				agent = "main"
 			}
-			p, err := Resolve(mustConfig(t, c.cfg), t.TempDir(), agent, "agent:"+agent+":x")
+			p, err := sandbox.Resolve(mustConfig(t, c.cfg), t.TempDir(), agent, "agent:"+agent+":x")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Backend != (Setting{c.backend, c.key}) {
+			if p.Backend != (sandbox.Setting{Value: c.backend, Key: c.key}) {
 				t.Errorf("backend = %+v, want %s from %q", p.Backend, c.backend, c.key)
 			}
-			if p.Network != (Setting{c.network, c.netKey}) || p.Spec.Network != (c.network != "none") {
+			if p.Network != (sandbox.Setting{Value: c.network, Key: c.netKey}) || p.Spec.Network != (c.network != "none") {
 				t.Errorf("network = %+v (spec %v), want %s from %q", p.Network, p.Spec.Network, c.network, c.netKey)
 			}
 			if p.Spec.Limits != c.limits {
@@ -281,8 +270,8 @@ func TestResolveErrors(t *testing.T) {
 			if c.name == "root is the agent workspace" {
 				c.cfg.Agents.Defaults.Workspace = state
 			}
-			_, err := Resolve(c.cfg, state, "main", c.key)
-			var se *Error
+			_, err := sandbox.Resolve(c.cfg, state, "main", c.key)
+			var se *sandbox.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v\nwant an *Error containing %q", err, c.want)
 			}
@@ -291,7 +280,7 @@ func TestResolveErrors(t *testing.T) {
 	// With rw the agent workspace is the root anyway, so the same
 	// workspaceRoot is fine.
 	cfg := mustConfig(t, `{agents: {defaults: {workspace: "ws", sandbox: {mode: "all", workspaceAccess: "rw", workspaceRoot: "ws/boxes"}}}}`)
-	if _, err := Resolve(cfg, t.TempDir(), "main", "agent:main:x"); err != nil {
+	if _, err := sandbox.Resolve(cfg, t.TempDir(), "main", "agent:main:x"); err != nil {
 		t.Errorf("rw: %v", err)
 	}
 }
@@ -307,7 +296,7 @@ func TestSlug(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, c := range cases {
-		s := Slug(c.key)
+		s := sandbox.Slug(c.key)
 		i := strings.LastIndexByte(s, '-')
 		if s[:i] != c.base || !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(s[i+1:]) {
 			t.Errorf("Slug(%q) = %q, want %q-<8 hex>", c.key, s, c.base)
@@ -316,5 +305,21 @@ func TestSlug(t *testing.T) {
 			t.Errorf("Slug(%q) = Slug(%q) = %s", c.key, prev, s)
 		}
 		seen[s] = c.key
+	}
+}
+
+func TestAgentWorkspace(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	cases := []struct{ cfg, agent, want string }{
+		{`{}`, "main", "/s/workspace"},
+		{`{agents: {list: [{id: "a"}, {id: "b"}]}}`, "b", "/s/workspace-b"},
+		{`{agents: {defaults: {workspace: "ws"}, list: [{id: "a"}, {id: "b"}]}}`, "a", "/s/ws"},
+		{`{agents: {defaults: {workspace: "/abs/ws"}, list: [{id: "a"}, {id: "b"}]}}`, "b", "/abs/ws-b"},
+		{`{agents: {list: [{id: "a", workspace: "~/w"}]}}`, "a", filepath.Join(home, "w")},
+	}
+	for _, c := range cases {
+		if got := sandbox.AgentWorkspace(mustConfig(t, c.cfg), "/s", c.agent); got != c.want {
+			t.Errorf("%s %s: %s, want %s", c.cfg, c.agent, got, c.want)
+		}
 	}
 }

@@ -101,22 +101,6 @@ func TestSeedBounds(t *testing.T) {
 	}
 }
 
-func TestAgentWorkspace(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	cases := []struct{ cfg, agent, want string }{
-		{`{}`, "main", "/s/workspace"},
-		{`{agents: {list: [{id: "a"}, {id: "b"}]}}`, "b", "/s/workspace-b"},
-		{`{agents: {defaults: {workspace: "ws"}, list: [{id: "a"}, {id: "b"}]}}`, "a", "/s/ws"},
-		{`{agents: {defaults: {workspace: "/abs/ws"}, list: [{id: "a"}, {id: "b"}]}}`, "b", "/abs/ws-b"},
-		{`{agents: {list: [{id: "a", workspace: "~/w"}]}}`, "a", filepath.Join(home, "w")},
-	}
-	for _, c := range cases {
-		if got := AgentWorkspace(mustConfig(t, c.cfg), "/s", c.agent); got != c.want {
-			t.Errorf("%s %s: %s, want %s", c.cfg, c.agent, got, c.want)
-		}
-	}
-}
-
 func dirNames(es []os.DirEntry) []string {
 	var out []string
 	for _, e := range es {
