@@ -440,3 +440,21 @@ func TestDefaultOpenClawDir(t *testing.T) {
 		}
 	}
 }
+
+func TestTextDiff(t *testing.T) {
+	got := textDiff("streamed answer streamed", "streamed answer streamed ")
+	want := `the answer's text (24 bytes) differs from the wanted one (25 bytes) at byte 24: got …"amed answer streamed"…, want …"amed answer streamed "…`
+	if got != want {
+		t.Errorf("textDiff =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	if got := Estimate(QuickPlan(), false); !strings.HasPrefix(got, "about ") || !strings.HasSuffix(got, " s for talon") {
+		t.Errorf("Estimate(quick) = %q", got)
+	}
+	t.Log(Estimate(QuickPlan(), true), "; ", Estimate(FullPlan(), true))
+	if got := Estimate(FullPlan(), true); !strings.Contains(got, " s for talon, then about ") || !strings.HasSuffix(got, " min for OpenClaw") {
+		t.Errorf("Estimate(full, compare) = %q", got)
+	}
+}

@@ -69,8 +69,11 @@ func Chat(ctx context.Context, c *http.Client, t Turn) (Timing, error) {
 				} `json:"message"`
 			} `json:"choices"`
 		}
-		if err := json.Unmarshal(out, &c); err != nil || len(c.Choices) == 0 || c.Choices[0].Message.Content != t.Want {
-			return Timing{}, fmt.Errorf("POST %s: want a chat.completion saying %q, got: %.500s", t.URL, t.Want, out)
+		if err := json.Unmarshal(out, &c); err != nil || len(c.Choices) == 0 {
+			return Timing{}, fmt.Errorf("POST %s: want a chat.completion, got: %.500s", t.URL, out)
+		}
+		if got := c.Choices[0].Message.Content; got != t.Want {
+			return Timing{}, fmt.Errorf("POST %s: %s", t.URL, textDiff(got, t.Want))
 		}
 		return Timing{First: took, Whole: took}, nil
 	}
@@ -99,10 +102,25 @@ func Chat(ctx context.Context, c *http.Client, t Turn) (Timing, error) {
 			return Timing{}, fmt.Errorf("POST %s: reading the stream: %w", t.URL, err)
 		}
 	}
-	if !done || text.String() != t.Want {
-		return Timing{}, fmt.Errorf("POST %s (stream): [DONE] %v, text %.300q, want %.300q", t.URL, done, text.String(), t.Want)
+	if !done {
+		return Timing{}, fmt.Errorf("POST %s (stream): the stream ended without [DONE]", t.URL)
+	}
+	if got := text.String(); got != t.Want {
+		return Timing{}, fmt.Errorf("POST %s (stream): %s", t.URL, textDiff(got, t.Want))
 	}
 	return tm, nil
+}
+
+// textDiff says how an answer's text differs from the wanted one: the
+// lengths and the text around the first difference.
+func textDiff(got, want string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-20)
+	return fmt.Sprintf("the answer's text (%d bytes) differs from the wanted one (%d bytes) at byte %d: got …%q…, want …%q…",
+		len(got), len(want), i, got[from:min(len(got), i+40)], want[from:min(len(want), i+40)])
 }
 
 // DeltaContent is the choices[0].delta.content of a chat.completion.chunk

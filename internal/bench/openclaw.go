@@ -87,29 +87,21 @@ then run again with --openclaw-dir %[4]s (or ANCHOR=%[4]s)`, ErrNoOpenClaw, dir,
 // token and one provider and agent per fake: the endpoint on, no update
 // check, telemetry or model-catalog fetch, and only our providers.
 func openclawConfig(stateDir string, u Upstreams) map[string]any {
-	providers := map[string]any{}
-	var agents []any
-	for _, x := range u.list() {
-		providers[x.provider] = map[string]any{
-			"baseUrl": x.url, "apiKey": UpstreamKey, "api": "openai-completions",
-			// The concurrency runs queue many turns; the default 60 s would
-			// fail them at the upstream rather than show the queueing.
-			"timeoutSeconds": 600,
-			"models": []any{map[string]any{
-				"id": "fake-model", "name": "Fake Model", "reasoning": false, "input": []any{"text"},
-				"cost":          map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-				"contextWindow": 128000, "maxTokens": 4096,
-			}},
-		}
-		a := map[string]any{"id": x.agent, "model": map[string]any{"primary": x.provider + "/fake-model"}}
-		switch x.agent {
-		case agentPlain:
-			a["default"] = true
-		case agentReader:
-			a["workspace"] = readerWorkspace(stateDir)
-		}
-		agents = append(agents, a)
-	}
+	providers, agents := u.config(stateDir,
+		func(url string) map[string]any {
+			return map[string]any{
+				"baseUrl": url, "apiKey": UpstreamKey, "api": "openai-completions",
+				// The concurrency runs queue many turns; the default 60 s would
+				// fail them at the upstream rather than show the queueing.
+				"timeoutSeconds": 600,
+				"models": []any{map[string]any{
+					"id": "fake-model", "name": "Fake Model", "reasoning": false, "input": []any{"text"},
+					"cost":          map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+					"contextWindow": 128000, "maxTokens": 4096,
+				}},
+			}
+		},
+		func(ref string) any { return map[string]any{"primary": ref} })
 	return map[string]any{
 		"gateway": map[string]any{
 			"mode": "local", "bind": "loopback",

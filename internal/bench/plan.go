@@ -104,23 +104,26 @@ func (s Scale) validate(who string) error {
 }
 
 // Estimate says roughly how long a plan takes on a 2-core machine, from
-// the per-step costs measured there (a talon start ≈ 15 ms, a turn pair
-// ≈ 3 ms, a tool pair ≈ 6 ms, a concurrency round ≈ the stream plus 2 s;
-// an OpenClaw start ≈ 20 s, a turn ≈ 0.3 s).
+// the per-step costs measured there: for talon a start ≈ 15 ms, a turn
+// pair ≈ 3 ms, a tool pair ≈ 6 ms, a turn of a concurrency round ≈ 10 ms
+// beyond the stream; for OpenClaw (under load) a start ≈ 30 s, a turn
+// ≈ 0.5 s, a tool turn ≈ 2.5 s and, as it runs 8 at a time on 2 cores,
+// ≈ 0.9 s per concurrent turn. Each level also waits up to 5 s for counts
+// to settle.
 func Estimate(p Plan, compare bool) string {
-	talon := func(s Scale, start, turn, tool float64) float64 {
+	seconds := func(s Scale, start, turn, tool, concurrent float64) float64 {
 		sec := float64(s.ColdStarts)*(start+float64(p.IdleMS)/1000) + start
 		sec += float64(2*(s.WarmPairs+s.Pairs)) * turn
 		sec += float64(s.ToolPairs+max(2, s.WarmPairs/10)) * tool
 		sec += float64(p.StreamMS) / 1000 // the warm-up stream
 		for _, n := range s.Concurrency {
-			sec += float64(s.Rounds) * (float64(p.StreamMS)/1000 + 2 + float64(n)*turn)
+			sec += float64(s.Rounds)*(float64(p.StreamMS)/1000+float64(n)*concurrent) + 3
 		}
 		return sec
 	}
-	msg := fmt.Sprintf("about %.0f s for talon", talon(p.Talon, 0.015, 0.003, 0.006))
+	msg := fmt.Sprintf("about %.0f s for talon", seconds(p.Talon, 0.015, 0.003, 0.006, 0.01))
 	if compare {
-		msg += fmt.Sprintf(", then about %.0f min for OpenClaw", talon(p.OpenClaw, 20, 0.3, 0.6)/60+0.5)
+		msg += fmt.Sprintf(", then about %.0f min for OpenClaw", seconds(p.OpenClaw, 30, 0.5, 2.5, 0.9)/60+0.5)
 	}
 	return msg
 }

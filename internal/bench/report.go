@@ -83,6 +83,9 @@ func (r *Report) Markdown(w io.Writer) error {
 		r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Machine.CPUs, r.Machine.CPU, r.Machine.Go, r.Machine.OS, r.Machine.Arch, r.Seconds)
 	compared := r.OpenClaw != ""
 	if compared {
+		fmt.Fprintf(&b, "Compared with %s.\n\n", r.OpenClaw)
+	}
+	if compared {
 		b.WriteString("| measurement | figure | talon | OpenClaw | OpenClaw ÷ talon | id |\n|---|---|---:|---:|---:|---|\n")
 	} else {
 		b.WriteString("| measurement | figure | talon | id |\n|---|---|---:|---|\n")

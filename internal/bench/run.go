@@ -70,7 +70,8 @@ func startFakes(p Plan) (*fakes, error) {
 		f.close()
 		return nil, err
 	}
-	if f.slow, err = fakellm.Start(fakellm.Options{APIKey: UpstreamKey, Reply: "streamed answer ",
+	// No white space at either end of the text: OpenClaw trims it.
+	if f.slow, err = fakellm.Start(fakellm.Options{APIKey: UpstreamKey, Reply: "streamed answer.",
 		Chunks: p.StreamChunks, ChunkSize: 16, StreamDuration: time.Duration(p.StreamMS) * time.Millisecond}); err != nil {
 		f.close()
 		return nil, err

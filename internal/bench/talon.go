@@ -51,6 +51,27 @@ func (u Upstreams) list() []upstream {
 	return out
 }
 
+// config builds a config's models.providers and agents.list, one entry
+// each per upstream, with provider entries and model references in the
+// gateway's own shape: the default agent main, the reader with its own
+// workspace.
+func (u Upstreams) config(stateDir string, provider func(url string) map[string]any, model func(ref string) any) (map[string]any, []any) {
+	providers := map[string]any{}
+	var agents []any
+	for _, x := range u.list() {
+		providers[x.provider] = provider(x.url)
+		a := map[string]any{"id": x.agent, "model": model(x.provider + "/fake-model")}
+		switch x.agent {
+		case agentPlain:
+			a["default"] = true
+		case agentReader:
+			a["workspace"] = readerWorkspace(stateDir)
+		}
+		agents = append(agents, a)
+	}
+	return providers, agents
+}
+
 // readerWorkspace is the reader agent's workspace; both gateways' configs
 // name it explicitly, since their defaults for a second agent differ.
 func readerWorkspace(stateDir string) string {
@@ -62,22 +83,12 @@ func readerWorkspace(stateDir string) string {
 // the default agent main on provider "fake", and an agent per other
 // upstream.
 func WriteConfig(stateDir string, u Upstreams) error {
-	providers := map[string]any{}
-	var agents []any
-	for _, x := range u.list() {
-		providers[x.provider] = map[string]any{
-			"baseUrl": x.url, "api": "openai-completions", "apiKey": UpstreamKey,
-			"models": []any{map[string]any{"id": "fake-model"}},
-		}
-		a := map[string]any{"id": x.agent, "model": x.provider + "/fake-model"}
-		switch x.agent {
-		case agentPlain:
-			a["default"] = true
-		case agentReader:
-			a["workspace"] = readerWorkspace(stateDir)
-		}
-		agents = append(agents, a)
-	}
+	providers, agents := u.config(stateDir,
+		func(url string) map[string]any {
+			return map[string]any{"baseUrl": url, "api": "openai-completions", "apiKey": UpstreamKey,
+				"models": []any{map[string]any{"id": "fake-model"}}}
+		},
+		func(ref string) any { return ref })
 	cfg := map[string]any{
 		"gateway": map[string]any{"auth": map[string]any{"mode": "token", "token": Token}},
 		"models":  map[string]any{"providers": providers},
