@@ -112,6 +112,7 @@ func TestSandboxExplainErrors(t *testing.T) {
 		{[]string{"--config", "testdata/sandbox/talon.json5", "--agent", "nobody"}, `agent "nobody" is not in the config`},
 		{[]string{"--config", "testdata/sandbox/talon.json5", "--agent", "main", "--session-key", "agent:main:\x01"}, "contains a control character"},
 		{[]string{"--config", "testdata/sandbox/missing.json5", "--agent", "main"}, "does not exist"},
+		{[]string{"--config", "testdata/sandbox/talon.json5", "--agent", "main", "--session-key", "agent:reader:x"}, "session agent:reader:x belongs to agent reader, not main"},
 	}
 	for _, c := range cases {
 		_, errOut, code := talon(t, "", append([]string{"sandbox", "explain"}, c.args...)...)

@@ -7,6 +7,7 @@ import (
 
 	"talon/internal/config"
 	"talon/internal/policy"
+	"talon/internal/session"
 )
 
 // Layered is implemented by backends that can describe, one line each, the
@@ -79,6 +80,12 @@ func Explain(ctx context.Context, cfg *config.Config, stateDir, agentID, session
 	p, err := Resolve(cfg, stateDir, agentID, sessionKey)
 	if err != nil {
 		return nil, err
+	}
+	// The gateway runs an agent only in its own sessions; explaining
+	// another agent's session for it would describe a run that never
+	// happens.
+	if owner := session.AgentOf(p.SessionKey, p.AgentID); owner != p.AgentID {
+		return nil, fmt.Errorf("session %s belongs to agent %s, not %s", p.SessionKey, owner, p.AgentID)
 	}
 	x := &Explanation{Plan: p, Policy: policy.ResolveSandboxPolicy(cfg, p.AgentID)}
 	if p.Sandboxed {
