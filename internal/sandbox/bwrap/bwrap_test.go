@@ -304,6 +304,25 @@ func TestStartRejects(t *testing.T) {
 	}
 }
 
+// TestSetupFails: when bwrap cannot set a sandbox up, Start or Wait (as
+// the timing falls: bwrap may fail before or after Start lets it go) is an
+// error with bwrap's own complaint, not an exit code of the command.
+func TestSetupFails(t *testing.T) {
+	gone := t.TempDir()
+	sb := open(t, sandbox.Spec{Mounts: []sandbox.Mount{{Source: gone, Target: "/data", ReadOnly: true}}})
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	p, err := sb.Start(context.Background(), sh("echo ran"))
+	if err == nil {
+		_, err = p.Wait()
+	}
+	if err == nil || !strings.Contains(err.Error(), "bwrap") || !strings.Contains(err.Error(), gone) {
+		t.Fatalf("a mount source gone since Open: %v, want bwrap's complaint about it", err)
+	}
+	t.Log(err)
+}
+
 func TestBackend(t *testing.T) {
 	b := requireBwrap(t)
 	if b.Name() != "bwrap" || !b.Isolated() {

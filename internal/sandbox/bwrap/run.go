@@ -24,6 +24,10 @@ import (
 // failed.
 const waitDelay = 2 * time.Second
 
+// startTimeout bounds how long Start waits for bwrap to make the
+// namespaces; it takes milliseconds.
+const startTimeout = 30 * time.Second
+
 // Sandbox is an open bwrap sandbox: the arguments its commands share and
 // the commands running.
 type Sandbox struct {
@@ -117,7 +121,7 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 	if err := p.release(); err != nil {
 		p.abort()
 		if msg := strings.TrimSpace(string(p.stderr.head())); msg != "" {
-			err = fmt.Errorf("%w (bwrap: %s)", err, msg)
+			err = fmt.Errorf("%w (%s)", err, msg)
 		}
 		return nil, err
 	}
@@ -133,18 +137,24 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 
 // release takes a pidfd of the sandbox's init (the first process in its
 // namespaces) while bwrap holds it, set up but with nothing started yet;
-// moves it into the command's cgroup (as root); then lets it go on.
+// moves it into the command's cgroup (as root); then lets it go on. On an
+// error the init is still held: abort kills it before it lets it go (an
+// EOF on the block pipe lets it go too).
 func (p *process) release() error {
 	p.infoW.Close()
 	p.blockR.Close()
-	defer p.blockW.Close() // after abort has killed what it must: EOF lets the init go too
 	var info struct {
 		ChildPID int `json:"child-pid"`
 	}
+	// bwrap writes the info as soon as it has made the namespaces. ctx
+	// does not cut this short: the init may exist by then, and must be
+	// known to be killed; supervise ends the command if ctx is done.
+	p.infoR.SetReadDeadline(time.Now().Add(startTimeout))
 	err := json.NewDecoder(p.infoR).Decode(&info)
 	p.infoR.Close()
 	if err != nil {
-		// bwrap failed before it made the namespaces; abort reports why.
+		// bwrap failed before it made the namespaces (abort reports its
+		// complaint), or did not get there in time.
 		return fmt.Errorf("reading bwrap's info: %w", err)
 	}
 	if info.ChildPID <= 0 {
@@ -163,19 +173,20 @@ func (p *process) release() error {
 	if _, err := p.blockW.Write([]byte{0}); err != nil {
 		return fmt.Errorf("letting the sandbox start: %w", err)
 	}
+	p.blockW.Close()
 	return nil
 }
 
 // abort ends a start that release could not finish: bwrap and the init it
-// holds are killed before the deferred close of the block pipe could let
-// the init go, and reaped.
+// holds are killed, then the block pipe closed, and bwrap reaped.
 func (p *process) abort() {
 	p.killInit()
 	if p.initFD < 0 && p.initPID > 0 {
-		// No pidfd: the init is alive, blocked, so its pid is its own.
+		// No pidfd: the init is held, alive, so its pid is its own.
 		syscall.Kill(p.initPID, syscall.SIGKILL)
 	}
 	p.cmd.Process.Kill()
+	p.blockW.Close()
 	p.cmd.Wait()
 	if p.stdinW != nil {
 		p.stdinW.Close()
