@@ -5,6 +5,12 @@
 // Docker Engine (package docker) and the unisolated host (package host)
 // implement. Backends register themselves by name; New builds one.
 //
+// Resolve turns a config and a session into a Plan (sandboxed or not and
+// why, scope, workspace, mounts, backend, Spec); a Manager, one per
+// gateway tenant, checks the plan's backend, lays out and seeds its
+// workspace, and opens one sandbox per Spec.ID on the first command,
+// shared by the runs of that scope. Explain is `talon sandbox explain`.
+//
 // A configured sandbox that cannot start is an error naming the backend,
 // the reason and the fix: Talon never falls back to running on the host.
 //
