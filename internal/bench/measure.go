@@ -16,6 +16,15 @@ import (
 	"talon/internal/talonproc"
 )
 
+// forOpenClaw formats the OpenClaw part of a method note, "" when the
+// run does not compare (Run then zeroes the plan's OpenClaw scale).
+func forOpenClaw(p Plan, format string, args ...any) string {
+	if p.OpenClaw.ColdStarts == 0 {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
+}
+
 // ---- cold start and idle memory
 
 const groupCold = "cold start"
@@ -33,10 +42,10 @@ func coldStartFigures(Plan) []Figure {
 }
 
 func coldStartMethod(p Plan) string {
-	return fmt.Sprintf("%d fresh starts for talon (%d for OpenClaw), each with a new state dir holding only the config; "+
+	return fmt.Sprintf("%d fresh starts for talon%s, each with a new state dir holding only the config; "+
 		"time from just before exec to the first 200 from /readyz (polled every 0.2 ms for talon, 50 ms for OpenClaw); "+
 		"RSS is VmRSS of the process and its descendants from /proc, just after ready and again after %d ms without requests",
-		p.Talon.ColdStarts, p.OpenClaw.ColdStarts, p.IdleMS)
+		p.Talon.ColdStarts, forOpenClaw(p, " (%d for OpenClaw)", p.OpenClaw.ColdStarts), p.IdleMS)
 }
 
 func coldStart(e *env) (map[string]float64, error) {
@@ -100,12 +109,12 @@ func turnFigures(Plan) []Figure {
 }
 
 func turnMethod(p Plan) string {
-	return fmt.Sprintf("after %d warm-up pairs, %d pairs (OpenClaw: %d after %d) of one request straight to the fake LLM and one "+
+	return fmt.Sprintf("after %d warm-up pairs, %d pairs%s of one request straight to the fake LLM and one "+
 		"through the gateway (model openclaw/main, a new session each turn, the same one-line message), alternating which goes "+
 		"first, over keep-alive connections; the figures are percentiles of the per-pair difference, so noise common to both "+
 		"sides cancels. Non-streamed: time to the whole answer; streamed: time to the first non-empty delta.content. "+
 		"Every answer is read to the end and checked",
-		p.Talon.WarmPairs, p.Talon.Pairs, p.OpenClaw.Pairs, p.OpenClaw.WarmPairs)
+		p.Talon.WarmPairs, p.Talon.Pairs, forOpenClaw(p, " (OpenClaw: %d after %d)", p.OpenClaw.Pairs, p.OpenClaw.WarmPairs))
 }
 
 // chatBody is a one-message chat request for a model.
@@ -203,11 +212,11 @@ func toolFigures(Plan) []Figure {
 }
 
 func toolMethod(p Plan) string {
-	return fmt.Sprintf("%d pairs (OpenClaw: %d) of a plain non-streamed turn and a turn whose model (another fake) first calls "+
+	return fmt.Sprintf("%d pairs%s of a plain non-streamed turn and a turn whose model (another fake) first calls "+
 		"read on a file in the agent's workspace and, given the result, answers; both through the gateway, alternating. "+
 		"The difference is what one tool call costs: the tool, a second model round and the transcript records. "+
 		"Every tool result is checked to hold the file's text",
-		p.Talon.ToolPairs, p.OpenClaw.ToolPairs)
+		p.Talon.ToolPairs, forOpenClaw(p, " (OpenClaw: %d)", p.OpenClaw.ToolPairs))
 }
 
 func toolTurns(e *env) (map[string]float64, error) {
@@ -276,13 +285,13 @@ func concurrencyFigures(p Plan) []Figure {
 
 func concurrencyMethod(p Plan) string {
 	return fmt.Sprintf("N streaming turns (model openclaw/slow, a new session each) released at once from N connections, "+
-		"%d round(s) per level for talon (%d for OpenClaw), while the fake LLM streams each answer over %d ms in %d chunks; "+
+		"%d round(s) per level for talon%s, while the fake LLM streams each answer over %d ms in %d chunks; "+
 		"a turn counts as failed unless it ends with [DONE] and the whole text. Added latency is each turn's time to [DONE] minus "+
 		"the %d ms stream. Peak RSS samples VmRSS of the process tree every 25 ms. Goroutines come from talon's GET /debug/runtime "+
 		"(loopback, token), open files from /proc/PID/fd, both once they stop changing (at most 5 s) after the harness closed "+
 		"its connections; they include the idle keep-alive connections talon's LLM client pools (up to 32, two goroutines each, "+
 		"closed after 90 s idle). OpenClaw has no goroutine count",
-		p.Talon.Rounds, p.OpenClaw.Rounds, p.StreamMS, p.StreamChunks, p.StreamMS)
+		p.Talon.Rounds, forOpenClaw(p, " (%d for OpenClaw)", p.OpenClaw.Rounds), p.StreamMS, p.StreamChunks, p.StreamMS)
 }
 
 func concurrency(e *env) (map[string]float64, error) {

@@ -162,6 +162,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := raiseOpenFiles(openFilesNeeded(slices.Max(o.Plan.Talon.Concurrency))); err != nil {
 		return nil, err
 	}
+	if o.OpenClaw == nil {
+		// Not used, so not reported as if it had been.
+		o.Plan.OpenClaw = Scale{}
+	}
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard

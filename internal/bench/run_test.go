@@ -69,6 +69,9 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s = %v: more streams at the fake than turns", f.ID, f.Talon)
 		}
 	}
+	if notes := strings.Join(r.Notes, "\n"); strings.Contains(notes, "(OpenClaw:") || strings.Contains(notes, "for OpenClaw)") {
+		t.Errorf("notes speak of OpenClaw's samples in a run without it:\n%s", notes)
+	}
 	if !strings.Contains(progress.String(), "talon: cold start 2/2") {
 		t.Errorf("progress:\n%s", progress.String())
 	}
