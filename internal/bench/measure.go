@@ -43,9 +43,9 @@ func coldStartFigures(Plan) []Figure {
 
 func coldStartMethod(p Plan) string {
 	return fmt.Sprintf("%d fresh starts for talon%s, each with a new state dir holding only the config; "+
-		"time from just before exec to the first 200 from /readyz (polled every 0.2 ms for talon, 50 ms for OpenClaw); "+
+		"time from just before exec to the first 200 from /readyz (polled every 0.2 ms for talon%s); "+
 		"RSS is VmRSS of the process and its descendants from /proc, just after ready and again after %d ms without requests",
-		p.Talon.ColdStarts, forOpenClaw(p, " (%d for OpenClaw)", p.OpenClaw.ColdStarts), p.IdleMS)
+		p.Talon.ColdStarts, forOpenClaw(p, " (%d for OpenClaw)", p.OpenClaw.ColdStarts), forOpenClaw(p, ", 50 ms for OpenClaw"), p.IdleMS)
 }
 
 func coldStart(e *env) (map[string]float64, error) {
