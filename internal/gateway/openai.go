@@ -104,7 +104,10 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, typ, msg)
 		return
 	}
-	unlock := s.locks.lock(t.id + "\x00" + req.key)
+	unlock, err := s.locks.lock(r.Context(), t.id+"\x00"+req.key)
+	if err != nil {
+		return // the client left while another run of its session went on
+	}
 	defer unlock()
 	if req.body.Stream {
 		s.streamChat(w, r, req)

@@ -203,16 +203,57 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// sessionLocks serialises runs per session with a fixed set of striped
-// mutexes: bounded memory, no cleanup.
-type sessionLocks struct{ m [256]sync.Mutex }
+// sessionLocks serialises runs per session: one lock per session key in
+// use, dropped when no run holds or waits for it. (Striped locks, tried
+// first, made unrelated sessions wait for each other's whole turn: with
+// 1,000 concurrent streams only a quarter reached the model at once.)
+type sessionLocks struct {
+	mu sync.Mutex
+	m  map[string]*sessionLock
+}
 
-func (l *sessionLocks) lock(key string) func() {
-	var h uint32 = 2166136261
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
+type sessionLock struct {
+	held chan struct{} // holds one token while a run has the session
+	refs int           // runs holding or waiting; guarded by sessionLocks.mu
+}
+
+// lock waits for key's lock, or for ctx to be done (the client left while
+// another run of its session went on).
+func (l *sessionLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*sessionLock{}
 	}
-	mu := &l.m[h%uint32(len(l.m))]
-	mu.Lock()
-	return mu.Unlock
+	e := l.m[key]
+	if e == nil {
+		e = &sessionLock{held: make(chan struct{}, 1)}
+		l.m[key] = e
+	}
+	e.refs++
+	l.mu.Unlock()
+	select {
+	case e.held <- struct{}{}:
+		return func() {
+			<-e.held
+			l.release(key, e)
+		}, nil
+	case <-ctx.Done():
+		l.release(key, e)
+		return nil, ctx.Err()
+	}
+}
+
+func (l *sessionLocks) release(key string, e *sessionLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.refs--; e.refs == 0 {
+		delete(l.m, key)
+	}
+}
+
+// len is how many sessions have a lock; for tests.
+func (l *sessionLocks) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
 }
