@@ -105,29 +105,38 @@ func TestTraversal(t *testing.T) {
 }
 
 // TestHardlinkOutside: os.Root cannot see that a hard link's inode is
-// shared with a file outside; read shows it, but the writing tools replace
-// the link with a new file (atomic rename) instead of writing through it.
+// shared with a file outside, so the tools that read a file refuse one
+// with more than one link, and write replaces the link with a new file
+// (atomic rename) instead of writing through it.
 func TestHardlinkOutside(t *testing.T) {
-	for _, tool := range []string{"write", "edit", "apply_patch"} {
-		t.Run(tool, func(t *testing.T) {
+	for _, tc := range []struct {
+		tool    string
+		args    obj
+		refused bool
+	}{
+		{"read", obj{"path": "hard"}, true},
+		{"edit", obj{"path": "hard", "old_string": "top secret", "new_string": "pwned"}, true},
+		{"apply_patch", obj{"input": "*** Begin Patch\n*** Update File: hard\n-top secret\n+pwned\n*** End Patch"}, true},
+		{"write", obj{"path": "hard", "content": "pwned\n"}, false},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
 			w := newWS(t)
 			if err := os.Link(filepath.Join(w.outside, "secret"), filepath.Join(w.dir, "hard")); err != nil {
 				t.Fatalf("making a hard link: %v", err)
 			}
-			var res tools.Result
-			switch tool {
-			case "write":
-				res = w.run(NewWrite(), obj{"path": "hard", "content": "pwned\n"})
-			case "edit":
-				res = w.run(NewEdit(), obj{"path": "hard", "old_string": "top secret", "new_string": "pwned"})
-			case "apply_patch":
-				res = w.run(NewApplyPatch(), obj{"input": "*** Begin Patch\n*** Update File: hard\n-top secret\n+pwned\n*** End Patch"})
-			}
-			if res.IsError {
-				t.Fatalf("result = %+v", res)
-			}
-			if got := w.content("hard"); got != "pwned\n" {
-				t.Errorf("workspace file = %q", got)
+			tool := map[string]tools.Tool{"read": NewRead(), "edit": NewEdit(), "apply_patch": NewApplyPatch(), "write": NewWrite()}[tc.tool]
+			res := w.run(tool, tc.args)
+			if tc.refused {
+				if !res.IsError || !strings.Contains(res.Text, "2 hard links") || strings.Contains(res.Text, "top secret") {
+					t.Fatalf("result = %+v, want a refusal naming the links and not the content", res)
+				}
+			} else {
+				if res.IsError {
+					t.Fatalf("result = %+v", res)
+				}
+				if got := w.content("hard"); got != "pwned\n" {
+					t.Errorf("workspace file = %q", got)
+				}
 			}
 			w.checkOutside()
 		})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path"
@@ -253,9 +254,15 @@ func removeFile(root *os.Root, p string) error {
 }
 
 // readRegular loads the regular file at p (already resolved), refusing
-// directories, devices and files over MaxWriteBytes.
+// directories, devices, files with more than one hard link and files over
+// MaxWriteBytes.
 func readRegular(root *os.Root, shown, p string) ([]byte, error) {
-	fi, err := root.Stat(p)
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fsError(shown, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fsError(shown, err)
 	}
@@ -265,12 +272,18 @@ func readRegular(root *os.Root, shown, p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%q is not a regular file", shown)
 	}
+	if err := tools.SingleLink(fi, shown); err != nil {
+		return nil, err
+	}
 	if fi.Size() > MaxWriteBytes {
 		return nil, fmt.Errorf("%q is %d bytes; files over %d MiB cannot be changed with this tool", shown, fi.Size(), MaxWriteBytes>>20)
 	}
-	data, err := root.ReadFile(p)
+	data, err := io.ReadAll(io.LimitReader(f, MaxWriteBytes+1))
 	if err != nil {
 		return nil, fsError(shown, err)
+	}
+	if len(data) > MaxWriteBytes {
+		return nil, fmt.Errorf("%q grew past %d MiB while it was read", shown, MaxWriteBytes>>20)
 	}
 	return data, nil
 }

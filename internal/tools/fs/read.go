@@ -97,8 +97,17 @@ func (*readTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (
 		return tools.ErrorResult(fsError(p, err)), nil
 	}
 	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return tools.ErrorResult(fsError(p, err)), nil
+	}
 	if fi.IsDir() {
 		return listDir(f, p)
+	}
+	if !fi.Mode().IsRegular() {
+		return tools.Errorf("%q is not a regular file or directory", p), nil
+	}
+	if err := tools.SingleLink(fi, p); err != nil {
+		return tools.ErrorResult(err), nil
 	}
 	return readText(ctx, f, p, fi.Size(), offset, limit)
 }
