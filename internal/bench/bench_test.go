@@ -318,8 +318,8 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("figure %s declared twice", f.ID)
 		}
 		seen[f.ID] = true
-		if f.Group == "" || f.What == "" || (f.Unit != "ms" && f.Unit != "MB" && f.Unit != "count") {
-			t.Errorf("figure %+v: want a group, a what and a unit of ms, MB or count", f)
+		if f.Group == "" || f.What == "" || (f.Unit != "ms" && f.Unit != "µs" && f.Unit != "MB" && f.Unit != "count") {
+			t.Errorf("figure %+v: want a group, a what and a unit of ms, µs, MB or count", f)
 		}
 	}
 	for _, id := range []string{"cold_start.ready_ms.median", "idle.rss_mb.max", "turn.added_ms.p50", "ttft.added_ms.p99",
