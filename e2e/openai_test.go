@@ -284,12 +284,12 @@ func checkToolList(t *testing.T, text string) {
 		}
 		seen[n] = true
 	}
-	for _, want := range []string{"read", "write", "edit", "session_status"} {
+	for _, want := range []string{"read", "write", "edit", "exec", "process", "session_status"} {
 		if !seen[want] {
 			t.Errorf("tool list lacks %s:\n%s", want, text)
 		}
 	}
-	for _, not := range []string{"exec", "process"} {
+	for _, not := range []string{"browser", "web_search", "cron"} { // in the coding profile, not built in Talon
 		if seen[not] {
 			t.Errorf("tool list has %s, which Talon does not serve:\n%s", not, text)
 		}
