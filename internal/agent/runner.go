@@ -174,6 +174,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		env.Sandbox, env.Isolated = box, box.Isolated()
 	}
 	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
+	env.Vision = r.vision(prov, modelID, ref)
 
 	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision})
 	res.Model = ref
@@ -181,6 +182,57 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, tr.fail(ctx, err, res.partial)
 	}
 	return res, nil
+}
+
+// vision is the image tool's model call: agents.defaults.imageModel (its
+// primary, then its fallbacks in order, each resolved as the run's own
+// model is), else the run's own model (prov, modelID; ref names it in
+// errors). The call is one user message, the prompt with the image, and
+// is not written to the transcript: the tool result that carries the
+// model's answer is.
+func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(context.Context, string, provider.Image) (string, error) {
+	return func(ctx context.Context, prompt string, img provider.Image) (string, error) {
+		refs, err := config.ModelRefs(r.Config.Agents.Defaults.ImageModel)
+		if err != nil {
+			return "", fmt.Errorf("agents.defaults.imageModel: %w", err)
+		}
+		ask := func(p provider.Provider, id string) (string, error) {
+			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []provider.Message{
+				{Role: provider.RoleUser, Content: prompt, Images: []provider.Image{img}},
+			}}, nil)
+			if err != nil {
+				return "", err
+			}
+			return out.Content, nil
+		}
+		if len(refs) == 0 {
+			text, err := ask(prov, modelID)
+			if err != nil {
+				return "", fmt.Errorf("model %s: %w", ref, err)
+			}
+			return text, nil
+		}
+		var errs []error
+		for _, ref := range refs {
+			if ctx.Err() != nil {
+				break // no point trying the fallbacks of a cancelled run
+			}
+			p, id, err := r.Resolve(ref)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("resolving image model %s: %w", ref, err))
+				continue
+			}
+			text, err := ask(p, id)
+			if err == nil {
+				return text, nil
+			}
+			errs = append(errs, fmt.Errorf("image model %s: %w", ref, err))
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+		}
+		return "", errors.Join(errs...)
+	}
 }
 
 // loopState is what the model loop works with.

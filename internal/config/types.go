@@ -113,10 +113,12 @@ type AgentDefaults struct {
 	BlockStreamingDefault *Raw `json:"blockStreamingDefault" talon:"unused"`
 	MaxConcurrent         *Raw `json:"maxConcurrent" talon:"unused"`
 	UserTimezone          *Raw `json:"userTimezone" talon:"unused"`
-	ImageModel            *Raw `json:"imageModel" talon:"unused"`
-	Memory                *Raw `json:"memorySearch" talon:"unused"`
-	Typing                *Raw `json:"typingMode" talon:"unused"`
-	Humanize              *Raw `json:"humanDelay" talon:"unused"`
+	// ImageModel is the model the image tool shows images to: a model
+	// reference, or {primary, fallbacks} (see ModelRefs).
+	ImageModel *Raw `json:"imageModel"`
+	Memory     *Raw `json:"memorySearch" talon:"unused"`
+	Typing     *Raw `json:"typingMode" talon:"unused"`
+	Humanize   *Raw `json:"humanDelay" talon:"unused"`
 }
 
 // SubagentLimits is `agents.defaults.subagents`.

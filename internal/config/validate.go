@@ -44,6 +44,9 @@ func check(c *Config) (errs, warns []Issue) {
 	k.profile("tools.profile", c.Tools.Profile)
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
 	k.exec("tools.exec", c.Tools.Exec)
+	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
+		k.fail("agents.defaults.imageModel", err.Error())
+	}
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {

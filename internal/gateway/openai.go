@@ -366,7 +366,8 @@ func samplingParams(b *chatRequest, rr *agent.Request) string {
 }
 
 // contentText flattens string or text-part content. Images are refused
-// rather than dropped: Talon does not pass images to models yet.
+// rather than dropped: the endpoint does not pass a client's images on to
+// the model yet (provider.Message can carry them; the image tool uses it).
 func contentText(raw json.RawMessage) (string, string) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {

@@ -113,6 +113,16 @@ type anBlock struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
+	// image
+	Source *anSource `json:"source,omitempty"`
+}
+
+// anSource is an image block's inline data; encoding/json writes Data as
+// base64, which is what the API wants.
+type anSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
 }
 
 // anOutBlock is a content block in a response; fields of block types we do
@@ -181,7 +191,11 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 	// starts with tool results, which following results and user text
 	// join (the API wants a tool turn's results in one user message).
 	lastIsResults := false
-	for _, m := range req.Messages {
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if err := checkImages(i, m); err != nil {
+			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
+		}
 		switch m.Role {
 		case RoleTool:
 			b := anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
@@ -206,17 +220,25 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 			w.Messages = append(w.Messages, anMessage{Role: "assistant", Content: blocks})
 			lastIsResults = false
 		default: // user
-			if m.Content == "" {
-				continue // the API rejects empty text blocks
+			// Images go before the text, as Anthropic advises for
+			// image prompts.
+			var blocks []anBlock
+			for _, img := range m.Images {
+				blocks = append(blocks, anBlock{Type: "image", Source: &anSource{Type: "base64", MediaType: img.MIME, Data: img.Data}})
 			}
-			b := anBlock{Type: "text", Text: m.Content}
+			if m.Content != "" { // the API rejects empty text blocks
+				blocks = append(blocks, anBlock{Type: "text", Text: m.Content})
+			}
+			if len(blocks) == 0 {
+				continue
+			}
 			if lastIsResults {
 				last := &w.Messages[len(w.Messages)-1]
-				last.Content = append(last.Content, b)
+				last.Content = append(last.Content, blocks...)
 				lastIsResults = false
 				continue
 			}
-			w.Messages = append(w.Messages, anMessage{Role: "user", Content: []anBlock{b}})
+			w.Messages = append(w.Messages, anMessage{Role: "user", Content: blocks})
 		}
 	}
 	b, err := c.encodeParts(&w, req)

@@ -22,6 +22,9 @@ import (
 //     they are not validated, so invalid JSON can be tested). Call ids are
 //     call_1, call_2, ... numbered after the tool calls of earlier assistant
 //     turns, so they are unique in the conversation;
+//   - a user message with images: "inspect: N image(s): MIME B bytes, ...;
+//     prompt: TEXT" (TEXT quoted), so the image plumbing can be checked
+//     offline;
 //   - a tool result: the text of the tool results after the last assistant
 //     turn, verbatim, joined with a blank line;
 //   - anything else: "inspect: system prompt N bytes, T tools, M messages".
@@ -83,6 +86,9 @@ func inspectAnswer(req *Request) *Response {
 		last := req.Messages[n-1]
 		switch last.Role {
 		case RoleUser:
+			if len(last.Images) > 0 {
+				return stop(imageSummary(&last))
+			}
 			if strings.TrimSpace(last.Content) == "/tools" {
 				if len(req.Tools) == 0 {
 					return stop("(no tools)")
@@ -120,6 +126,20 @@ func inspectAnswer(req *Request) *Response {
 	}
 	return stop(fmt.Sprintf("inspect: system prompt %d bytes, %d tools, %d messages",
 		len(req.System), len(req.Tools), len(req.Messages)))
+}
+
+// imageSummary describes the images of a user message and its prompt.
+func imageSummary(m *Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "inspect: %d image(s):", len(m.Images))
+	for i, img := range m.Images {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s %d bytes", img.MIME, len(img.Data))
+	}
+	fmt.Fprintf(&b, "; prompt: %q", m.Content)
+	return b.String()
 }
 
 // parseCalls finds the "/call TOOL [args]" lines of a message.

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -126,10 +127,79 @@ type oaStreamOpt struct {
 }
 
 type oaMessage struct {
-	Role       string       `json:"role"`
-	Content    *string      `json:"content"`
+	Role string `json:"role"`
+	// Content is a *string (nil for null: an assistant turn of tool calls
+	// only) or, for a user message with images, []oaPart. An interface
+	// rather than a custom marshaler keeps the common text message on
+	// encoding/json's reflection path, with no second pass over its bytes.
+	Content    any          `json:"content"`
 	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string       `json:"tool_call_id,omitempty"`
+}
+
+// oaPart is one element of a content array: text or an image.
+type oaPart struct {
+	Type     string      `json:"type"`
+	Text     string      `json:"text,omitempty"`
+	ImageURL *oaImageURL `json:"image_url,omitempty"`
+}
+
+type oaImageURL struct {
+	URL string `json:"url"`
+}
+
+// UnmarshalJSON reads Content back as the encoder wrote it (*string, nil
+// or []oaPart), so a request body round-trips through oaMessage; Talon
+// only decodes requests in tests and in fakes of the API.
+func (m *oaMessage) UnmarshalJSON(b []byte) error {
+	type plain oaMessage
+	var w struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*m = oaMessage(w.plain)
+	switch c := bytes.TrimSpace(w.Content); {
+	case len(c) == 0 || string(c) == "null":
+		m.Content = nil
+	case c[0] == '[':
+		var parts []oaPart
+		if err := json.Unmarshal(c, &parts); err != nil {
+			return err
+		}
+		m.Content = parts
+	default:
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return err
+		}
+		m.Content = &s
+	}
+	return nil
+}
+
+// userContent is a user message's content: its text, or with images an
+// array of the text (when there is any) and one image_url part per image,
+// each a base64 data URL, the form Chat Completions takes inline images in.
+func userContent(m *Message) any {
+	if len(m.Images) == 0 {
+		return strptr(m.Content)
+	}
+	parts := make([]oaPart, 0, len(m.Images)+1)
+	if m.Content != "" {
+		parts = append(parts, oaPart{Type: "text", Text: m.Content})
+	}
+	for _, img := range m.Images {
+		du := make([]byte, 0, len("data:;base64,")+len(img.MIME)+base64.StdEncoding.EncodedLen(len(img.Data)))
+		du = append(du, "data:"...)
+		du = append(du, img.MIME...)
+		du = append(du, ";base64,"...)
+		du = base64.StdEncoding.AppendEncode(du, img.Data)
+		parts = append(parts, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: string(du)}})
+	}
+	return parts
 }
 
 type oaToolCall struct {
@@ -207,12 +277,18 @@ func strptr(s string) *string { return &s }
 // members are in the order of oaRequest's fields.
 func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 	msgs := make([]oaMessage, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		om := oaMessage{Role: string(m.Role), Content: strptr(m.Content)}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if err := checkImages(i, m); err != nil {
+			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
+		}
+		om := oaMessage{Role: string(m.Role)}
 		switch m.Role {
+		case RoleUser:
+			om.Content = userContent(m)
 		case RoleAssistant:
-			if m.Content == "" && len(m.ToolCalls) > 0 {
-				om.Content = nil
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				om.Content = strptr(m.Content)
 			}
 			for _, tc := range m.ToolCalls {
 				args := tc.Arguments
@@ -226,7 +302,10 @@ func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 				})
 			}
 		case RoleTool:
+			om.Content = strptr(m.Content)
 			om.ToolCallID = m.ToolCallID
+		default:
+			om.Content = strptr(m.Content)
 		}
 		msgs = append(msgs, om)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Role is who wrote a message.
@@ -34,6 +35,40 @@ type Message struct {
 	// text out of the history it replays.
 	StopReason string `json:"stopReason,omitempty"`
 	Error      string `json:"errorMessage,omitempty"`
+	// Images go with a user message's text (the image tool's call to an
+	// image-capable model). Only user messages may carry them: the
+	// encoders refuse them elsewhere rather than drop them.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is an image sent to a model: its MIME type (image/png,
+// image/jpeg, image/gif or image/webp, as the APIs accept) and its bytes.
+// In JSON the bytes are base64, as OpenClaw's transcripts hold images.
+type Image struct {
+	MIME string `json:"mimeType"`
+	Data []byte `json:"data"`
+}
+
+// imageMIMEs are the types both APIs take.
+var imageMIMEs = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// checkImages validates the images of message i before they are encoded.
+func checkImages(i int, m *Message) error {
+	if len(m.Images) == 0 {
+		return nil
+	}
+	if m.Role != RoleUser {
+		return fmt.Errorf("message %d (%s) has images: only user messages may carry them", i, m.Role)
+	}
+	for j, img := range m.Images {
+		if !imageMIMEs[img.MIME] {
+			return fmt.Errorf("message %d image %d: MIME type %q is not image/png, image/jpeg, image/gif or image/webp", i, j, img.MIME)
+		}
+		if len(img.Data) == 0 {
+			return fmt.Errorf("message %d image %d (%s) has no data", i, j, img.MIME)
+		}
+	}
+	return nil
 }
 
 // Stop reasons of a turn that did not finish.

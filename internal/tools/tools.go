@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"talon/internal/provider"
 	"talon/internal/sandbox"
 )
 
@@ -57,6 +58,11 @@ type Env struct {
 	// Sessions serves the sessions_* and session_status tools; nil when
 	// the caller offers none.
 	Sessions Sessions
+	// Vision asks an image-capable model about one image and returns its
+	// text: the image tool's model call, set by the agent runner to
+	// agents.defaults.imageModel or the agent's own model. Nil when no
+	// such model is known; the image tool then says so.
+	Vision func(ctx context.Context, prompt string, img provider.Image) (string, error)
 }
 
 // Result is what a tool call returns to the model.

@@ -1,11 +1,12 @@
 // Package image holds the image tool: it reads a PNG, JPEG, GIF or WebP
-// file from the workspace (an os.Root, as the file tools use) and reports
-// what it is. Talon's providers cannot carry images in messages yet, so
-// the tool returns the facts it read — format, dimensions, size — and
-// says plainly that the pixels were not sent; it never pretends to have
-// looked at the picture. Remote URLs are refused: in a sandboxed session
-// with OpenClaw's own message (seed 000), elsewhere because Talon does not
-// fetch them.
+// file from the workspace (an os.Root, as the file tools use) and asks an
+// image-capable model about it, as OpenClaw's image tool does: the model
+// gets the prompt and the image's bytes, and its text is the result, after
+// a line of the facts the tool read (format, dimensions, size). The model
+// call is tools.Env.Vision, which the agent runner sets; without it the
+// tool says no image model is configured rather than answer for it.
+// Remote URLs are refused: in a sandboxed session with OpenClaw's own
+// message (seed 000), elsewhere because Talon does not fetch them.
 //
 // The tool is stateless and safe for concurrent use.
 package image
@@ -31,6 +32,7 @@ import (
 	"strings"
 	"syscall"
 
+	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
@@ -38,8 +40,18 @@ import (
 // MaxBytes is the largest image the tool reads.
 const MaxBytes = 20 << 20
 
+// DefaultPrompt is what the model is asked when the call gives no prompt
+// (OpenClaw's default).
+const DefaultPrompt = "Describe the image."
+
+// maxPrompt bounds the prompt: it is an instruction, not a document.
+const maxPrompt = 16 << 10
+
 // ErrSandboxedURL is OpenClaw's refusal of a remote URL in a sandbox.
 var ErrSandboxedURL = errors.New("Sandboxed image tool does not allow remote URLs.")
+
+// ErrNoModel is the answer when the run has no model to show images to.
+var ErrNoModel = errors.New("image: no image-capable model configured (set agents.defaults.imageModel)")
 
 type imageTool struct{}
 
@@ -51,20 +63,22 @@ func New() tools.Tool { return &imageTool{} }
 var schema = tools.Object(
 	tools.Prop{Name: "image", Type: tools.TypeString, Required: true,
 		Description: `Path of a PNG, JPEG, GIF or WebP file, relative to the workspace, e.g. "screenshots/home.png".`},
+	tools.Prop{Name: "prompt", Type: tools.TypeString,
+		Description: `What to ask about the image; default "` + DefaultPrompt + `".`},
 )
 
 func (*imageTool) Name() string { return "image" }
 
 func (*imageTool) Description() string {
-	return "Read a PNG, JPEG, GIF or WebP file (up to 20 MiB) in the workspace: its format, dimensions and size. " +
-		"Talon cannot show the pixels to the model yet. Remote URLs are not fetched."
+	return "Analyse a PNG, JPEG, GIF or WebP file (up to 20 MiB) in the workspace with the image model: " +
+		"it answers the prompt about the picture. Remote URLs are not fetched."
 }
 
 func (*imageTool) Schema() json.RawMessage { return schema }
 
 var scheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
-func (*imageTool) Run(_ context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+func (*imageTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
 	if env == nil || env.Workspace == nil {
 		return tools.Result{}, errors.New("running image: no workspace in the tool environment")
 	}
@@ -76,6 +90,15 @@ func (*imageTool) Run(_ context.Context, env *tools.Env, raw json.RawMessage) (t
 	if err != nil {
 		return tools.ErrorResult(err), nil
 	}
+	prompt, err := a.String("prompt", false)
+	if err != nil {
+		return tools.ErrorResult(err), nil
+	}
+	if prompt = strings.TrimSpace(prompt); prompt == "" {
+		prompt = DefaultPrompt
+	} else if len(prompt) > maxPrompt {
+		return tools.ErrorResult(fmt.Errorf(`argument "prompt" is %d bytes; the limit is %d`, len(prompt), maxPrompt)), nil
+	}
 	p, err := localPath(env, ref)
 	if err != nil {
 		return tools.ErrorResult(err), nil
@@ -84,10 +107,20 @@ func (*imageTool) Run(_ context.Context, env *tools.Env, raw json.RawMessage) (t
 	if err != nil {
 		return tools.ErrorResult(fmt.Errorf("image %q: %w", ref, err)), nil
 	}
-	return tools.Result{Text: fmt.Sprintf(
-		"Image %q: %s, %d×%d pixels, %d bytes. The pixels were not sent: Talon cannot pass images to models yet, "+
-			"so describe only what these facts show, or ask the user what the image contains.",
-		p, info.format, info.width, info.height, info.size)}, nil
+	// The file is checked first, so a bad path is reported as such even
+	// where no model is configured.
+	if env.Vision == nil {
+		return tools.ErrorResult(ErrNoModel), nil
+	}
+	text, err := env.Vision(ctx, prompt, provider.Image{MIME: info.mime, Data: info.data})
+	if err != nil {
+		return tools.ErrorResult(fmt.Errorf("image %q: asking the image model: %w", p, err)), nil
+	}
+	if text = strings.TrimSpace(text); text == "" {
+		text = "(the image model answered with no text)"
+	}
+	return tools.Result{Text: fmt.Sprintf("Image %q: %s, %d×%d pixels, %d bytes.\n\n%s",
+		p, info.format, info.width, info.height, info.size, text)}, nil
 }
 
 // localPath turns the model's reference into a path relative to the
@@ -140,11 +173,13 @@ func inside(env *tools.Env, p string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
-// facts are what the tool reports about an image.
+// facts are what the tool reports about an image, and the image.
 type facts struct {
 	format        string
+	mime          string // as sniffed; what the model is told
 	width, height int
 	size          int64
+	data          []byte
 }
 
 // read opens p in root and reads the facts of the image in it.
@@ -164,6 +199,19 @@ func read(root *os.Root, p string) (facts, error) {
 		return facts{}, fsError(err)
 	}
 	defer f.Close()
+	// The opened file, not the name stat'ed above, is what is read: it
+	// must still be a regular file, and have no other name that may lie
+	// outside the workspace.
+	ofi, err := f.Stat()
+	if err != nil {
+		return facts{}, fsError(err)
+	}
+	if !ofi.Mode().IsRegular() {
+		return facts{}, errors.New("not a regular file")
+	}
+	if err := tools.SingleLink(ofi, p); err != nil {
+		return facts{}, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return facts{}, fsError(err)
@@ -171,9 +219,11 @@ func read(root *os.Root, p string) (facts, error) {
 	if len(data) > MaxBytes {
 		return facts{}, fmt.Errorf("more than %d MiB", MaxBytes>>20)
 	}
-	out := facts{size: int64(len(data))}
+	out := facts{size: int64(len(data)), data: data}
 	// Sniffing the content, not trusting the name.
-	switch ct := http.DetectContentType(data); ct {
+	ct := http.DetectContentType(data)
+	out.mime = ct
+	switch ct {
 	case "image/png", "image/jpeg", "image/gif":
 		cfg, name, err := goimage.DecodeConfig(bytes.NewReader(data))
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	goimage "image"
 	"image/color"
 	"image/gif"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/provider"
 	"talon/internal/tools"
 )
 
@@ -98,6 +101,10 @@ func TestImage(t *testing.T) {
 	if err := os.Symlink("../outside.png", filepath.Join(ws, "link.png")); err != nil {
 		t.Fatal(err)
 	}
+	// A second name of a file outside the workspace.
+	if err := os.Link(filepath.Join(dir, "outside.png"), filepath.Join(ws, "linked.png")); err != nil {
+		t.Fatal(err)
+	}
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +125,12 @@ func TestImage(t *testing.T) {
 		{"webp extended", false, `{"image":"x.webp"}`, `Image "x.webp": WebP, 640×480 pixels, 40 bytes.`, false},
 		{"webp lossless", false, `{"image":"l.webp"}`, `Image "l.webp": WebP, 16383×2 pixels`, false},
 		{"webp lossy", false, `{"image":"y.webp"}`, `Image "y.webp": WebP, 640×349 pixels`, false},
-		{"pixels not sent", false, `{"image":"a.png"}`, `The pixels were not sent: Talon cannot pass images to models yet`, false},
+		{"model answer", false, `{"image":"a.png"}`, fmt.Sprintf("PNG, 3×2 pixels, %[1]d bytes.\n\nsaw image/png %[1]d bytes: \"Describe the image.\"", len(files["a.png"])), false},
+		{"prompt", false, `{"image":"x.webp","prompt":"  what is it  "}`, "\n\nsaw image/webp 40 bytes: \"what is it\"", false},
+		{"blank prompt is the default", false, `{"image":"c.gif","prompt":" "}`, `saw image/gif `, false},
+		{"model error", false, `{"image":"a.png","prompt":"fail"}`, `image "a.png": asking the image model: openai: 400 invalid image`, true},
+		{"empty answer", false, `{"image":"a.png","prompt":"silent"}`, `(the image model answered with no text)`, false},
+		{"hard link", false, `{"image":"linked.png"}`, `image "linked.png": "linked.png" has 2 hard links`, true},
 		{"subdirectory", false, `{"image":"sub/../sub/deep.png"}`, `Image "sub/deep.png": PNG, 1×1`, false},
 		{"at prefix", false, `{"image":"@a.png"}`, `Image "a.png": PNG`, false},
 		{"file URL", false, `{"image":"file:///workspace/a.png"}`, `Image "a.png": PNG`, false},
@@ -139,12 +151,24 @@ func TestImage(t *testing.T) {
 		{"data URL", false, `{"image":"data:image/png;base64,AAAA"}`, `unsupported image reference`, true},
 		{"empty", false, `{"image":" "}`, `argument "image" must not be empty`, true},
 		{"missing argument", false, `{}`, `missing required argument "image"`, true},
-		{"prompt not taken", false, `{"image":"a.png","prompt":"what is it"}`, `unknown argument "prompt"`, true},
+		{"prompt not a string", false, `{"image":"a.png","prompt":3}`, `"prompt"`, true},
+		{"prompt too long", false, `{"image":"a.png","prompt":"` + strings.Repeat("x", maxPrompt+1) + `"}`, `argument "prompt" is 16385 bytes; the limit is 16384`, true},
+		{"unknown argument", false, `{"image":"a.png","model":"x/y"}`, `unknown argument "model"`, true},
+	}
+	// vision stands in for the model: it says what it was given.
+	vision := func(_ context.Context, prompt string, img provider.Image) (string, error) {
+		switch prompt {
+		case "fail":
+			return "", errors.New("openai: 400 invalid image")
+		case "silent":
+			return " ", nil
+		}
+		return fmt.Sprintf("saw %s %d bytes: %q", img.MIME, len(img.Data), prompt), nil
 	}
 	tool := New()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := &tools.Env{AgentID: "main", SessionKey: "k", Workspace: root, Sandboxed: c.sandboxed}
+			env := &tools.Env{AgentID: "main", SessionKey: "k", Workspace: root, Sandboxed: c.sandboxed, Vision: vision}
 			res, err := tool.Run(context.Background(), env, json.RawMessage(c.args))
 			if err != nil {
 				t.Fatal(err)
@@ -154,6 +178,18 @@ func TestImage(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no model", func(t *testing.T) {
+		env := &tools.Env{Workspace: root}
+		res, err := tool.Run(context.Background(), env, json.RawMessage(`{"image":"a.png"}`))
+		if err != nil || !res.IsError || res.Text != ErrNoModel.Error() {
+			t.Errorf("result %+v, %v; want %q", res, err, ErrNoModel)
+		}
+		// A bad path is still reported as such.
+		res, _ = tool.Run(context.Background(), env, json.RawMessage(`{"image":"nope.png"}`))
+		if !strings.Contains(res.Text, "does not exist") {
+			t.Errorf("missing file without a model: %+v", res)
+		}
+	})
 	if _, err := tool.Run(context.Background(), &tools.Env{}, json.RawMessage(`{"image":"a.png"}`)); err == nil {
 		t.Error("no workspace: no error")
 	}
