@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"talon/internal/atomicfile"
 )
 
 // Filename is the name Talon writes a new config under.
@@ -86,60 +88,17 @@ func Parse(path string, raw []byte) (*File, error) {
 // tokens and API keys, and Save will not write through a symlink, which
 // could point anywhere. It returns the hash of the bytes written.
 func Save(path string, tree *Value) (hash string, err error) {
-	wrap := func(step string, err error) error {
-		return fmt.Errorf("saving config %s: %s: %w", path, step, err)
-	}
 	if tree == nil || tree.Kind != Object {
 		return "", fmt.Errorf("saving config %s: expected an object at the top level", path)
 	}
 	if p, bad := nonFinite(tree, ""); bad != "" {
 		return "", fmt.Errorf("saving config %s: %s: %s cannot be written as JSON", path, showPath(p), bad)
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", fmt.Errorf("saving config %s: refusing to write through a symlink; point Talon at the real file", path)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", wrap("checking the existing file", err)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", wrap("creating the directory", err)
-	}
 	data := tree.Indented()
-
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", wrap("creating temp file", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return "", wrap("writing temp file", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return "", wrap("syncing temp file", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return "", wrap("closing temp file", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return "", wrap("replacing the file", err)
-	}
-	// The rename is durable only once the directory entry is on disk.
-	if err = syncDir(dir); err != nil {
-		return "", wrap("syncing the directory", err)
+	if err := atomicfile.Write(path, data, 0o600); errors.Is(err, atomicfile.ErrSymlink) {
+		return "", fmt.Errorf("saving config %s: refusing to write through a symlink; point Talon at the real file", path)
+	} else if err != nil {
+		return "", fmt.Errorf("saving config %s: %w", path, err)
 	}
 	return Hash(data), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
