@@ -17,7 +17,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newServeCmd("serve", "Run the gateway, platform and Studio (today: the gateway)"),
 		newServeCmd("gateway", "Run the gateway alone"),
-		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
+		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
 	)
 	return root
 }
