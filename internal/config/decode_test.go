@@ -143,6 +143,17 @@ func TestDecodeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "exec host and ask",
+			src: `{
+				tools: {exec: {host: "cloud", ask: "on-miss"}},
+				agents: {list: [{id: "a", tools: {exec: {host: "gateway", ask: "never"}}}]},
+			}`,
+			want: []Issue{
+				{"tools.exec.host", `expected one of sandbox, gateway, node (got "cloud")`},
+				{"agents.list[0].tools.exec.ask", `expected one of off, on-miss, always (got "never")`},
+			},
+		},
+		{
 			name: "root is not an object",
 			src:  `[1]`,
 			want: []Issue{{"(root)", "expected object"}},

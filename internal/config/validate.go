@@ -19,6 +19,8 @@ var (
 	sessionScopes    = []string{"per-sender", "global"}
 	knownToolProfile = []string{"minimal", "coding", "messaging", "full"}
 	execSecurity     = []string{"deny", "allowlist", "full"}
+	execHost         = []string{"sandbox", "gateway", "node"}
+	execAsk          = []string{"off", "on-miss", "always"}
 )
 
 // Validate returns the value errors in c: enums Talon acts on, the gateway
@@ -133,11 +135,14 @@ func (k *checker) between(path string, v *int, max int) {
 	}
 }
 
-// exec checks tools.exec.security, which decides whether exec may run
-// commands on the host (only "full" lets it, until exec approvals exist).
+// exec checks tools.exec.security, host and ask, which the exec approval
+// policy (internal/approval) resolves; an unknown value must not load,
+// since guessing it would loosen or silently change that policy.
 func (k *checker) exec(path string, x *ExecTools) {
 	if x != nil {
 		k.oneOf(path+".security", x.Security, execSecurity)
+		k.oneOf(path+".host", x.Host, execHost)
+		k.oneOf(path+".ask", x.Ask, execAsk)
 	}
 }
 
