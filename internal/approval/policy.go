@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -84,21 +85,28 @@ const (
 )
 
 // ValidateSettings checks one layer of settings and returns the §5.3
-// message for the first bad field. Values are compared in lower case, as
+// message for the first bad field, exactly as sessions.patch words it
+// (clients match on it). Values are compared in lower case, as
 // sessions.patch normalises them.
 func ValidateSettings(s ExecSettings) error {
+	_, err := badSetting(s)
+	return err
+}
+
+// badSetting is ValidateSettings that also returns the offending value.
+func badSetting(s ExecSettings) (string, error) {
 	switch Host(strings.ToLower(s.Host)) {
 	case "", HostSandbox, HostGateway, HostNode:
 	default:
-		return fmt.Errorf("%s: %q", msgHost, s.Host)
+		return s.Host, errors.New(msgHost)
 	}
 	if v := Security(strings.ToLower(s.Security)); v != "" && !v.Valid() {
-		return fmt.Errorf("%s: %q", msgSecurity, s.Security)
+		return s.Security, errors.New(msgSecurity)
 	}
 	if v := Ask(strings.ToLower(s.Ask)); v != "" && !v.Valid() {
-		return fmt.Errorf("%s: %q", msgAsk, s.Ask)
+		return s.Ask, errors.New(msgAsk)
 	}
-	return nil
+	return "", nil
 }
 
 // Resolve computes the effective policy (spec §4.3). It is pure. A bad
@@ -110,15 +118,15 @@ func Resolve(in PolicyInput) (Effective, error) {
 		s    ExecSettings
 	}{{"session", in.Session}, {"agent tools.exec", in.Agent}, {"tools.exec", in.Global}}
 	for _, l := range layers {
-		if err := ValidateSettings(l.s); err != nil {
-			return Effective{}, fmt.Errorf("resolving exec policy: %s: %w", l.name, err)
+		if got, err := badSetting(l.s); err != nil {
+			return Effective{}, fmt.Errorf("resolving exec policy: %s: %w (got %q)", l.name, err, got)
 		}
 	}
 	if v := Security(strings.ToLower(in.CallSecurity)); v != "" && !v.Valid() {
-		return Effective{}, fmt.Errorf("resolving exec policy: exec argument security: %s: %q", msgSecurity, in.CallSecurity)
+		return Effective{}, fmt.Errorf("resolving exec policy: exec argument security: %s (got %q)", msgSecurity, in.CallSecurity)
 	}
 	if v := Ask(strings.ToLower(in.CallAsk)); v != "" && !v.Valid() {
-		return Effective{}, fmt.Errorf("resolving exec policy: exec argument ask: %s: %q", msgAsk, in.CallAsk)
+		return Effective{}, fmt.Errorf("resolving exec policy: exec argument ask: %s (got %q)", msgAsk, in.CallAsk)
 	}
 	f := in.File
 	if f == nil {

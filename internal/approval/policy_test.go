@@ -111,9 +111,9 @@ func TestResolveRejectsBadValues(t *testing.T) {
 		in   PolicyInput
 		want string
 	}{
-		{"session host", PolicyInput{Session: ExecSettings{Host: "cloud"}}, `session: invalid execHost (use "sandbox"|"gateway"|"node"): "cloud"`},
-		{"agent security", PolicyInput{Agent: ExecSettings{Security: "yolo"}}, `agent tools.exec: invalid execSecurity (use "deny"|"allowlist"|"full"): "yolo"`},
-		{"global ask", PolicyInput{Global: ExecSettings{Ask: "never"}}, `tools.exec: invalid execAsk (use "off"|"on-miss"|"always"): "never"`},
+		{"session host", PolicyInput{Session: ExecSettings{Host: "cloud"}}, `session: invalid execHost (use "sandbox"|"gateway"|"node") (got "cloud")`},
+		{"agent security", PolicyInput{Agent: ExecSettings{Security: "yolo"}}, `agent tools.exec: invalid execSecurity (use "deny"|"allowlist"|"full") (got "yolo")`},
+		{"global ask", PolicyInput{Global: ExecSettings{Ask: "never"}}, `tools.exec: invalid execAsk (use "off"|"on-miss"|"always") (got "never")`},
 		{"call security", PolicyInput{CallSecurity: "all"}, `exec argument security: invalid execSecurity`},
 		{"call ask", PolicyInput{CallAsk: "maybe"}, `exec argument ask: invalid execAsk`},
 		{"no file", PolicyInput{}, "no approvals file"},
@@ -128,5 +128,23 @@ func TestResolveRejectsBadValues(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestValidateSettingsMessages(t *testing.T) {
+	for _, c := range []struct {
+		s    ExecSettings
+		want string
+	}{
+		{ExecSettings{Host: "cloud"}, `invalid execHost (use "sandbox"|"gateway"|"node")`},
+		{ExecSettings{Security: "yolo"}, `invalid execSecurity (use "deny"|"allowlist"|"full")`},
+		{ExecSettings{Ask: "never"}, `invalid execAsk (use "off"|"on-miss"|"always")`},
+	} {
+		if err := ValidateSettings(c.s); err == nil || err.Error() != c.want {
+			t.Errorf("ValidateSettings(%+v) = %v, want %q", c.s, err, c.want)
+		}
+	}
+	if err := ValidateSettings(ExecSettings{Host: "Gateway", Security: "FULL", Ask: "on-miss"}); err != nil {
+		t.Errorf("valid settings (any case): %v", err)
 	}
 }
