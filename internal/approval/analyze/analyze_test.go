@@ -316,3 +316,52 @@ func sortedCopy(s []string) []string {
 	}
 	return out
 }
+
+// TestRulesAllow shows the rules are not blanket bans: the safe forms of programs with
+// dangerous flags are hits when the allowlist names them.
+func TestRulesAllow(t *testing.T) {
+	f := newFixture(t)
+	for _, cmd := range []string{
+		"sort -r a.txt",
+		"sort -k 2 -t , a.txt",
+		"find . -name '*.go' -type f",
+		"sed --sandbox -n 1p a.txt",
+		"git log --oneline",
+		"grep -rn x .",
+		"grep -r x sub",
+		"rg TODO",
+		"tee",
+		"dd if=a.txt",
+		"timeout 5 sort a.txt",
+		"head -n 1 a.txt | wc -l",
+	} {
+		t.Run(cmd, func(t *testing.T) {
+			p := Analyze(cmd, f.env)
+			if !MatchesAllowlist(p, f.everything(), f.env) {
+				t.Errorf("not a hit under %v: %v", f.everything(), p.AllReasons())
+			}
+		})
+	}
+}
+
+// TestHost resolves against this machine, as production does with HostFS.
+func TestHost(t *testing.T) {
+	ls, err := filepath.EvalSymlinks("/usr/bin/ls")
+	if err != nil {
+		t.Skip("no /usr/bin/ls here")
+	}
+	env := Env{Dir: t.TempDir(), PATH: "/usr/local/bin:/usr/bin:/bin", HOME: "/root"}
+	p := Analyze("ls -la", env)
+	if !p.Decidable() || p.Segments[0].Path != ls {
+		t.Fatalf("ls -la: %+v", p)
+	}
+	if !MatchesAllowlist(p, []string{"/usr/bin/ls"}, env) {
+		t.Errorf("ls -la should match /usr/bin/ls")
+	}
+	if sh, err := filepath.EvalSymlinks("/bin/sh"); err == nil {
+		p := Analyze("sh -c id", env)
+		if p.Decidable() || p.Segments[0].Path != sh {
+			t.Errorf("sh -c id: %+v", p)
+		}
+	}
+}
