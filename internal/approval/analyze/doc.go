@@ -8,6 +8,15 @@
 // which cannot decide is a miss, never a hit: Plan.Decidable is false as soon as anything is
 // not understood, and MatchesAllowlist and Plan.Hit return false for every such plan.
 //
+// Usage, for a command the gateway host runs:
+//
+//	plan := analyze.Analyze(cmd, analyze.Env{Dir: cwd, PATH: path, HOME: home})
+//	if analyze.MatchesAllowlist(plan, patterns, env) { run } else { prompt or deny }
+//
+// For a sandbox, Env.FS is a MountFS of the sandbox's mounts and Dir, PATH and HOME are
+// the values inside it. Callers that also accept safe bins or skill bins use Plan.Hit with
+// their own per-segment test; plan.AllReasons explains a miss.
+//
 // The rules (which programs are shells, interpreters, command runners or writers, which
 // wrappers are unwrapped, why grep -r outside the workdir needs approval) are listed in
 // rules.go next to the tables that implement them.
