@@ -109,6 +109,8 @@ func TestAdversarial(t *testing.T) {
 		{cmd: "cat *", code: CodeGlob},
 		{cmd: "/usr/bin/s? -c id", code: CodeGlob},
 		{cmd: "@B/l[s]", code: CodeGlob},
+		{cmd: "@B/l[s\"]\"", code: CodeGlob},
+		{cmd: "ls [a]", code: CodeGlob},
 		{cmd: "cat @(a.txt)", code: CodeGlob},
 		{cmd: "{sh,-c,id}", code: CodeBrace},
 		{cmd: "cat a{.txt,}", code: CodeBrace},

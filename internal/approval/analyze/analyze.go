@@ -378,7 +378,9 @@ func (a *analyzer) unquotedLit(b *strings.Builder, v string, first, last bool) [
 				continue
 			}
 			b.WriteByte(c)
-		case c == '*' || c == '?' || c == '[':
+		case c == '*' || c == '?' || c == '[' && (!last || strings.Contains(v[j+1:], "]")):
+			// A [ with no ] after it in the word is literal, which keeps `[ -f x ]` decidable;
+			// when quoted parts follow, a ] may be among them, so it counts as a glob.
 			rs = append(rs, Reason{CodeGlob, fmt.Sprintf("unquoted %q expands to file names", string(c))})
 			b.WriteByte(c)
 		case c == '{':

@@ -21,7 +21,7 @@ var fixturePrograms = []string{
 	"ls", "cat", "echo", "grep", "sort", "find", "sed", "env", "busybox", "dash", "bash", "zsh",
 	"python3", "python3.12", "perl", "ruby", "node", "php", "lua", "awk", "timeout", "nice",
 	"nohup", "stdbuf", "xargs", "tee", "dd", "git", "cp", "mv", "install", "tar", "rsync",
-	"sudo", "doas", "time", "true", "rg", "head", "wc", "curl", "make", "less", "toybox", "printf",
+	"sudo", "doas", "time", "true", "rg", "head", "wc", "curl", "make", "less", "toybox", "printf", "[",
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -334,6 +334,7 @@ func TestRulesAllow(t *testing.T) {
 		"dd if=a.txt",
 		"timeout 5 sort a.txt",
 		"head -n 1 a.txt | wc -l",
+		"[ -f a.txt ] && cat a.txt",
 	} {
 		t.Run(cmd, func(t *testing.T) {
 			p := Analyze(cmd, f.env)
