@@ -112,20 +112,6 @@ func isOpenRouter(base string) bool {
 
 // Wire types.
 
-type oaRequest struct {
-	Model         string       `json:"model"`
-	Messages      []oaMessage  `json:"messages"`
-	Tools         []oaTool     `json:"tools,omitempty"`
-	MaxTokens     int          `json:"max_tokens,omitempty"`
-	Temperature   *float64     `json:"temperature,omitempty"`
-	Stream        bool         `json:"stream,omitempty"`
-	StreamOptions *oaStreamOpt `json:"stream_options,omitempty"`
-}
-
-type oaStreamOpt struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
 type oaMessage struct {
 	Role string `json:"role"`
 	// Content is a *string (nil for null: an assistant turn of tool calls
@@ -274,7 +260,8 @@ func strptr(s string) *string { return &s }
 
 // encode builds the request body. The system prompt and the tool
 // definitions come from the client's fragment cache (see wire.go); the
-// members are in the order of oaRequest's fields.
+// members are in the order of oaRequest's fields (wire_test.go), the
+// struct encoding/json would write the same body from.
 func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 	msgs := make([]oaMessage, 0, len(req.Messages))
 	for i := range req.Messages {

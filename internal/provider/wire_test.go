@@ -8,6 +8,23 @@ import (
 	"testing"
 )
 
+// oaRequest is a Chat Completions request as a typed struct: the
+// reference the assembled body must equal byte for byte once decoded into
+// it and encoded again.
+type oaRequest struct {
+	Model         string       `json:"model"`
+	Messages      []oaMessage  `json:"messages"`
+	Tools         []oaTool     `json:"tools,omitempty"`
+	MaxTokens     int          `json:"max_tokens,omitempty"`
+	Temperature   *float64     `json:"temperature,omitempty"`
+	Stream        bool         `json:"stream,omitempty"`
+	StreamOptions *oaStreamOpt `json:"stream_options,omitempty"`
+}
+
+type oaStreamOpt struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
 // wireRequests cover every member an encoder writes and the values that
 // need escaping.
 func wireRequests() map[string]*Request {
