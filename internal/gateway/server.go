@@ -38,6 +38,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// ShutdownTimeout bounds how long Shutdown waits for runs; 0 means 30 s.
 	ShutdownTimeout time.Duration
+	// HandshakeTimeout bounds the wait for a WS client's connect request;
+	// 0 means 15 s.
+	HandshakeTimeout time.Duration
+	// TickInterval is the WS keepalive period; 0 means 30 s.
+	TickInterval time.Duration
 }
 
 // Server is the gateway.
@@ -49,6 +54,8 @@ type Server struct {
 	tenants       tenants
 	locks         sessionLocks
 	loopback      bool
+	hubs          hubs // WebSocket clients per tenant
+	started       time.Time
 
 	httpSrv *http.Server
 	ready   chan struct{}
@@ -92,6 +99,7 @@ func New(opts Options) (*Server, error) {
 		},
 		tenants: tenants{m: map[string]*tenant{}},
 		ready:   make(chan struct{}),
+		started: time.Now(),
 	}
 	return s, nil
 }
@@ -109,7 +117,11 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.HandleFunc("GET /debug/runtime", s.handleDebugRuntime)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if isWebSocket(r) {
+			s.handleWS(w, r)
+			return
+		}
 		writeError(w, http.StatusNotFound, errNotFound, "not found")
 	})
 	return mux
@@ -157,6 +169,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // shutdown timeout, then closes the stores.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
+	s.closeWS(shutdownCloseText)
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.ShutdownTimeout)
 		defer cancel()

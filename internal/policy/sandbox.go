@@ -167,10 +167,11 @@ func MainSessionKey(cfg *config.Config, agentID string) string {
 	if strings.EqualFold(strings.TrimSpace(cfg.Session.Scope), "global") {
 		return "global"
 	}
-	return "agent:" + NormalizeAgentID(agentID) + ":" + mainKey(cfg)
+	return "agent:" + NormalizeAgentID(agentID) + ":" + MainKey(cfg)
 }
 
-func mainKey(cfg *config.Config) string {
+// MainKey is session.mainKey trimmed and lower-cased, "main" when unset.
+func MainKey(cfg *config.Config) string {
 	if k := strings.ToLower(strings.TrimSpace(cfg.Session.MainKey)); k != "" {
 		return k
 	}
@@ -187,7 +188,7 @@ type mainSession struct {
 }
 
 func newMainSession(cfg *config.Config, agentID string) mainSession {
-	id, mk := NormalizeAgentID(agentID), mainKey(cfg)
+	id, mk := NormalizeAgentID(agentID), MainKey(cfg)
 	return mainSession{
 		key:     MainSessionKey(cfg, agentID),
 		aliases: [4]string{"main", mk, "agent:" + id + ":" + mk, "agent:" + id + ":main"},

@@ -59,7 +59,7 @@ func Canonical(cfg *config.Config, defaultAgent, key string) (string, error) {
 		defaultAgent = policy.DefaultAgentID(cfg)
 	}
 	defaultAgent = policy.NormalizeAgentID(defaultAgent)
-	mk := mainKey(cfg)
+	mk := policy.MainKey(cfg)
 
 	var out string
 	if hasPrefixFold(lower, "agent:") {
@@ -112,15 +112,6 @@ func checkKey(key string) (string, error) {
 		return "", invalid("invalid session key: contains a control character")
 	}
 	return k, nil
-}
-
-// mainKey is session.mainKey trimmed and lower-cased, "main" when unset,
-// as policy.MainSessionKey builds it.
-func mainKey(cfg *config.Config) string {
-	if k := strings.ToLower(strings.TrimSpace(cfg.Session.MainKey)); k != "" {
-		return k
-	}
-	return "main"
 }
 
 func configuresAgent(cfg *config.Config, id string) bool {

@@ -1,0 +1,448 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"talon/protocol"
+)
+
+// WebSocket limits. The pre-auth cap and the policy values are upstream's
+// [9.6] figures, so clients tuned for OpenClaw behave the same here.
+const (
+	preAuthMaxBytes        = 64 << 10
+	defaultMaxPayload      = 25 << 20
+	defaultMaxBuffered     = 50 << 20
+	defaultHandshakeWait   = 15 * time.Second
+	defaultTickInterval    = 30 * time.Second
+	writeTimeout           = 10 * time.Second
+	closeDrainTime         = time.Second
+	sendQueueFrames        = 512
+	slowConsumerCloseText  = "slow consumer"
+	shutdownCloseText      = "gateway stopping"
+	handshakeTimeoutReason = "handshake timeout"
+)
+
+// isWebSocket reports whether r asks to upgrade; the upgrade is served on
+// any path, as upstream does.
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// conn is one authenticated (or authenticating) WebSocket client. Reads
+// happen on the serve goroutine; every write goes through the send queue
+// and its one writer goroutine, so a slow reader never blocks a
+// broadcaster: when its queue is full it is dropped (closed 1008).
+type conn struct {
+	s      *Server
+	t      *tenant
+	ws     *websocket.Conn
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Set once by the handshake, read-only afterwards.
+	role      string
+	scopes    map[string]bool
+	client    protocol.ClientInfo
+	connected time.Time
+
+	mu          sync.Mutex // guards seq, closed and the order of enqueued events
+	seq         int64
+	closed      bool
+	closing     chan struct{} // closed by close; the writer then finishes
+	closeCode   websocket.StatusCode
+	closeReason string
+	queue       chan []byte
+	buffered    atomic.Int64 // bytes in queue
+}
+
+func newConnID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// handleWS upgrades r and serves the connection until it closes.
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	// The tenant is named on the upgrade request; an unknown one is only
+	// refused at connect, with the same message as a bad token.
+	tenantID := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.log.Debug("websocket upgrade", "err", err)
+		return
+	}
+	ws.SetReadLimit(preAuthMaxBytes)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{s: s, ws: ws, id: newConnID(), ctx: ctx, cancel: cancel, queue: make(chan []byte, sendQueueFrames), closing: make(chan struct{})}
+	defer c.close(websocket.StatusNormalClosure, "")
+	go c.writeLoop()
+
+	nonce := newConnID()
+	c.sendEvent(protocol.EventChallenge, protocol.Challenge{Nonce: nonce, Ts: time.Now().UnixMilli()}, false)
+	// A timer rather than a read deadline: a cancelled read would drop the
+	// connection without the 1008 close the client should see.
+	timer := time.AfterFunc(s.handshakeWait(), func() { c.close(protocol.ClosePolicy, handshakeTimeoutReason) })
+	_, data, err := ws.Read(ctx)
+	if !timer.Stop() || err != nil {
+		return
+	}
+	if !s.handshake(c, tenantID, nonce, r, data) {
+		return
+	}
+	ws.SetReadLimit(defaultMaxPayload)
+	s.hubs.add(c)
+	defer s.hubs.remove(c)
+	s.startTicker()
+	c.readLoop()
+}
+
+// handshake checks the first frame and answers hello-ok or an error and
+// a close; it reports whether the connection may go on.
+func (s *Server) handshake(c *conn, tenantID, nonce string, r *http.Request, data []byte) bool {
+	var f protocol.Frame
+	if err := json.Unmarshal(data, &f); err != nil || f.Type != protocol.TypeReq || f.ID == "" {
+		c.close(protocol.ClosePolicy, "invalid handshake: first frame must be a connect request")
+		return false
+	}
+	fail := func(code websocket.StatusCode, e *protocol.Error) bool {
+		c.sendResponse(f.ID, nil, e)
+		c.close(code, e.Message)
+		return false
+	}
+	if f.Method != "connect" {
+		return fail(protocol.ClosePolicy, protocol.Errorf("invalid handshake: first request must be connect"))
+	}
+	var p protocol.ConnectParams
+	if e := decodeParams("connect", f.Params, &p); e != nil {
+		return fail(protocol.ClosePolicy, e)
+	}
+	if e := checkConnect(&p); e != nil {
+		return fail(protocol.ClosePolicy, e)
+	}
+	version, ok := negotiate(p.MinProtocol, p.MaxProtocol)
+	if !ok {
+		e := protocol.Errorf("protocol mismatch")
+		e.Details = map[string]any{"expectedProtocol": protocol.MaxVersion, "clientMinProtocol": p.MinProtocol, "clientMaxProtocol": p.MaxProtocol}
+		return fail(protocol.CloseProtocol, e)
+	}
+	if p.Role != "" && p.Role != protocol.RoleOperator {
+		return fail(protocol.ClosePolicy, protocol.Errorf("unauthorized role: %s (Talon serves operator clients only; it has no node hosts)", p.Role))
+	}
+	t, rt, e := s.authorizeWS(tenantID, &p)
+	if e != nil {
+		return fail(protocol.ClosePolicy, e)
+	}
+	if p.Device != nil {
+		if e := verifyDevice(p.Device, &p, nonce, time.Now()); e != nil {
+			return fail(protocol.ClosePolicy, e)
+		}
+	}
+	c.t = t
+	c.role = protocol.RoleOperator
+	c.client = p.Client
+	c.connected = time.Now()
+	c.scopes = grantScopes(p.Scopes)
+	hello := s.hello(c, rt, version)
+	c.sendResponse(f.ID, hello, nil)
+	s.log.Debug("ws connected", "conn", c.id, "tenant", t.id, "client", p.Client.ID, "mode", p.Client.Mode, "protocol", version)
+	return true
+}
+
+// checkConnect validates the fields upstream requires.
+func checkConnect(p *protocol.ConnectParams) *protocol.Error {
+	switch {
+	case p.MinProtocol < 1 || p.MaxProtocol < 1:
+		return protocol.Errorf("invalid connect params: minProtocol and maxProtocol must be integers >= 1")
+	case p.MinProtocol > p.MaxProtocol:
+		return protocol.Errorf("invalid connect params: minProtocol %d is above maxProtocol %d", p.MinProtocol, p.MaxProtocol)
+	case strings.TrimSpace(p.Client.ID) == "":
+		return protocol.Errorf("invalid connect params: client.id is required")
+	case strings.TrimSpace(p.Client.Mode) == "":
+		return protocol.Errorf("invalid connect params: client.mode is required")
+	}
+	return nil
+}
+
+// negotiate picks the highest version both sides speak.
+func negotiate(lo, hi int) (int, bool) {
+	v := min(hi, protocol.MaxVersion)
+	if v < max(lo, protocol.MinVersion) {
+		return 0, false
+	}
+	return v, true
+}
+
+// grantScopes grants the known scopes a shared-secret client asks for.
+func grantScopes(asked []string) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range asked {
+		for _, k := range protocol.Scopes {
+			if a == k {
+				out[a] = true
+			}
+		}
+	}
+	return out
+}
+
+// authorizeWS finds the tenant and checks the shared secret. Every
+// failure reads the same, so a client cannot probe which tenants exist.
+func (s *Server) authorizeWS(tenantID string, p *protocol.ConnectParams) (*tenant, *runtime, *protocol.Error) {
+	t, err := s.lookup(tenantID)
+	var rt *runtime
+	if err == nil {
+		rt, err = t.current(s)
+	}
+	if err != nil && !errors.Is(err, errNoTenant) {
+		s.log.Error("tenant load", "tenant", tenantID, "err", err)
+		return nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
+	}
+	secret := ""
+	if p.Auth != nil {
+		secret = p.Auth.Token
+		if secret == "" {
+			secret = p.Auth.Password
+		}
+		if secret == "" {
+			secret = p.Auth.DeviceToken
+		}
+	}
+	if err == nil && t.authorize(rt.file.Config, secret, s.loopback) {
+		return t, rt, nil
+	}
+	code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
+	if secret == "" {
+		code, msg = "AUTH_TOKEN_MISSING", "unauthorized: gateway token missing (set auth.token or auth.password)"
+	}
+	e := protocol.Errorf("%s", msg)
+	e.Details = map[string]any{"code": code, "canRetryWithDeviceToken": false}
+	return nil, nil, e
+}
+
+// readLoop reads requests until the connection ends; each runs on its own
+// goroutine, as upstream handles requests concurrently.
+func (c *conn) readLoop() {
+	for {
+		_, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+				c.s.log.Debug("ws frame too big", "conn", c.id)
+			}
+			return
+		}
+		var f protocol.Frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.sendResponse("", nil, protocol.Errorf("invalid frame: %v", err))
+			continue
+		}
+		if f.Type != protocol.TypeReq || f.ID == "" || f.Method == "" {
+			c.sendResponse(f.ID, nil, protocol.Errorf("invalid frame: expected {type:\"req\", id, method}"))
+			continue
+		}
+		go c.s.dispatch(c, protocol.Request{Type: f.Type, ID: f.ID, Method: f.Method, Params: f.Params})
+	}
+}
+
+// writeLoop sends queued frames in order until the connection closes;
+// on close it sends what is still queued (an error response before a
+// policy close) for at most closeDrainTime, then the close frame.
+func (c *conn) writeLoop() {
+	defer c.cancel()
+	for {
+		select {
+		case <-c.ctx.Done():
+			_ = c.ws.CloseNow()
+			return
+		case <-c.closing:
+			ctx, cancel := context.WithTimeout(c.ctx, closeDrainTime)
+			defer cancel()
+			for drained := false; !drained && ctx.Err() == nil; {
+				select {
+				case b := <-c.queue:
+					if c.ws.Write(ctx, websocket.MessageText, b) != nil {
+						drained = true
+					}
+				default:
+					drained = true
+				}
+			}
+			if c.closeCode == 0 || ctx.Err() != nil {
+				_ = c.ws.CloseNow()
+				return
+			}
+			_ = c.ws.Close(c.closeCode, c.closeReason)
+			return
+		case b := <-c.queue:
+			c.buffered.Add(-int64(len(b)))
+			ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, b)
+			cancel()
+			if err != nil {
+				// The peer stopped reading for writeTimeout, or left.
+				c.abort()
+				_ = c.ws.CloseNow()
+				return
+			}
+		}
+	}
+}
+
+// enqueue queues one frame. A frame that does not fit is dropped when
+// droppable; otherwise the connection is closed as a slow consumer.
+func (c *conn) enqueue(b []byte, droppable bool) bool {
+	if c.buffered.Load()+int64(len(b)) > defaultMaxBuffered {
+		if !droppable {
+			c.slow()
+		}
+		return false
+	}
+	select {
+	case c.queue <- b:
+		c.buffered.Add(int64(len(b)))
+		return true
+	default:
+		if !droppable {
+			c.slow()
+		}
+		return false
+	}
+}
+
+// slow drops a consumer whose queue is full; c.mu is held. The frames
+// still queued are not worth waiting for.
+func (c *conn) slow() {
+	c.s.log.Warn("ws slow consumer dropped", "conn", c.id, "queued", len(c.queue), "bytes", c.buffered.Load())
+	c.closed = true
+	for drained := false; !drained; {
+		select {
+		case b := <-c.queue:
+			c.buffered.Add(-int64(len(b)))
+		default:
+			drained = true
+		}
+	}
+	c.closeCode, c.closeReason = protocol.ClosePolicy, slowConsumerCloseText
+	close(c.closing)
+}
+
+// sendResponse queues a res frame; responses are never dropped.
+func (c *conn) sendResponse(id string, payload any, e *protocol.Error) {
+	res := protocol.Response{Type: protocol.TypeRes, ID: id, OK: e == nil, Payload: payload, Error: e}
+	b, err := json.Marshal(res)
+	if err != nil {
+		c.s.log.Error("encoding response", "conn", c.id, "err", err)
+		b, _ = json.Marshal(protocol.Response{Type: protocol.TypeRes, ID: id, Error: &protocol.Error{Code: protocol.CodeUnavailable, Message: "response could not be encoded"}})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.enqueue(b, false)
+	}
+}
+
+// sendEvent queues a targeted event (no seq) or, with seq, the next of
+// this connection's sequence.
+func (c *conn) sendEvent(name string, payload any, seq bool) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		c.s.log.Error("encoding event", "event", name, "err", err)
+		return
+	}
+	c.sendRaw(name, raw, seq, false)
+}
+
+// sendRaw queues an event whose payload is already encoded, so a
+// broadcast encodes its payload once for every subscriber.
+func (c *conn) sendRaw(name string, payload json.RawMessage, seq, droppable bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	b := make([]byte, 0, len(payload)+64)
+	b = append(b, `{"type":"event","event":`...)
+	b = appendJSONString(b, name)
+	if len(payload) > 0 {
+		b = append(b, `,"payload":`...)
+		b = append(b, payload...)
+	}
+	if seq {
+		c.seq++
+		b = fmt.Appendf(b, `,"seq":%d`, c.seq)
+	}
+	b = append(b, '}')
+	c.enqueue(b, droppable)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// close closes the connection once with code and reason, after the
+// frames already queued.
+func (c *conn) close(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if len(reason) > 120 { // a close reason must fit in a control frame
+		reason = reason[:120]
+	}
+	c.closeCode, c.closeReason = code, reason
+	close(c.closing)
+}
+
+// abort ends the connection at once, without a close handshake: for a
+// peer that stopped reading.
+func (c *conn) abort() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+}
+
+// has reports whether the connection holds scope; admin holds every
+// scope and write holds read.
+func (c *conn) has(scope string) bool {
+	switch {
+	case scope == "":
+		return true
+	case c.scopes[protocol.ScopeAdmin]:
+		return true
+	case c.scopes[scope]:
+		return true
+	case scope == protocol.ScopeRead:
+		return c.scopes[protocol.ScopeWrite]
+	}
+	return false
+}
+
+func (s *Server) handshakeWait() time.Duration {
+	if s.opts.HandshakeTimeout > 0 {
+		return s.opts.HandshakeTimeout
+	}
+	return defaultHandshakeWait
+}
+
+func (s *Server) tickInterval() time.Duration {
+	if s.opts.TickInterval > 0 {
+		return s.opts.TickInterval
+	}
+	return defaultTickInterval
+}
