@@ -49,6 +49,9 @@ type Request struct {
 	ResolvedPaths []string `json:"-"`
 	Hit           bool     `json:"-"`
 	AskFallback   Security `json:"-"`
+	// Timeout overrides Manager.Timeout for this request when > 0 (the
+	// config's tools.exec.approvalTimeoutMs).
+	Timeout time.Duration `json:"-"`
 }
 
 // RequestedPayload is the payload of exec.approval.requested.
@@ -90,6 +93,18 @@ type Result struct {
 	PersistErr error
 }
 
+// SlugLen is how many leading characters of an approval id make its slug,
+// the short form operators type (any unique prefix resolves).
+const SlugLen = 8
+
+// Slug is the short form of an approval id.
+func Slug(id string) string {
+	if len(id) > SlugLen {
+		return id[:SlugLen]
+	}
+	return id
+}
+
 // Pending is a registered approval.
 type Pending struct {
 	ID          string
@@ -99,13 +114,19 @@ type Pending struct {
 	result      Result
 }
 
-// Wait blocks until the approval ends or ctx is done.
+// Wait blocks until the approval ends or ctx is done. An approval that
+// has ended wins over a ctx that is done too.
 func (p *Pending) Wait(ctx context.Context) (Result, error) {
 	select {
 	case <-p.done:
 		return p.result, nil
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		select {
+		case <-p.done:
+			return p.result, nil
+		default:
+			return Result{}, ctx.Err()
+		}
 	}
 }
 
@@ -134,6 +155,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	pending map[string]*record
+	closed  bool
 }
 
 type record struct {
@@ -165,6 +187,9 @@ func (m *Manager) Request(req Request) (*Pending, error) {
 		return nil, fmt.Errorf("requesting exec approval: security %q, ask %q, askFallback %q: use the values Resolve returned", req.Security, req.Ask, req.AskFallback)
 	}
 	timeout := m.Timeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -178,6 +203,10 @@ func (m *Manager) Request(req Request) (*Pending, error) {
 	}
 	r := &record{p: p, req: req}
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
 	if m.pending == nil {
 		m.pending = map[string]*record{}
 	}
@@ -218,6 +247,22 @@ func (m *Manager) expire(id string) {
 	close(r.p.done)
 	req := r.req
 	m.emit(Event{Name: EventResolved, Payload: ResolvedPayload{ID: id, Ts: m.now().UnixMilli(), Request: &req}})
+}
+
+// shutdown ends every pending approval with reason "gateway-shutdown"
+// (nothing runs) and refuses new ones. No event is emitted: the clients
+// that would receive it are being disconnected.
+func (m *Manager) shutdown() {
+	m.mu.Lock()
+	m.closed = true
+	all := m.pending
+	m.pending = nil
+	m.mu.Unlock()
+	for id, r := range all {
+		r.timer.Stop()
+		r.p.result = Result{ID: id, Reason: "gateway-shutdown"}
+		close(r.p.done)
+	}
 }
 
 // List returns the pending approvals, oldest first.
@@ -272,7 +317,7 @@ func (m *Manager) Resolve(ctx context.Context, idOrPrefix, decision, resolvedBy 
 		res.Run = true
 	case DecisionAllowAlways:
 		res.Run = true
-		if r.req.Security == SecurityAllowlist {
+		if r.req.Security != SecurityDeny {
 			res.PersistErr = m.persist(ctx, r.req)
 		}
 	}
@@ -303,10 +348,13 @@ func (m *Manager) find(prefix string) (*record, error) {
 	return nil, fmt.Errorf("ambiguous approval id prefix; %s matches %d pending approvals, give more characters", prefix, len(found))
 }
 
-// persist writes allow-always entries: one per resolved executable path
-// not yet in the agent's allowlist, and the exact-command marker, so a
-// command whose safety depends on its arguments (an interpreter, a
-// wrapper the analyser could not see through) is allowed only verbatim.
+// persist writes allow-always entries. Under security allowlist: one per
+// resolved executable path not yet in the agent's allowlist, and the
+// exact-command marker, so a command whose safety depends on its
+// arguments (an interpreter, a wrapper the analyser could not see
+// through) is allowed only verbatim. Under security full only the marker:
+// there the prompt came from something about this command (obfuscation),
+// not from its executables, which full already allows.
 func (m *Manager) persist(ctx context.Context, req Request) error {
 	if m.Store == nil {
 		return errors.New("persisting allow-always: no approvals store")
@@ -331,7 +379,11 @@ func (m *Manager) persist(ctx context.Context, req Request) error {
 			}
 			a.Allowlist = append(a.Allowlist, Entry{Pattern: pattern, Source: DecisionAllowAlways, LastUsedAt: nowMs, LastUsedCommand: req.Command, LastResolvedPath: resolved})
 		}
-		for _, p := range req.ResolvedPaths {
+		var paths []string
+		if req.Security == SecurityAllowlist {
+			paths = req.ResolvedPaths
+		}
+		for _, p := range paths {
 			if !strings.HasPrefix(p, "/") {
 				return fmt.Errorf("resolved path %q is not absolute; the analyser must resolve it", p)
 			}

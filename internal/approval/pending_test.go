@@ -114,15 +114,39 @@ func TestResolveDecisions(t *testing.T) {
 			t.Errorf("allowlist %+v", al)
 		}
 	})
-	t.Run("allow-always under full security persists nothing", func(t *testing.T) {
+	t.Run("allow-always under full security persists only the exact-command marker", func(t *testing.T) {
 		m, _ := newManager(t, 1)
 		req := allowlistReq("rg x")
 		req.Security, req.AskFallback = SecurityFull, SecurityFull
 		p, _ := m.Request(req)
 		m.Resolve(ctx, p.ID, DecisionAllowAlways, "")
+		if r := wait(t, p); !r.Run || r.PersistErr != nil {
+			t.Errorf("result %+v", r)
+		}
+		al := m.Store.Load().File.Agents["main"].Allowlist
+		if len(al) != 1 || al[0].Pattern != CommandMarker("rg x") {
+			t.Errorf("allowlist %+v", al)
+		}
+	})
+	t.Run("allow-always under deny security persists nothing", func(t *testing.T) {
+		m, _ := newManager(t, 1)
+		req := allowlistReq("rg x")
+		req.Security, req.AskFallback = SecurityDeny, SecurityDeny
+		p, _ := m.Request(req)
+		m.Resolve(ctx, p.ID, DecisionAllowAlways, "")
 		if r := wait(t, p); !r.Run || m.Store.Load().Exists {
 			t.Errorf("result %+v", r)
 		}
+	})
+	t.Run("a request's own timeout wins over the manager's", func(t *testing.T) {
+		m, _ := newManager(t, 1)
+		req := allowlistReq("rg x")
+		req.Timeout = 3 * time.Minute
+		p, _ := m.Request(req)
+		if got := p.ExpiresAtMs - p.CreatedAtMs; got != (3 * time.Minute).Milliseconds() {
+			t.Errorf("expires after %d ms", got)
+		}
+		m.Resolve(ctx, p.ID, DecisionDeny, "")
 	})
 	t.Run("allow-always not offered with ask always", func(t *testing.T) {
 		m, _ := newManager(t, 1)

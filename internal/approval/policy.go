@@ -41,12 +41,22 @@ type PolicyInput struct {
 	Elevated bool
 	// File is the approvals file (FailClosed() when it is corrupt).
 	File *File
+	// RunsOn is where the command will actually run, when the caller
+	// knows: Talon runs a command in the session's sandbox, or on the
+	// gateway when the session has none, whatever host was requested. It
+	// replaces the requested host (which is still validated and kept in
+	// Effective.RequestedHost), so the built-in security default is that
+	// of the place the command runs, never of the place it was asked for.
+	RunsOn Host
 }
 
 // Effective is the policy an exec call runs under, with the source of
 // each value so that a decision can be explained.
 type Effective struct {
-	Host            Host
+	Host Host
+	// RequestedHost is the host the layers asked for; it differs from
+	// Host when PolicyInput.RunsOn overrode it.
+	RequestedHost   Host
 	Security        Security
 	Ask             Ask
 	AskFallback     Security
@@ -128,6 +138,11 @@ func Resolve(in PolicyInput) (Effective, error) {
 	if v := Ask(strings.ToLower(in.CallAsk)); v != "" && !v.Valid() {
 		return Effective{}, fmt.Errorf("resolving exec policy: exec argument ask: %s (got %q)", msgAsk, in.CallAsk)
 	}
+	switch in.RunsOn {
+	case "", HostSandbox, HostGateway, HostNode:
+	default:
+		return Effective{}, fmt.Errorf("resolving exec policy: unknown host %q for where the command runs", in.RunsOn)
+	}
 	f := in.File
 	if f == nil {
 		return Effective{}, fmt.Errorf("resolving exec policy: no approvals file (load it; a corrupt one yields FailClosed)")
@@ -146,6 +161,10 @@ func Resolve(in PolicyInput) (Effective, error) {
 		return def
 	}
 	eff.Host = Host(pick("host", func(s ExecSettings) string { return s.Host }, string(HostSandbox)))
+	eff.RequestedHost = eff.Host
+	if in.RunsOn != "" && in.RunsOn != eff.Host {
+		eff.Host, eff.Sources["host"] = in.RunsOn, "where the command runs"
+	}
 	reqSec := Security(pick("security", func(s ExecSettings) string { return s.Security }, string(DefaultSecurity(eff.Host))))
 	reqAsk := Ask(pick("ask", func(s ExecSettings) string { return s.Ask }, string(DefaultAsk)))
 	if c := Security(strings.ToLower(in.CallSecurity)); c != "" && c.rank() < reqSec.rank() {

@@ -66,6 +66,12 @@ func TestResolve(t *testing.T) {
 			want{HostSandbox, SecurityFull, AskOnMiss, SecurityAllowlist, false, map[string]string{"askFallback": "exec-approvals defaults"}}},
 		{"fail-closed file denies whatever config requests", PolicyInput{Session: ExecSettings{Security: "full", Ask: "off"}, File: FailClosed()},
 			want{HostSandbox, SecurityDeny, AskOff, SecurityDeny, false, map[string]string{"security": "exec-approvals defaults"}}},
+		{"runs on the gateway: its default security, whatever host was asked", PolicyInput{RunsOn: HostGateway, File: Empty()},
+			want{HostGateway, SecurityAllowlist, AskOnMiss, SecurityDeny, false, map[string]string{"host": "where the command runs", "security": "default"}}},
+		{"runs in the sandbox though the gateway was asked", PolicyInput{RunsOn: HostSandbox, Global: ExecSettings{Host: "gateway"}, File: Empty()},
+			want{HostSandbox, SecurityFull, AskOnMiss, SecurityDeny, false, map[string]string{"host": "where the command runs"}}},
+		{"runs where it was asked", PolicyInput{RunsOn: HostGateway, Agent: ExecSettings{Host: "gateway", Security: "full"}, File: Empty()},
+			want{HostGateway, SecurityFull, AskOnMiss, SecurityDeny, false, map[string]string{"host": "agent tools.exec"}}},
 		{"elevated full bypasses", PolicyInput{Elevated: true, Global: ExecSettings{Security: "deny", Ask: "always"}, File: FailClosed()},
 			want{HostSandbox, SecurityFull, AskOff, SecurityFull, true, map[string]string{"security": "elevated full"}}},
 	}
@@ -76,6 +82,9 @@ func TestResolve(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := want{eff.Host, eff.Security, eff.Ask, eff.AskFallback, eff.Bypass, nil}
+			if c.in.RunsOn == "" && eff.RequestedHost != eff.Host {
+				t.Errorf("requested host %s differs from host %s with no RunsOn", eff.RequestedHost, eff.Host)
+			}
 			if d := cmp.Diff(c.want, got, cmp.AllowUnexported(want{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".sources" }, cmp.Ignore())); d != "" {
 				t.Errorf("effective (-want +got):\n%s", d)
 			}
@@ -117,6 +126,7 @@ func TestResolveRejectsBadValues(t *testing.T) {
 		{"call security", PolicyInput{CallSecurity: "all"}, `exec argument security: invalid execSecurity`},
 		{"call ask", PolicyInput{CallAsk: "maybe"}, `exec argument ask: invalid execAsk`},
 		{"no file", PolicyInput{}, "no approvals file"},
+		{"where it runs", PolicyInput{RunsOn: "cloud"}, `unknown host "cloud"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -27,6 +27,12 @@ type Env struct {
 	PATH string // the PATH the shell will search
 	HOME string // for ~ expansion; empty means ~ cannot be expanded
 	FS   FS     // where executables are looked up; nil means HostFS
+	// Vars are NAME=value pairs the command's environment gets besides
+	// the sandbox's own (the exec call's env argument). One that changes
+	// which program runs or what it loads (PATH, LD_PRELOAD, BASH_ENV, …)
+	// makes the plan undecidable, as the same assignment in the command
+	// text does.
+	Vars []string
 }
 
 // Reason says why a plan or segment cannot be trusted. Code is stable for tests and
@@ -160,6 +166,13 @@ func Analyze(command string, env Env) *Plan {
 	}
 	if !path.IsAbs(env.Dir) {
 		p.Reasons = append(p.Reasons, Reason{CodeRelPATH, fmt.Sprintf("working directory %q is not absolute", env.Dir)})
+	}
+	for _, kv := range env.Vars {
+		name, _, _ := strings.Cut(kv, "=")
+		if r, bad := dangerousVar(name); bad {
+			r.Detail = "the call's environment: " + r.Detail
+			p.Reasons = append(p.Reasons, r)
+		}
 	}
 	if r, bad := controlChar(command); bad {
 		p.Reasons = append(p.Reasons, r)

@@ -366,3 +366,33 @@ func TestHost(t *testing.T) {
 		}
 	}
 }
+
+// TestVars: the exec call's own environment is judged like assignments in
+// the command text — PATH or a loader variable there is a miss, whatever
+// the allowlist says; harmless variables change nothing.
+func TestVars(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		vars []string
+		hit  bool
+	}{
+		{nil, true},
+		{[]string{"OPENCLAW_SHELL=exec", "LANG=C", "COLOR=1"}, true},
+		{[]string{"PATH=" + f.root + "/evil"}, false},
+		{[]string{"LD_PRELOAD=/tmp/x.so"}, false},
+		{[]string{"BASH_ENV=/tmp/x"}, false},
+		{[]string{"GIT_SSH_COMMAND=id"}, false},
+		{[]string{"A=1", "HOME=/"}, false},
+	}
+	for _, c := range cases {
+		env := f.env
+		env.Vars = c.vars
+		p := Analyze("ls -la", env)
+		if got := MatchesAllowlist(p, f.everything(), env); got != c.hit {
+			t.Errorf("vars %v: hit = %v, want %v (%v)", c.vars, got, c.hit, p.AllReasons())
+		}
+		if !c.hit && !strings.Contains(p.AllReasons()[0].Detail, "the call's environment") {
+			t.Errorf("vars %v: reason %v does not say where the variable came from", c.vars, p.AllReasons())
+		}
+	}
+}
