@@ -154,6 +154,17 @@ func TestDecodeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "exec approval timeout",
+			src: `{
+				tools: {exec: {approvalTimeoutMs: 0}},
+				agents: {list: [{id: "a", tools: {exec: {approvalTimeoutMs: 120000}}}, {id: "b", tools: {exec: {approvalTimeoutMs: 86400001}}}]},
+			}`,
+			want: []Issue{
+				{"tools.exec.approvalTimeoutMs", "expected an integer from 1 to 86400000 (got 0)"},
+				{"agents.list[1].tools.exec.approvalTimeoutMs", "expected an integer from 1 to 86400000 (got 86400001)"},
+			},
+		},
+		{
 			name: "root is not an object",
 			src:  `[1]`,
 			want: []Issue{{"(root)", "expected object"}},

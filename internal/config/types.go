@@ -202,6 +202,9 @@ type ExecTools struct {
 	Ask        string      `json:"ask"`
 	Node       string      `json:"node"`
 	ApplyPatch *ApplyPatch `json:"applyPatch"`
+	// ApprovalTimeoutMs is how long an exec approval waits for an
+	// operator (Talon's key; OpenClaw has a built-in constant).
+	ApprovalTimeoutMs *int `json:"approvalTimeoutMs"`
 
 	TimeoutSec              *Raw `json:"timeoutSec"`
 	BackgroundMs            *Raw `json:"backgroundMs"`

@@ -135,6 +135,10 @@ func (k *checker) between(path string, v *int, max int) {
 	}
 }
 
+// MaxApprovalTimeoutMs bounds tools.exec.approvalTimeoutMs: a day. A
+// command approved later than that runs in a world that has moved on.
+const MaxApprovalTimeoutMs = 24 * 3600 * 1000
+
 // exec checks tools.exec.security, host and ask, which the exec approval
 // policy (internal/approval) resolves; an unknown value must not load,
 // since guessing it would loosen or silently change that policy.
@@ -143,6 +147,7 @@ func (k *checker) exec(path string, x *ExecTools) {
 		k.oneOf(path+".security", x.Security, execSecurity)
 		k.oneOf(path+".host", x.Host, execHost)
 		k.oneOf(path+".ask", x.Ask, execAsk)
+		k.between(path+".approvalTimeoutMs", x.ApprovalTimeoutMs, MaxApprovalTimeoutMs)
 	}
 }
 
