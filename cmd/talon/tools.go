@@ -92,10 +92,6 @@ func priceTools(x *policy.Explanation) error {
 	if err != nil {
 		return err
 	}
-	for i := range x.Tools {
-		if t, ok := reg.Get(x.Tools[i].Name); ok {
-			x.Tools[i].Tokens = tools.SchemaTokens(tools.Spec(t))
-		}
-	}
+	tools.PriceExplanation(x, reg)
 	return nil
 }
