@@ -151,6 +151,17 @@ func (db *DB) PutSession(ctx context.Context, agent, key string, e session.Entry
 // failures are *session.ValidationError, returned unwrapped so that their
 // message is the protocol's.
 func (db *DB) PatchSession(ctx context.Context, agent, key string, patch json.RawMessage, now time.Time) (session.Entry, error) {
+	return db.PatchSessionWith(ctx, agent, key, patch, now, nil)
+}
+
+// PatchSessionWith is PatchSession with the fields session.Patch leaves
+// to its caller (session.CallerFields: model, thinkingLevel): fn, when not
+// nil, gets the entry as it was and as the patch left it, inside the same
+// transaction, and may change next or refuse the patch. A
+// *session.ValidationError from fn is returned unwrapped, like the
+// patch's own.
+func (db *DB) PatchSessionWith(ctx context.Context, agent, key string, patch json.RawMessage, now time.Time,
+	fn func(prev session.Entry, next *session.Entry) error) (session.Entry, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return session.Entry{}, fmt.Errorf("patching session: %w", err)
@@ -175,6 +186,15 @@ func (db *DB) PatchSession(ctx context.Context, agent, key string, patch json.Ra
 		if err != nil {
 			invalid = err
 			return err
+		}
+		if fn != nil {
+			if err := fn(cur, &next); err != nil {
+				var ve *session.ValidationError
+				if errors.As(err, &ve) {
+					invalid = err
+				}
+				return err
+			}
 		}
 		if p.Sets("label") && next.Label != "" {
 			var other string

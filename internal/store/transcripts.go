@@ -169,3 +169,23 @@ func (db *DB) readRecords(ctx context.Context, stmt *sql.Stmt, sessionID string,
 	}
 	return out, sizes, nil
 }
+
+// headSQL reads the first ?2 messages of a session, in order.
+const headSQL = `SELECT seq, created_at, message FROM transcripts WHERE session_id = ?1 ORDER BY seq LIMIT ?2`
+
+// TranscriptHead returns the first n messages of a transcript in order
+// (for a title derived from how a session began); an unknown session id
+// has none. It bypasses the tail cache, which holds only the ends of
+// transcripts.
+func (db *DB) TranscriptHead(ctx context.Context, sessionID string, n int) ([]Record, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	stmt, err := db.r.PrepareContext(ctx, headSQL)
+	if err != nil {
+		return nil, fmt.Errorf("reading the head of transcript %q: %w", sessionID, err)
+	}
+	defer stmt.Close()
+	recs, _, err := db.readRecords(ctx, stmt, sessionID, int64(n))
+	return recs, err
+}
