@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"talon/internal/config"
@@ -89,4 +90,34 @@ func parseSender(s string) (policy.Sender, error) {
 		return snd, fmt.Errorf("--sender %q: kind must be id, e164, username or name", s)
 	}
 	return snd, nil
+}
+
+// resolveStateDir is --state-dir made absolute, or ~/.talon when the flag
+// is empty: where `talon serve` keeps the default tenant.
+func resolveStateDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the state dir: %w (pass --state-dir)", err)
+		}
+		dir = filepath.Join(home, ".talon")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	return dir, nil
+}
+
+// configIn is the config a gateway with this state dir reads: --config
+// when given, else the first of config.Names there, else talon.json there.
+func configIn(stateDir, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if p, ok := config.Find(stateDir); ok {
+		return p
+	}
+	return filepath.Join(stateDir, config.Filename)
 }

@@ -14,9 +14,14 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// `talon gateway` serves, as OpenClaw's does; its one subcommand is
+	// call. Cobra runs a subcommand when the first argument names one, and
+	// the serve RunE otherwise (NoArgs refuses any other argument).
+	gw := newServeCmd("gateway", "Run the gateway alone; `talon gateway call` calls a running one")
+	gw.AddCommand(newGatewayCallCmd())
 	root.AddCommand(
 		newServeCmd("serve", "Run the gateway, platform and Studio (today: the gateway)"),
-		newServeCmd("gateway", "Run the gateway alone"),
+		gw,
 		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
 	)
 	return root

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,29 +54,14 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	stateDir := f.stateDir
-	if stateDir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return fmt.Errorf("finding the state dir: %w (pass --state-dir)", err)
-		}
-		stateDir = filepath.Join(home, ".talon")
-	}
-	stateDir, err := filepath.Abs(stateDir)
+	stateDir, err := resolveStateDir(f.stateDir)
 	if err != nil {
-		return fmt.Errorf("state dir: %w", err)
+		return err
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("creating state dir: %w", err)
 	}
-	cfgPath := f.configPath
-	if cfgPath == "" {
-		if p, ok := config.Find(stateDir); ok {
-			cfgPath = p
-		} else {
-			cfgPath = filepath.Join(stateDir, config.Filename)
-		}
-	}
+	cfgPath := configIn(stateDir, f.configPath)
 	file, err := config.Load(cfgPath)
 	if err != nil {
 		return err
