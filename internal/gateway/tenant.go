@@ -41,6 +41,12 @@ type tenant struct {
 	// sandbox across reloads (a changed spec gets a new one).
 	sandboxes *sandbox.Manager
 	loadErr   error
+
+	// writeMu serialises this gateway's writes of the config file
+	// (config.patch/set/apply, agents.*): each re-reads the file and
+	// checks its hash under it, so of two writers with one baseHash
+	// exactly one wins.
+	writeMu sync.Mutex
 }
 
 // runtime is built from one version of a tenant's config.
