@@ -121,7 +121,10 @@ func Estimate(p Plan, compare bool) string {
 		}
 		return sec
 	}
-	msg := fmt.Sprintf("about %.0f s for talon", seconds(p.Talon, 0.015, 0.003, 0.006, 0.01))
+	// The idle WebSocket clients: a start, ≈ 7 ms a handshake (each
+	// hello-ok lists every client already connected), 3 s of waiting.
+	ws := 0.015 + float64(wsConns(p))*0.007 + 3
+	msg := fmt.Sprintf("about %.0f s for talon", seconds(p.Talon, 0.015, 0.003, 0.006, 0.01)+ws)
 	if compare {
 		msg += fmt.Sprintf(", then about %.0f min for OpenClaw", seconds(p.OpenClaw, 30, 0.5, 2.5, 0.9)/60+0.5)
 	}

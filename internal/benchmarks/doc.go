@@ -1,7 +1,7 @@
 // Package benchmarks measures the talon binary from the outside: the
 // latency the gateway adds to a chat turn against a fake OpenAI-compatible
-// LLM on loopback, the time from exec to a ready /readyz, and the resident
-// memory of an idle gateway.
+// LLM on loopback, the time from exec to a ready /readyz, the resident
+// memory of an idle gateway, and what 1,000 idle WebSocket clients cost it.
 //
 // The package holds only benchmarks, go-test-shaped views of what
 // `talon bench` (internal/bench) measures, sharing its fake LLM
