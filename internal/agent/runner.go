@@ -8,7 +8,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
+	"talon/internal/approval"
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
@@ -40,6 +42,15 @@ type Runner struct {
 	// HistoryLimit bounds the transcript messages sent back to the model;
 	// 0 means DefaultHistoryLimit.
 	HistoryLimit int
+	// Approvals is the tenant's exec approvals service, shared by every
+	// runner of the tenant (pending approvals outlive config versions).
+	// Nil means the runner opens its own over StateDir, with nobody to
+	// approve: a command that needs approval falls back at once.
+	Approvals *approval.Service
+
+	ownApprovals     *approval.Service
+	ownApprovalsErr  error
+	ownApprovalsOnce sync.Once
 }
 
 // Defaults for Runner's bounds.
@@ -68,6 +79,11 @@ type Request struct {
 	Owner bool
 	// OnDelta receives streamed text; nil means no streaming.
 	OnDelta func(text string)
+	// OnToolStart and OnToolResult, when set, hear of each server-side
+	// tool call as it starts and with its result (live tool events); text
+	// streamed after a tool belongs to a new assistant message.
+	OnToolStart  func(call provider.ToolCall)
+	OnToolResult func(call provider.ToolCall, res tools.Result)
 	// MaxTokens and Temperature pass the caller's sampling limits to every
 	// model call of the run; zero values leave the provider's defaults.
 	MaxTokens   int
@@ -114,6 +130,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if !strings.Contains(ref, "/") {
 		provName = "talon"
 	}
+
+	approvals, err := r.approvals()
+	if err != nil {
+		return nil, err
+	}
+	// System events (an approved command's outcome) wait while this turn
+	// works, so none lands between a tool call and its result.
+	release := approvals.Hold(agentID, req.SessionKey)
+	defer release()
 
 	// The history comes from the transcript. The turn's input (and, for a
 	// new session, the caller's history) is committed together with the
@@ -168,8 +193,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		ReadOnly:   decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
 		Sandboxed:  plan.Sandboxed,
 		Background: decision.ExecBackground,
-		HostExec:   exec.HostExec(cfg, agentID),
+		Approvals:  approvals,
 	}
+	env.ExecPolicy, env.ApprovalTimeout = exec.Policy(cfg, agentID, entry)
 	if box != nil {
 		env.Sandbox, env.Isolated = box, box.Isolated()
 	}
@@ -182,6 +208,21 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, tr.fail(ctx, err, res.partial)
 	}
 	return res, nil
+}
+
+// approvals is the runner's exec approvals service: Approvals, else one of
+// its own over StateDir whose Manager has no approvers.
+func (r *Runner) approvals() (*approval.Service, error) {
+	if r.Approvals != nil {
+		return r.Approvals, nil
+	}
+	r.ownApprovalsOnce.Do(func() {
+		r.ownApprovals, r.ownApprovalsErr = approval.NewService(r.StateDir, TranscriptSink(r.Store))
+	})
+	if r.ownApprovalsErr != nil {
+		return nil, fmt.Errorf("opening exec approvals: %w", r.ownApprovalsErr)
+	}
+	return r.ownApprovals, nil
 }
 
 // vision is the image tool's model call: agents.defaults.imageModel (its
@@ -291,7 +332,13 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 				clientCalls = append(clientCalls, call)
 				continue
 			}
+			if req.OnToolStart != nil {
+				req.OnToolStart(call)
+			}
 			result := r.execute(ctx, env, st.decision, call)
+			if req.OnToolResult != nil {
+				req.OnToolResult(call, result)
+			}
 			msg := provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
 			tr.add(msg)
 			history = append(history, msg)

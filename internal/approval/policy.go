@@ -65,7 +65,8 @@ type Effective struct {
 	Allowlist []Entry
 	// Bypass is set for elevated full: approvals do not apply.
 	Bypass bool
-	// Sources says where each of host, security, ask, askFallback came from.
+	// Sources says where each of host, requestedHost, security, ask,
+	// askFallback came from.
 	Sources map[string]string
 }
 
@@ -162,6 +163,7 @@ func Resolve(in PolicyInput) (Effective, error) {
 	}
 	eff.Host = Host(pick("host", func(s ExecSettings) string { return s.Host }, string(HostSandbox)))
 	eff.RequestedHost = eff.Host
+	eff.Sources["requestedHost"] = eff.Sources["host"]
 	if in.RunsOn != "" && in.RunsOn != eff.Host {
 		eff.Host, eff.Sources["host"] = in.RunsOn, "where the command runs"
 	}

@@ -233,7 +233,8 @@ type Use struct {
 // RecordUse stamps the matched entries with lastUsedAt, lastUsedCommand
 // and lastResolvedPath (spec §4.6), through the Store with its baseHash
 // (retried when another writer got in between). Entries that are gone by
-// now are skipped.
+// now are skipped. A failure is logged as well as returned: the command
+// the entries allowed runs anyway.
 func (s *Service) RecordUse(ctx context.Context, uses []Use, now time.Time) error {
 	if len(uses) == 0 {
 		return nil
@@ -252,7 +253,9 @@ func (s *Service) RecordUse(ctx context.Context, uses []Use, now time.Time) erro
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("recording allowlist use: %w", err)
+		err = fmt.Errorf("recording allowlist use: %w", err)
+		s.log().Error("exec approvals", "err", err)
+		return err
 	}
 	return nil
 }

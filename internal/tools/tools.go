@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
+	"talon/internal/approval"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 )
@@ -43,13 +45,25 @@ type Env struct {
 	// when the run has none, and exec says so.
 	Sandbox sandbox.Sandbox
 	// Isolated is the Isolated() of the backend that opened Sandbox; false
-	// for the host backend. exec refuses to run commands in a sandbox that
-	// is not isolated unless HostExec is set.
+	// for the host backend, whose commands run on the gateway host, where
+	// the exec approval policy's defaults are strict (security allowlist).
 	Isolated bool
-	// HostExec lets exec run commands without isolation: config
-	// tools.exec.security "full" (see exec.HostExec). Until exec approvals
-	// exist it is the only way to run commands on the host.
-	HostExec bool
+	// Approvals is the tenant's exec approvals: the approvals file, the
+	// pending approvals an operator resolves, and the session's system
+	// events. exec consults it for every command. Nil means no approvals
+	// file and nobody to ask: the requested policy alone applies, and a
+	// command that needs approval falls back at once to askFallback.
+	Approvals *approval.Service
+	// ExecPolicy is the exec policy the run requests (spec §4.3): the
+	// session entry's execHost/execSecurity/execAsk over the agent's
+	// tools.exec over the global one (exec.Policy builds it). exec adds
+	// its call's own arguments, the approvals file and where the command
+	// runs.
+	ExecPolicy approval.PolicyInput
+	// ApprovalTimeout is how long an approval asked for in this run waits
+	// for an operator (tools.exec.approvalTimeoutMs); 0 means the
+	// approvals Manager's own (approval.DefaultTimeout).
+	ApprovalTimeout time.Duration
 	// Background says the process tool is offered in this run, so exec may
 	// leave a command running as a background job; without it exec runs
 	// every command to its end, as OpenClaw does when process is not

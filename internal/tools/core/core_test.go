@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/approval"
 	"talon/internal/sandbox"
 	_ "talon/internal/sandbox/host"
 	"talon/internal/tools"
@@ -40,7 +41,8 @@ func TestSharedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	env := &tools.Env{AgentID: "main", SessionKey: "agent:main:main", Sandbox: sb, HostExec: true, Background: true}
+	env := &tools.Env{AgentID: "main", SessionKey: "agent:main:main", Sandbox: sb, Background: true,
+		ExecPolicy: approval.PolicyInput{Global: approval.ExecSettings{Security: "full"}}}
 	r1, err := Registry()
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/approval"
 	"talon/internal/config"
+	"talon/internal/session"
 	"talon/internal/tools"
 )
 
@@ -64,6 +66,11 @@ func TestParseExec(t *testing.T) {
 		{"background not bool", map[string]any{"command": "ls", "background": "yes"}, execArgs{}, `argument "background" must be true or false`},
 		{"pty not implemented", map[string]any{"command": "ls", "pty": true}, execArgs{}, `unknown argument "pty"`},
 		{"not an object", []string{"ls"}, execArgs{}, `arguments must be a JSON object`},
+		{"security and ask", map[string]any{"command": "ls", "security": "allowlist", "ask": "always"},
+			execArgs{command: "ls", env: []string{"OPENCLAW_SHELL=exec"}, yield: DefaultYieldMs * time.Millisecond, security: "allowlist", ask: "always"}, ""},
+		{"bad security", map[string]any{"command": "ls", "security": "yolo"}, execArgs{}, `argument "security" must be one of "deny", "allowlist", "full"`},
+		{"bad ask", map[string]any{"command": "ls", "ask": "never"}, execArgs{}, `argument "ask" must be one of "off", "on-miss", "always"`},
+		{"host not implemented", map[string]any{"command": "ls", "host": "gateway"}, execArgs{}, `unknown argument "host"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,9 +103,8 @@ func TestCheck(t *testing.T) {
 		want error
 	}{
 		{"no env", nil, ErrNoSandbox},
-		{"no sandbox", &tools.Env{HostExec: true, Isolated: true}, ErrNoSandbox},
-		{"host without opt-in", &tools.Env{Sandbox: r.sb}, ErrHost},
-		{"host with security full", &tools.Env{Sandbox: r.sb, HostExec: true}, nil},
+		{"no sandbox", &tools.Env{ExecPolicy: hostFull, Isolated: true}, ErrNoSandbox},
+		{"host", &tools.Env{Sandbox: r.sb}, nil},
 		{"isolated", &tools.Env{Sandbox: r.sb, Isolated: true}, nil},
 	}
 	for _, c := range cases {
@@ -108,23 +114,23 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(ErrHost.Error(), "tools.exec.security") || !strings.Contains(ErrHost.Error(), `"full"`) ||
-		!strings.Contains(ErrHost.Error(), "exec approvals") {
-		t.Errorf("ErrHost does not name the key, the value and approvals: %s", ErrHost)
-	}
 }
 
-// TestRefusedRunsNothing: exec without a usable sandbox reports why and
-// starts no command.
+// TestRefusedRunsNothing: exec without a usable sandbox, or on the host
+// with the default policy and nobody to approve, reports why and starts
+// no command.
 func TestRefusedRunsNothing(t *testing.T) {
 	r := newRig(t, DefaultLimits())
-	for _, env := range []*tools.Env{
-		{AgentID: "main", SessionKey: "k", Sandbox: r.sb, Background: true},
-		{AgentID: "main", SessionKey: "k"},
+	for _, c := range []struct {
+		env  *tools.Env
+		want string
+	}{
+		{&tools.Env{AgentID: "main", SessionKey: "k", Sandbox: r.sb, Background: true}, "Exec denied (gateway id="},
+		{&tools.Env{AgentID: "main", SessionKey: "k"}, "exec: no sandbox"},
 	} {
-		res := r.run(r.exec, env, map[string]any{"command": "touch ran"})
-		if !res.IsError || !strings.HasPrefix(res.Text, "exec: ") {
-			t.Errorf("result %+v, want a refusal", res)
+		res := r.run(r.exec, c.env, map[string]any{"command": "touch ran"})
+		if !res.IsError || !strings.HasPrefix(res.Text, c.want) {
+			t.Errorf("result %+v, want a refusal starting %q", res, c.want)
 		}
 		if r.file("ran") {
 			t.Fatal("the refused command ran")
@@ -132,19 +138,25 @@ func TestRefusedRunsNothing(t *testing.T) {
 	}
 }
 
-func TestHostExec(t *testing.T) {
+func TestPolicy(t *testing.T) {
+	sec := func(s string) approval.ExecSettings { return approval.ExecSettings{Security: s} }
 	cases := []struct {
 		name, cfg, agent string
-		want             bool
+		entry            session.Entry
+		want             approval.PolicyInput
+		timeout          time.Duration
 	}{
-		{"nothing", `{}`, "main", false},
-		{"global full", `{tools: {exec: {security: "full"}}}`, "main", true},
-		{"global deny", `{tools: {exec: {security: "deny"}}}`, "main", false},
-		{"global allowlist", `{tools: {exec: {security: "allowlist"}}}`, "main", false},
-		{"agent full over global deny", `{tools: {exec: {security: "deny"}}, agents: {list: [{id: "Dev", tools: {exec: {security: "full"}}}]}}`, "dev", true},
-		{"agent deny over global full", `{tools: {exec: {security: "full"}}, agents: {list: [{id: "dev", tools: {exec: {security: "deny"}}}]}}`, "dev", false},
-		{"agent without security uses global", `{tools: {exec: {security: "full"}}, agents: {list: [{id: "dev", tools: {exec: {host: "sandbox"}}}]}}`, "dev", true},
-		{"other agent's full", `{agents: {list: [{id: "dev", tools: {exec: {security: "full"}}}, {id: "ops"}]}}`, "ops", false},
+		{"nothing", `{}`, "main", session.Entry{}, approval.PolicyInput{AgentID: "main"}, 0},
+		{"global", `{tools: {exec: {host: "gateway", security: "full", ask: "off", approvalTimeoutMs: 5000}}}`, "main", session.Entry{},
+			approval.PolicyInput{AgentID: "main", Global: approval.ExecSettings{Host: "gateway", Security: "full", Ask: "off"}}, 5 * time.Second},
+		{"agent and global", `{tools: {exec: {security: "deny", approvalTimeoutMs: 5000}}, agents: {list: [{id: "Dev", tools: {exec: {security: "full", approvalTimeoutMs: 7000}}}]}}`, "dev", session.Entry{},
+			approval.PolicyInput{AgentID: "dev", Agent: sec("full"), Global: sec("deny")}, 7 * time.Second},
+		{"agent without a timeout uses the global one", `{tools: {exec: {approvalTimeoutMs: 5000}}, agents: {list: [{id: "dev", tools: {exec: {host: "sandbox"}}}]}}`, "dev", session.Entry{},
+			approval.PolicyInput{AgentID: "dev", Agent: approval.ExecSettings{Host: "sandbox"}}, 5 * time.Second},
+		{"other agent's settings", `{agents: {list: [{id: "dev", tools: {exec: {security: "full"}}}, {id: "ops"}]}}`, "ops", session.Entry{},
+			approval.PolicyInput{AgentID: "ops"}, 0},
+		{"session entry", `{tools: {exec: {security: "deny"}}}`, "main", session.Entry{ExecHost: "gateway", ExecSecurity: "allowlist", ExecAsk: "always", ElevatedLevel: "full"},
+			approval.PolicyInput{AgentID: "main", Session: approval.ExecSettings{Host: "gateway", Security: "allowlist", Ask: "always"}, Global: sec("deny")}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,13 +164,14 @@ func TestHostExec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := HostExec(f.Config, c.agent); got != c.want {
-				t.Errorf("HostExec = %v, want %v", got, c.want)
+			got, timeout := Policy(f.Config, c.agent, c.entry)
+			if diff := cmp.Diff(c.want, got); diff != "" || timeout != c.timeout {
+				t.Errorf("Policy (-want +got):\n%s\ntimeout %v, want %v", diff, timeout, c.timeout)
 			}
 		})
 	}
-	if HostExec(nil, "main") {
-		t.Error("HostExec(nil) = true")
+	if got, _ := Policy(nil, "main", session.Entry{}); got.Global != (approval.ExecSettings{}) {
+		t.Errorf("Policy(nil config) = %+v", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/approval"
 	"talon/internal/config"
 	"talon/internal/sandbox"
 	_ "talon/internal/sandbox/bwrap" // the backend, and its helper in this test binary
@@ -34,8 +35,8 @@ func requireBwrap(t *testing.T) error {
 
 // TestBwrap runs exec and process in the bwrap backend: commands start in
 // /workspace, which is the sandbox root on the host; stdin, background
-// jobs, kill and the timeout work through it; no HostExec is needed since
-// the backend isolates. Without bwrap the test is skipped, except under
+// jobs, kill and the timeout work through it; the default policy runs
+// commands in a sandbox that isolates (security full), with no opt-in. Without bwrap the test is skipped, except under
 // CI=true, where it fails saying how to install it.
 func TestBwrap(t *testing.T) {
 	if err := requireBwrap(t); err != nil {
@@ -46,7 +47,7 @@ func TestBwrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rigOn(t, b, DefaultLimits())
-	r.env.HostExec, r.env.Sandboxed = false, true // isolated: no opt-in needed
+	r.env.ExecPolicy, r.env.Sandboxed = approval.PolicyInput{}, true // isolated: the defaults run it
 	dir := r.dir
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)

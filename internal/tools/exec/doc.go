@@ -11,10 +11,23 @@
 // in jobs per session, jobs in all and output per job, and forgets
 // finished jobs after a TTL.
 //
-// exec refuses to run commands in a sandbox that does not isolate (the
-// host backend) unless tools.Env.HostExec is set (config
-// tools.exec.security "full"): until exec approvals exist, a model's
-// command never runs on the host silently. Check says why exec cannot run.
+// Every command passes the exec approval policy first (approval.Resolve
+// and Decide, spec §4.3–4.4), for where it actually runs: the session's
+// sandbox, or the gateway host when the session has none (the host
+// backend), where the built-in default is an allowlist that asks on a
+// miss. The command is analysed (approval/analyze) as that place would
+// run it — the host's files, or the sandbox's mounts — and allowlist hits
+// are stamped in the approvals file. A denied command is refused with the
+// policy and what to change. A command that needs approval is registered
+// with the approvals Manager: when nobody can approve (no operator
+// connected, or no approvals service) askFallback applies at once and the
+// call returns the outcome; otherwise the call returns approval-pending
+// at once and the command waits in the background (approval.Service.Go),
+// runs after allow-once or allow-always, and its outcome — "Exec finished
+// (gateway id=…, session=…, code N)" with the output's tail, or "Exec
+// denied (gateway id=…, reason): command" — goes to the session as a
+// system event (approval.Service.Post). Nothing runs on the host
+// silently unless the policy says security full.
 //
 // The tools are safe for concurrent use; a Jobs table is too.
 package exec

@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"talon/internal/config"
-	"talon/internal/policy"
+	"talon/internal/approval"
 	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
@@ -57,38 +56,16 @@ func New(jobs *Jobs) []tools.Tool {
 	return []tools.Tool{&execTool{jobs: jobs}, &processTool{jobs: jobs}}
 }
 
-// HostExec reports whether cfg lets agentID's exec run commands without
-// isolation: its tools.exec.security, else the global tools.exec.security,
-// is "full". The runner sets tools.Env.HostExec from it.
-func HostExec(cfg *config.Config, agentID string) bool {
-	if cfg == nil {
-		return false
-	}
-	for _, a := range cfg.Agents.List {
-		if policy.NormalizeAgentID(a.ID) == agentID && a.Tools.Exec != nil && a.Tools.Exec.Security != "" {
-			return a.Tools.Exec.Security == "full"
-		}
-	}
-	return cfg.Tools.Exec != nil && cfg.Tools.Exec.Security == "full"
-}
+// ErrNoSandbox is Check's answer for a run with nothing to run commands
+// in.
+var ErrNoSandbox = errors.New("exec: no sandbox for this session")
 
-// Errors of Check.
-var (
-	ErrNoSandbox = errors.New("exec: no sandbox for this session")
-	ErrHost      = errors.New(`exec: this session has no isolating sandbox (sandbox backend "host"), so its commands would run on the gateway host as Talon; ` +
-		`Talon does not do that without approval, and exec approvals are not built yet. ` +
-		`To allow it anyway set tools.exec.security to "full" (or agents.list[].tools.exec.security for one agent); ` +
-		`to isolate commands instead set agents.defaults.sandbox.mode to "all" with backend "bwrap" or "docker"`)
-)
-
-// Check reports why exec cannot run commands for env: no sandbox, or one
-// that does not isolate while HostExec is unset. It is nil when exec can.
+// Check reports why exec cannot run commands for env: it has no sandbox.
+// Where commands may run, and which, is the approval policy's question,
+// asked for each command.
 func Check(env *tools.Env) error {
-	switch {
-	case env == nil || env.Sandbox == nil:
+	if env == nil || env.Sandbox == nil {
 		return ErrNoSandbox
-	case !env.Isolated && !env.HostExec:
-		return ErrHost
 	}
 	return nil
 }
@@ -110,6 +87,10 @@ var execSchema = tools.Object(
 		Description: "Run in the background at once."},
 	tools.Prop{Name: "yieldMs", Type: tools.TypeInteger,
 		Description: fmt.Sprintf("Milliseconds to wait before the command continues in the background. Default %d.", DefaultYieldMs)},
+	tools.Prop{Name: "security", Type: tools.TypeString, Enum: []string{"deny", "allowlist", "full"},
+		Description: "Exec approval security for this call; it can only tighten the configured one."},
+	tools.Prop{Name: "ask", Type: tools.TypeString, Enum: []string{"off", "on-miss", "always"},
+		Description: "When to ask an operator to approve this call; it can only tighten the configured one."},
 )
 
 func (*execTool) Name() string { return "exec" }
@@ -117,7 +98,9 @@ func (*execTool) Name() string { return "exec" }
 func (*execTool) Description() string {
 	return "Run a shell command in the session's sandbox, in the workspace. Returns stdout and stderr (the first " + kib(ResultHead) +
 		" and last " + kib(ResultTail) + "; the rest marked truncated), the exit code and duration. " +
-		"A command still running after yieldMs continues in the background: follow it with the process tool and the returned sessionId."
+		"A command still running after yieldMs continues in the background: follow it with the process tool and the returned sessionId. " +
+		"A command the exec approval policy does not allow outright waits for an operator: the result says approval-pending, " +
+		"and the outcome (Exec finished or Exec denied) arrives in this session later as a system event; do not run it again meanwhile."
 }
 
 func kib(n int) string { return fmt.Sprintf("%d KiB", n>>10) }
@@ -133,6 +116,8 @@ type execArgs struct {
 	background bool
 	yield      time.Duration
 	yieldSet   bool
+	security   string // "" or a tighter exec approval security
+	ask        string // "" or a stricter ask
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -190,6 +175,12 @@ func parseExec(raw json.RawMessage) (execArgs, error) {
 		}
 	}
 	x.yield = time.Duration(ms) * time.Millisecond
+	if x.security, err = a.StringEnum("security", false, "deny", "allowlist", "full"); err != nil {
+		return x, err
+	}
+	if x.ask, err = a.StringEnum("ask", false, "off", "on-miss", "always"); err != nil {
+		return x, err
+	}
 	return x, nil
 }
 
@@ -231,14 +222,51 @@ func (t *execTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage)
 	if lim := limitOf(env.Sandbox); lim > 0 && cmd.Timeout > lim {
 		cmd.Timeout = lim // the config's limit is a ceiling the model cannot raise
 	}
+	g, err := gate(ctx, env, x)
+	if err != nil {
+		return tools.ErrorResult(err), nil
+	}
+	note := ""
+	switch g.decision.Outcome {
+	case approval.OutcomeDeny:
+		return g.refusal(), nil
+	case approval.OutcomePrompt:
+		res, run, err := t.ask(ctx, env, g, cmd)
+		if !run || err != nil {
+			return res, err
+		}
+		note = res.Text // decided at once, and it may run
+	case approval.OutcomeRun:
+		if len(g.uses) > 0 && env.Approvals != nil {
+			// Failing to stamp the entries is logged by RecordUse; it does
+			// not stop a command the allowlist allows.
+			_ = env.Approvals.RecordUse(ctx, g.uses, time.Now())
+		}
+	}
+	return t.run(ctx, env, cmd, x, note)
+}
+
+// run runs an allowed command as exec always has: to its end, or as a job
+// when the process tool is offered. note is added to the result.
+func (t *execTool) run(ctx context.Context, env *tools.Env, cmd sandbox.Command, x execArgs, note string) (tools.Result, error) {
 	if !env.Background {
-		note := ""
 		if x.background || x.yieldSet {
-			note = "[background and yieldMs do not apply: the process tool is not available in this run, so the command ran to its end]"
+			note = joinNotes(note, "[background and yieldMs do not apply: the process tool is not available in this run, so the command ran to its end]")
 		}
 		return foreground(ctx, env, cmd, note)
 	}
-	return t.runJob(ctx, env, cmd, x)
+	res, err := t.runJob(ctx, env, cmd, x)
+	if note != "" && err == nil {
+		res.Text = joinNotes(res.Text, note)
+	}
+	return res, err
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
 }
 
 // foreground runs cmd to its end with the call's context: an aborted run

@@ -214,7 +214,7 @@ func TestOwnership(t *testing.T) {
 		"other session":                 r.envFor("main", "agent:main:other"),
 		"other agent":                   r.envFor("ops", "agent:main:main"),
 		"other tenant, same agent/key":  otherTenant,
-		"no workspace, same agent/key":  {AgentID: "main", SessionKey: "agent:main:main", Sandbox: r.sb, HostExec: true, Background: true},
+		"no workspace, same agent/key":  {AgentID: "main", SessionKey: "agent:main:main", Sandbox: r.sb, ExecPolicy: hostFull, Background: true},
 		"same workspace, empty session": r.envFor("main", ""),
 	}
 	for name, env := range strangers {

@@ -9,10 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/approval"
 	"talon/internal/sandbox"
 	"talon/internal/sandbox/host"
 	"talon/internal/tools"
 )
+
+// hostFull is the policy that runs every command on the host, OpenClaw's
+// tools.exec.security "full": the rig's commands are the tests' own.
+var hostFull = approval.PolicyInput{Global: approval.ExecSettings{Security: "full"}}
 
 // rig is a workspace with a host sandbox over it and the two tools
 // sharing one job table.
@@ -67,7 +72,7 @@ func rigOn(t *testing.T, b sandbox.Backend, lim Limits) *rig {
 func (r *rig) envFor(agent, session string) *tools.Env {
 	return &tools.Env{
 		AgentID: agent, SessionKey: session, Workspace: r.root,
-		Sandbox: r.sb, Isolated: false, HostExec: true, Background: true,
+		Sandbox: r.sb, Isolated: false, Background: true, ExecPolicy: hostFull,
 	}
 }
 
