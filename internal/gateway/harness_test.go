@@ -151,7 +151,7 @@ func (l *scriptedLLM) serve(w http.ResponseWriter, r *http.Request) {
 
 // testServer is a gateway on loopback over a state dir.
 type testServer struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	srv   *Server
 	url   string
@@ -160,7 +160,7 @@ type testServer struct {
 	stopd bool
 }
 
-func startServer(t *testing.T, dir string, env map[string]string) *testServer {
+func startServer(t testing.TB, dir string, env map[string]string) *testServer {
 	t.Helper()
 	reg, err := core.Registry()
 	if err != nil {
@@ -289,7 +289,7 @@ func unquote(_ *testing.T, s string) string {
 	return s
 }
 
-func writeFile(t *testing.T, path string, data []byte) {
+func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)

@@ -2,10 +2,6 @@ package gateway
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,7 +9,6 @@ import (
 	"time"
 
 	"talon/internal/bench"
-	"talon/internal/tools/core"
 	"talon/protocol"
 	"talon/protocol/client"
 )
@@ -36,36 +31,9 @@ const fanoutSubscribers = 100
 // Metrics: p50-µs and p99-µs over every delivery, last-p99-µs the p99 of
 // the time until the 100th subscriber had it.
 func BenchmarkWSFanout(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "talon.json"), []byte(`{"gateway":{"auth":{"token":"`+wsToken+`"}}}`), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	reg, err := core.Registry()
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := New(Options{
-		StateDir: dir, Addr: "127.0.0.1:0", Tools: reg, TickInterval: time.Hour, // no ticks among the deltas
-		Env: func(string) string { return "" }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		b.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	defer func() {
-		if err := srv.Shutdown(context.Background()); err != nil {
-			b.Error(err)
-		}
-		if err := <-errc; err != nil {
-			b.Error(err)
-		}
-	}()
-	url := "ws://" + ln.Addr().String()
+	ts, url := startWS(b, "")
+	srv := ts.srv
+	srv.opts.TickInterval = time.Hour // no ticks among the deltas; set before the first client starts the ticker
 
 	ctx := context.Background()
 	start := time.Now()

@@ -27,7 +27,7 @@ const wsToken = "ws-test-token"
 
 // startWS starts a gateway whose config sets a token (and whatever extra
 // JSON members are given) and returns its ws:// URL.
-func startWS(t *testing.T, extra string) (*testServer, string) {
+func startWS(t testing.TB, extra string) (*testServer, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := `{"gateway":{"auth":{"token":"` + wsToken + `"}}` + extra + `}`
