@@ -76,8 +76,10 @@ func eventScope(name string) string {
 }
 
 // droppable events may be skipped for a client that cannot keep up: a
-// later one carries the same information (cumulative chat and agent
-// text, the next tick).
+// later one carries the same information (the next tick). Chat deltas are
+// too (the next delta and the final carry the whole text), through
+// broadcastDroppable: the event name alone does not tell them from the
+// final. Agent assistant events are not: clients append their delta.
 func droppable(name string) bool {
 	return name == protocol.EventTick
 }
@@ -85,12 +87,22 @@ func droppable(name string) bool {
 // broadcast sends an event to every client of the tenant allowed to see
 // it, each with its own seq. The payload is encoded once.
 func (s *Server) broadcast(t *tenant, name string, payload any) {
+	s.fanout(t, name, payload, droppable(name))
+}
+
+// broadcastDroppable is broadcast for an event that a later one
+// supersedes, which a slow client may miss rather than be dropped.
+func (s *Server) broadcastDroppable(t *tenant, name string, payload any) {
+	s.fanout(t, name, payload, true)
+}
+
+func (s *Server) fanout(t *tenant, name string, payload any, drop bool) {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		s.log.Error("encoding event", "event", name, "err", err)
 		return
 	}
-	scope, drop := eventScope(name), droppable(name)
+	scope := eventScope(name)
 	for _, c := range s.hubs.of(t) {
 		if c.has(scope) {
 			c.sendRaw(name, raw, true, drop)

@@ -113,9 +113,25 @@ func jsonKind(goKind string) string {
 // return value is the second.
 func (c *call) accept(payload any) { c.c.sendResponse(c.req.ID, payload, nil) }
 
+// answeredT is the type of answered.
+type answeredT struct{}
+
+// answered is what a handler returns when it has sent the request's last
+// response itself (respondNow, or a run that answers later): dispatch
+// then sends nothing.
+var answered = answeredT{}
+
+// respondNow sends a one-response method's answer before the handler
+// goes on, so that what it starts next (a run's events) reaches the
+// client after the answer; the handler then returns answered.
+func (c *call) respondNow(payload any) { c.c.sendResponse(c.req.ID, payload, nil) }
+
 // dispatch serves one request and sends its response.
 func (s *Server) dispatch(c *conn, req protocol.Request) {
 	payload, err := s.serveCall(c, req)
+	if _, done := payload.(answeredT); done && err == nil {
+		return
+	}
 	var pe *protocol.Error
 	if err != nil && !errors.As(err, &pe) {
 		s.log.Error("ws method failed", "method", req.Method, "conn", c.id, "tenant", c.t.id, "err", err)

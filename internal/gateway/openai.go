@@ -249,15 +249,9 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 	// Session: header, then user, then a fresh one.
 	switch h, user := strings.TrimSpace(r.Header.Get("X-OpenClaw-Session-Key")), strings.TrimSpace(req.body.User); {
 	case h != "":
-		if session.IsReserved(h) {
-			return nil, http.StatusBadRequest, errInvalidRequest, "session key is in a reserved namespace (subagent:, cron:, acp:)"
-		}
-		key, err := session.Canonical(cfg, req.agent, h)
+		key, _, err := sessionFor(cfg, req.agent, h)
 		if err != nil {
 			return nil, http.StatusBadRequest, errInvalidRequest, err.Error()
-		}
-		if a := session.AgentOf(key, req.agent); a != req.agent {
-			return nil, http.StatusBadRequest, errInvalidRequest, fmt.Sprintf("session key belongs to agent %q, not %q", a, req.agent)
 		}
 		req.key = key
 	case user != "":
@@ -284,6 +278,31 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 	rr.Model = strings.TrimSpace(r.Header.Get("X-OpenClaw-Model"))
 	req.runReq = rr
 	return req, 0, "", ""
+}
+
+// sessionFor canonicalises a session key a client named (spec §5.1) for
+// agentID, and returns it with its agent; with agentID "" the key names
+// its agent (a bare key, the default agent's). Keys in the namespaces the
+// gateway mints itself are refused, and so is another agent's key. The
+// HTTP endpoint and the WS chat methods share it; errors are for the
+// client.
+func sessionFor(cfg *config.Config, agentID, raw string) (string, string, error) {
+	if session.IsReserved(raw) {
+		return "", "", errors.New("session key is in a reserved namespace (subagent:, cron:, acp:)")
+	}
+	key, err := session.Canonical(cfg, agentID, raw)
+	if err != nil {
+		return "", "", err
+	}
+	owner := agentID
+	if owner == "" {
+		owner = policy.DefaultAgentID(cfg)
+	}
+	a := session.AgentOf(key, owner)
+	if agentID != "" && a != agentID {
+		return "", "", fmt.Errorf("session key belongs to agent %q, not %q", a, agentID)
+	}
+	return key, a, nil
 }
 
 // convertMessages splits an OpenAI conversation into the caller's

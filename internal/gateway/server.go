@@ -54,7 +54,8 @@ type Server struct {
 	tenants       tenants
 	locks         sessionLocks
 	loopback      bool
-	hubs          hubs // WebSocket clients per tenant
+	hubs          hubs        // WebSocket clients per tenant
+	runs          runRegistry // chat.send and agent runs, idempotency caches
 	started       time.Time
 
 	httpSrv *http.Server
@@ -167,15 +168,24 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting requests, waits for runs in flight up to the
 // shutdown timeout, then closes the stores.
+//
+// WS chat and agent runs are waited for too; those still going when the
+// timeout ends are aborted, and their clients get the aborted events
+// before the shutdown event and the close.
 func (s *Server) Shutdown(ctx context.Context) error {
-	var err error
-	s.closeWS(shutdownCloseText)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ShutdownTimeout)
+	defer cancel()
+	httpDone := make(chan error, 1)
 	if s.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(ctx, s.opts.ShutdownTimeout)
-		defer cancel()
-		if err = s.httpSrv.Shutdown(ctx); err != nil {
-			s.httpSrv.Close()
-		}
+		go func() { httpDone <- s.httpSrv.Shutdown(ctx) }()
+	} else {
+		httpDone <- nil
+	}
+	s.runs.drain(ctx)
+	s.closeWS(shutdownCloseText)
+	err := <-httpDone
+	if err != nil {
+		s.httpSrv.Close()
 	}
 	s.closeTenants()
 	return err
