@@ -88,9 +88,9 @@ var execSchema = tools.Object(
 	tools.Prop{Name: "yieldMs", Type: tools.TypeInteger,
 		Description: fmt.Sprintf("Milliseconds to wait before the command continues in the background. Default %d.", DefaultYieldMs)},
 	tools.Prop{Name: "security", Type: tools.TypeString, Enum: []string{"deny", "allowlist", "full"},
-		Description: "Exec approval security for this call; it can only tighten the configured one."},
+		Description: "Tighten the approval policy for this call."},
 	tools.Prop{Name: "ask", Type: tools.TypeString, Enum: []string{"off", "on-miss", "always"},
-		Description: "When to ask an operator to approve this call; it can only tighten the configured one."},
+		Description: "Ask for approval more often for this call."},
 )
 
 func (*execTool) Name() string { return "exec" }
@@ -99,8 +99,7 @@ func (*execTool) Description() string {
 	return "Run a shell command in the session's sandbox, in the workspace. Returns stdout and stderr (the first " + kib(ResultHead) +
 		" and last " + kib(ResultTail) + "; the rest marked truncated), the exit code and duration. " +
 		"A command still running after yieldMs continues in the background: follow it with the process tool and the returned sessionId. " +
-		"A command the exec approval policy does not allow outright waits for an operator: the result says approval-pending, " +
-		"and the outcome (Exec finished or Exec denied) arrives in this session later as a system event; do not run it again meanwhile."
+		"A command needing approval returns approval-pending; its outcome arrives later as a system event."
 }
 
 func kib(n int) string { return fmt.Sprintf("%d KiB", n>>10) }
