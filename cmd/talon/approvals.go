@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +106,119 @@ func newApprovalsCmd() *cobra.Command {
 	}
 	set.Flags().StringVar(&baseHash, "base-hash", "", "hash of the file being replaced, from approvals get")
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", "", "state directory (default ~/.talon)")
-	cmd.AddCommand(get, set)
+	cmd.AddCommand(get, set, newApprovalsPendingCmd(&stateDir), newApprovalsResolveCmd(&stateDir))
+	return cmd
+}
+
+// connHelp says where pending and resolve connect: they ask the running
+// gateway, which holds the pending approvals in memory.
+const connHelp = `It asks the running gateway over WebSocket (exec.approval.list / exec.approval.resolve,
+scope operator.approvals), found as talon gateway call finds it: --url, else the local
+gateway of --state-dir/--config; the secret from --token, --password,
+$TALON_GATEWAY_TOKEN, $TALON_GATEWAY_PASSWORD, else the config's. A gateway that
+cannot be reached, or refuses, exits 1.`
+
+func newApprovalsPendingCmd(stateDir *string) *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "pending",
+		Short: "List the exec approvals waiting for an operator on the running gateway",
+		Long: "pending lists the commands waiting for approval, oldest first: the id prefix to resolve\n" +
+			"them with, how long until askFallback applies, the agent, session, host and command.\n\n" + connHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.stateDir = *stateDir
+			ctx, cancel, timeout, c, err := dialGateway(cmd, f)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			defer c.Close()
+			raw, err := c.CallRaw(ctx, "exec.approval.list", nil)
+			if err != nil {
+				return callFailure(cmd.ErrOrStderr(), false, timeoutErr(ctx, timeout, err))
+			}
+			if f.asJSON {
+				return printPayload(cmd.OutOrStdout(), raw)
+			}
+			var list struct {
+				Approvals []approval.RequestedPayload `json:"approvals"`
+			}
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return exitError{code: 1, msg: fmt.Sprintf("approvals pending: the gateway's answer is not a list of approvals: %v", err)}
+			}
+			printPending(cmd.OutOrStdout(), list.Approvals, time.Now())
+			return nil
+		},
+	}
+	connFlags(cmd, &f)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the gateway's answer ({approvals: [...]}) as JSON")
+	return cmd
+}
+
+// printPending writes one line per approval, in a table.
+func printPending(w io.Writer, list []approval.RequestedPayload, now time.Time) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "No exec approvals pending.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tEXPIRES IN\tAGENT\tSESSION\tHOST\tCWD\tCOMMAND")
+	for _, p := range list {
+		left := time.Duration(p.ExpiresAtMs-now.UnixMilli()) * time.Millisecond
+		r := p.Request
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", approval.Slug(p.ID), max(left, 0).Round(time.Second), r.AgentID, r.SessionKey, r.Host, r.Cwd, oneLine(r.Command))
+	}
+	tw.Flush()
+}
+
+// oneLine keeps a command on its table row: newlines and other control
+// characters are shown escaped, and a long command is cut, marked.
+func oneLine(s string) string {
+	q := strconv.Quote(s)
+	q = q[1 : len(q)-1]
+	if len(q) > 200 {
+		q = q[:200] + "…"
+	}
+	return q
+}
+
+func newApprovalsResolveCmd(stateDir *string) *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "resolve ID allow-once|allow-always|deny",
+		Short: "Decide a pending exec approval on the running gateway",
+		Long: "resolve decides the approval whose id starts with ID (pending shows them): allow-once runs\n" +
+			"the command once, allow-always runs it and adds its programs (or, for a command whose\n" +
+			"safety depends on its arguments, that exact command) to the allowlist, deny refuses it.\n" +
+			"The outcome reaches the session as a system event. An unknown, expired or already\n" +
+			"decided id exits 1.\n\n" + connHelp,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, decision := strings.TrimSpace(args[0]), args[1]
+			switch decision {
+			case approval.DecisionAllowOnce, approval.DecisionAllowAlways, approval.DecisionDeny:
+			default:
+				return fmt.Errorf("approvals resolve: decision %q: use allow-once, allow-always or deny", decision)
+			}
+			if id == "" {
+				return errors.New("approvals resolve: empty id: pass the id or a unique prefix of it (approvals pending shows them)")
+			}
+			f.stateDir = *stateDir
+			ctx, cancel, timeout, c, err := dialGateway(cmd, f)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			defer c.Close()
+			if err := c.Call(ctx, "exec.approval.resolve", map[string]string{"id": id, "decision": decision}, nil); err != nil {
+				return callFailure(cmd.ErrOrStderr(), false, timeoutErr(ctx, timeout, err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", id, decision)
+			return nil
+		},
+	}
+	connFlags(cmd, &f)
 	return cmd
 }
 

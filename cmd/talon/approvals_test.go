@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"talon/internal/approval"
 )
 
 func TestApprovalsGetSet(t *testing.T) {
@@ -54,5 +57,49 @@ func TestApprovalsGetSet(t *testing.T) {
 	out, errs, code = talon(t, "", "approvals", "get", "--state-dir", dir)
 	if code != 1 || !strings.Contains(errs, "exec is denied until it is fixed") || !strings.Contains(out, `"security": "deny"`) {
 		t.Errorf("get of a corrupt file: %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestApprovalsResolveArgs: bad arguments exit 2 before anything is
+// dialled; a gateway that cannot be reached exits 1.
+func TestApprovalsResolveArgs(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"approvals", "resolve", "abc", "allow"}, 2, `decision "allow": use allow-once, allow-always or deny`},
+		{[]string{"approvals", "resolve", " ", "deny"}, 2, "empty id"},
+		{[]string{"approvals", "resolve", "abc"}, 2, "accepts 2 arg(s)"},
+		{[]string{"approvals", "pending", "extra"}, 2, "unknown command"},
+		{[]string{"approvals", "pending", "--url", "http://x"}, 2, `--url "http://x": want ws://HOST:PORT`},
+		{[]string{"approvals", "pending", "--timeout", "soon"}, 2, `--timeout "soon"`},
+		{[]string{"approvals", "resolve", "abc", "deny", "--url", "ws://127.0.0.1:1", "--token", "x"}, 1, "connecting to ws://127.0.0.1:1"},
+	}
+	for _, c := range cases {
+		_, errs, code := talon(t, "", c.args...)
+		if code != c.code || !strings.Contains(errs, c.err) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.err)
+		}
+	}
+}
+
+func TestPrintPending(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	var b strings.Builder
+	printPending(&b, nil, now)
+	if b.String() != "No exec approvals pending.\n" {
+		t.Errorf("empty: %q", b.String())
+	}
+	b.Reset()
+	printPending(&b, []approval.RequestedPayload{
+		{ID: "0123456789abcdef", ExpiresAtMs: 1_000_000 + 90_000, Request: approval.Request{AgentID: "main", SessionKey: "agent:main:main", Host: approval.HostGateway, Cwd: "/w", Command: "ls\ntouch x"}},
+		{ID: "fedcba9876543210", ExpiresAtMs: 999_000, Request: approval.Request{AgentID: "ops", SessionKey: "agent:ops:main", Host: approval.HostSandbox, Cwd: "/workspace", Command: strings.Repeat("y", 300)}},
+	}, now)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") ||
+		!strings.Contains(lines[1], "01234567  1m30s") || !strings.HasSuffix(lines[1], `ls\ntouch x`) ||
+		!strings.Contains(lines[2], "fedcba98  0s") || !strings.HasSuffix(lines[2], strings.Repeat("y", 200)+"…") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }

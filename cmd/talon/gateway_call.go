@@ -69,15 +69,24 @@ or, as OpenClaw's CLI takes it, a number of milliseconds.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.params, "params", "", "params as a JSON object (default: none)")
+	connFlags(cmd, &f)
+	fl.StringVar(&f.stateDir, "state-dir", "", "state directory whose config gives the default URL and secret (default ~/.talon)")
+	fl.BoolVar(&f.asJSON, "json", false, "print a refusal as its JSON error shape on standard error instead of CODE: message")
+	return cmd
+}
+
+// connFlags registers the flags saying where a call goes and with which
+// secret, but --state-dir, which a command may already have; other
+// commands that call the gateway (talon approvals pending, resolve) take
+// the same.
+func connFlags(cmd *cobra.Command, f *callFlags) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "gateway URL, ws:// or wss:// (default: the local gateway of the config)")
 	fl.StringVar(&f.token, "token", "", "gateway token (default: $"+envToken+", else the config's)")
 	fl.StringVar(&f.password, "password", "", "gateway password, for gateways with password auth")
 	fl.StringVar(&f.tenant, "tenant", "", "tenant id, sent as X-Tenant-ID (default: the default tenant)")
 	fl.StringVar(&f.timeout, "timeout", "30s", "time allowed to connect and answer: a duration, or milliseconds")
-	fl.StringVar(&f.stateDir, "state-dir", "", "state directory whose config gives the default URL and secret (default ~/.talon)")
 	fl.StringVar(&f.configPath, "config", "", "config file giving the default URL and secret (default STATE/talon.json)")
-	fl.BoolVar(&f.asJSON, "json", false, "print a refusal as its JSON error shape on standard error instead of CODE: message")
-	return cmd
 }
 
 // callTarget is where a call goes and with what.
@@ -94,23 +103,11 @@ func gatewayCall(cmd *cobra.Command, method string, f callFlags) error {
 	if err != nil {
 		return err
 	}
-	timeout, err := parseCallTimeout(f.timeout)
+	ctx, cancel, timeout, c, err := dialGateway(cmd, f)
 	if err != nil {
 		return err
 	}
-	if f.tenant != "" && !validTenantID(f.tenant) {
-		return fmt.Errorf("--tenant %q: want letters, digits, _ and -, starting with a letter or digit (at most 128)", f.tenant)
-	}
-	target, err := resolveCallTarget(f)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
-	c, err := client.Dial(ctx, target.url, client.Options{Token: target.token, Password: target.password, Tenant: f.tenant})
-	if err != nil {
-		return callFailure(cmd.ErrOrStderr(), f.asJSON, fmt.Errorf("connecting to %s: %w", target.url, timeoutErr(ctx, timeout, err)))
-	}
 	defer c.Close()
 	var p any
 	if params != nil {
@@ -121,6 +118,30 @@ func gatewayCall(cmd *cobra.Command, method string, f callFlags) error {
 		return callFailure(cmd.ErrOrStderr(), f.asJSON, timeoutErr(ctx, timeout, err))
 	}
 	return printPayload(cmd.OutOrStdout(), payload)
+}
+
+// dialGateway checks the connection flags and connects; the context ends
+// after --timeout. A bad flag is an error (exit 2); a gateway that cannot
+// be reached or refuses the connection is a callFailure (exit 1).
+func dialGateway(cmd *cobra.Command, f callFlags) (context.Context, context.CancelFunc, time.Duration, *client.Client, error) {
+	timeout, err := parseCallTimeout(f.timeout)
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	if f.tenant != "" && !validTenantID(f.tenant) {
+		return nil, nil, 0, nil, fmt.Errorf("--tenant %q: want letters, digits, _ and -, starting with a letter or digit (at most 128)", f.tenant)
+	}
+	target, err := resolveCallTarget(f)
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	c, err := client.Dial(ctx, target.url, client.Options{Token: target.token, Password: target.password, Tenant: f.tenant})
+	if err != nil {
+		cancel()
+		return nil, nil, 0, nil, callFailure(cmd.ErrOrStderr(), f.asJSON, fmt.Errorf("connecting to %s: %w", target.url, timeoutErr(ctx, timeout, err)))
+	}
+	return ctx, cancel, timeout, c, nil
 }
 
 // checkMethodName rejects what no method is called: a gateway would
