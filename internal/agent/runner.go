@@ -15,6 +15,7 @@ import (
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
+	"talon/internal/session"
 	"talon/internal/store"
 	"talon/internal/tools"
 	"talon/internal/tools/exec"
@@ -118,19 +119,6 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if !KnownAgent(cfg, agentID) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
-	ref := req.Model
-	if ref == "" {
-		ref = ModelRef(cfg, agentID)
-	}
-	prov, modelID, err := r.Resolve(ref)
-	if err != nil {
-		return nil, fmt.Errorf("resolving model %q: %w", ref, err)
-	}
-	provName, _, _ := strings.Cut(ref, "/")
-	if !strings.Contains(ref, "/") {
-		provName = "talon"
-	}
-
 	approvals, err := r.approvals()
 	if err != nil {
 		return nil, err
@@ -152,6 +140,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("reading session %s: %w", req.SessionKey, err)
+	}
+	ref := runModel(cfg, agentID, req.Model, entry)
+	prov, modelID, err := r.Resolve(ref)
+	if err != nil {
+		return nil, fmt.Errorf("resolving model %q: %w", ref, err)
+	}
+	provName, _, _ := strings.Cut(ref, "/")
+	if !strings.Contains(ref, "/") {
+		provName = "talon"
 	}
 	firstRun := len(history) == 0
 	input := req.Input
@@ -536,6 +533,21 @@ func KnownAgent(cfg *config.Config, id string) bool {
 		}
 	}
 	return false
+}
+
+// runModel is the model a turn runs with: the caller's (the
+// X-OpenClaw-Model header), else the session's override (sessions.patch
+// model), else the agent's.
+func runModel(cfg *config.Config, agentID, requested string, e session.Entry) string {
+	switch {
+	case requested != "":
+		return requested
+	case e.ModelOverride != "" && e.ProviderOverride != "":
+		return e.ProviderOverride + "/" + e.ModelOverride
+	case e.ModelOverride != "":
+		return e.ModelOverride
+	}
+	return ModelRef(cfg, agentID)
 }
 
 // ModelRef is the model reference an agent uses: its own `model` (a string

@@ -855,3 +855,35 @@ func TestPatchModelCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionModelOverrideRuns: a model set with sessions.patch is the
+// one the session's next turn calls; clearing it goes back to the
+// agent's model.
+func TestSessionModelOverrideRuns(t *testing.T) {
+	llm := newScriptedLLM(t)
+	ts, url := startWS(t, `,"models":{"providers":{"fake":{"baseUrl":"`+llm.srv.URL+`/v1","models":[{"id":"scripted"}]}}}`)
+	admin := dialAs(t, url, protocol.ScopeAdmin)
+	auth := map[string]string{"Authorization": "Bearer " + wsToken}
+	turn := `{"user":"dora","messages":[{"role":"user","content":"hello"}]}`
+
+	var p patchResult
+	mustRPC(t, admin, "sessions.patch", map[string]any{"key": "agent:main:openai-user:dora", "model": "fake/scripted"}, &p)
+	if p.Resolved.ModelProvider != "fake" || p.Resolved.Model != "scripted" {
+		t.Fatalf("resolved = %+v", p.Resolved)
+	}
+	llm.push(scripted{Content: "from the scripted model"})
+	if rep := ts.post(auth, turn); rep.status != http.StatusOK || rep.content != "from the scripted model" {
+		t.Fatalf("turn with the override: %d %q %s", rep.status, rep.content, rep.body)
+	}
+	if req := string(llm.request(1)); !strings.Contains(req, `"model":"scripted"`) {
+		t.Errorf("the model was called with %s", req)
+	}
+
+	mustRPC(t, admin, "sessions.patch", map[string]any{"key": "agent:main:openai-user:dora", "model": nil}, &p)
+	if rep := ts.post(auth, turn); rep.status != http.StatusOK || !strings.HasPrefix(rep.content, "inspect:") {
+		t.Fatalf("turn after clearing: %d %q", rep.status, rep.content)
+	}
+	if n := llm.count(); n != 1 {
+		t.Errorf("the scripted model got %d calls, want 1", n)
+	}
+}
