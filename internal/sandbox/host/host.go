@@ -1,8 +1,9 @@
 // Package host is the sandbox backend "host": no isolation at all. Commands
 // run as Talon runs, with os/exec, in the real filesystem and network; it
 // exists for sandbox mode off, where OpenClaw too runs commands on the
-// gateway host. Isolated reports false, and the exec tool refuses to use it
-// unless the config opts in (tools.exec.security "full").
+// gateway host. Isolated reports false, and the exec tool runs only what the
+// exec approval policy of the gateway host allows there (an allowlist that
+// asks an operator by default; tools.exec.security "full" runs anything).
 //
 // What it does provide is bookkeeping: every command runs in its own
 // process group, and when the command ends, is killed, times out or its
