@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"talon/internal/agent"
 	"talon/internal/provider"
 	"talon/internal/store"
 	"talon/protocol"
@@ -71,11 +72,17 @@ type historyMessage struct {
 }
 
 // historyMeta is upstream's per-message metadata: the message's number in
-// the transcript, and why its content was replaced.
+// the transcript, why its content was replaced, and whether it is a
+// system event.
 type historyMeta struct {
 	Seq       int64  `json:"seq"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// SystemEvent marks what the gateway told the session ("System: Exec
+	// finished …", agent.SystemEvent): a user message, as the model sees
+	// it and as OpenClaw's clients show such text, which a display can
+	// tell from a person's words by this flag.
+	SystemEvent bool `json:"systemEvent,omitempty"`
 }
 
 func chatHistory(_ *Server, c *call) (any, error) {
@@ -164,7 +171,7 @@ func oversized(m historyMessage) historyMessage {
 	return historyMessage{
 		Role: m.Role, Timestamp: m.Timestamp, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError,
 		Content: []any{textPart{"text", historyOversized}},
-		Meta:    historyMeta{Seq: m.Meta.Seq, Truncated: true, Reason: "oversized"},
+		Meta:    historyMeta{Seq: m.Meta.Seq, Truncated: true, Reason: "oversized", SystemEvent: m.Meta.SystemEvent},
 	}
 }
 
@@ -174,7 +181,8 @@ func oversized(m historyMessage) historyMessage {
 // was aborted keeps its stopReason and errorMessage.
 func toHistory(r store.Record, maxChars int) historyMessage {
 	m := r.Message
-	h := historyMessage{Role: string(m.Role), Timestamp: r.CreatedAt, Content: []any{}, Meta: historyMeta{Seq: r.Seq}}
+	h := historyMessage{Role: string(m.Role), Timestamp: r.CreatedAt, Content: []any{},
+		Meta: historyMeta{Seq: r.Seq, SystemEvent: agent.IsSystemEvent(m)}}
 	if m.Content != "" || m.Role != provider.RoleAssistant {
 		h.Content = append(h.Content, textPart{"text", clip(m.Content, maxChars)})
 	}

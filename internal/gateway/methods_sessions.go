@@ -495,7 +495,8 @@ func sessionsList(_ *Server, c *call) (any, error) {
 
 // describe adds the derived title (from the first user message) and the
 // last message preview (the last user or assistant text) when asked,
-// reading a few messages at either end of the row's transcript.
+// reading a few messages at either end of the row's transcript. System
+// events are neither: a title or a preview is what people said.
 func (f *sessionFilter) describe(ctx context.Context, db *store.DB, row *sessionRow) error {
 	if f.titles && row.SessionID != "" {
 		head, err := db.TranscriptHead(ctx, row.SessionID, listProbeMessages)
@@ -503,7 +504,7 @@ func (f *sessionFilter) describe(ctx context.Context, db *store.DB, row *session
 			return err
 		}
 		for _, r := range head {
-			if r.Message.Role == provider.RoleUser && strings.TrimSpace(r.Message.Content) != "" {
+			if r.Message.Role == provider.RoleUser && strings.TrimSpace(r.Message.Content) != "" && !agent.IsSystemEvent(r.Message) {
 				row.DerivedTitle = oneLine(r.Message.Content, titleRunes)
 				break
 			}
@@ -516,7 +517,7 @@ func (f *sessionFilter) describe(ctx context.Context, db *store.DB, row *session
 		}
 		for i := len(tail) - 1; i >= 0; i-- {
 			m := tail[i].Message
-			if (m.Role == provider.RoleUser || m.Role == provider.RoleAssistant) && strings.TrimSpace(m.Content) != "" {
+			if (m.Role == provider.RoleUser || m.Role == provider.RoleAssistant) && strings.TrimSpace(m.Content) != "" && !agent.IsSystemEvent(m) {
 				row.LastMessagePreview = oneLine(m.Content, previewRunes)
 				break
 			}

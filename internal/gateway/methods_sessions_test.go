@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/agent"
 	"talon/internal/config"
 	"talon/internal/provider"
 	"talon/internal/session"
@@ -338,10 +339,19 @@ func TestSessionsList(t *testing.T) {
 	if err := db.PutSession(context.Background(), "main", "agent:main:old", session.Entry{SessionID: "old-id", UpdatedAt: old, DisplayName: "Archive"}); err != nil {
 		t.Fatal(err)
 	}
-	// A transcript for the titles and previews.
+	// A session with only a system event, then one a person talked in,
+	// with a system event after the answer: titles and previews are what
+	// people said.
+	sink := agent.TranscriptSink(db)
+	if err := sink(context.Background(), "main", "agent:main:events", "Exec denied (gateway id=1, user-denied): rm -rf /"); err != nil {
+		t.Fatal(err)
+	}
 	rep := ts.post(map[string]string{"Authorization": "Bearer " + wsToken}, `{"model":"openclaw","user":"Bob","messages":[{"role":"user","content":"  What is\n the   plan for today, and how long will the whole thing take?  "}]}`)
 	if rep.status != http.StatusOK {
 		t.Fatalf("chat: %d %s", rep.status, rep.body)
+	}
+	if err := sink(context.Background(), "main", "agent:main:openai-user:bob", "Exec finished (gateway id=2, session=s, code 0)"); err != nil {
+		t.Fatal(err)
 	}
 
 	cases := []struct {
@@ -349,15 +359,15 @@ func TestSessionsList(t *testing.T) {
 		params map[string]any
 		want   []string // keys, newest first (sets are sorted when order is by time ties)
 	}{
-		{"default leaves out global and unknown", nil, []string{"agent:main:openai-user:bob", "agent:main:project-x", "agent:main:subagent:kid", "agent:ops:group:room", "agent:ops:main", "agent:main:main", "agent:main:old"}},
-		{"includeGlobal and includeUnknown", map[string]any{"includeGlobal": true, "includeUnknown": true}, []string{"agent:main:openai-user:bob", "unknown", "global", "agent:main:project-x", "agent:main:subagent:kid", "agent:ops:group:room", "agent:ops:main", "agent:main:main", "agent:main:old"}},
-		{"limit", map[string]any{"limit": 2}, []string{"agent:main:openai-user:bob", "agent:main:project-x"}},
+		{"default leaves out global and unknown", nil, []string{"agent:main:openai-user:bob", "agent:main:events", "agent:main:project-x", "agent:main:subagent:kid", "agent:ops:group:room", "agent:ops:main", "agent:main:main", "agent:main:old"}},
+		{"includeGlobal and includeUnknown", map[string]any{"includeGlobal": true, "includeUnknown": true}, []string{"agent:main:openai-user:bob", "agent:main:events", "unknown", "global", "agent:main:project-x", "agent:main:subagent:kid", "agent:ops:group:room", "agent:ops:main", "agent:main:main", "agent:main:old"}},
+		{"limit", map[string]any{"limit": 2}, []string{"agent:main:openai-user:bob", "agent:main:events"}},
 		{"agentId", map[string]any{"agentId": "OPS", "includeGlobal": true}, []string{"agent:ops:group:room", "agent:ops:main"}},
 		{"label", map[string]any{"label": " Home "}, []string{"agent:main:main"}},
 		{"spawnedBy canonicalised", map[string]any{"spawnedBy": "main"}, []string{"agent:main:subagent:kid"}},
 		{"search matches key, label, displayName", map[string]any{"search": "ROOM"}, []string{"agent:ops:group:room"}},
 		{"search by displayName", map[string]any{"search": "archive"}, []string{"agent:main:old"}},
-		{"activeMinutes", map[string]any{"activeMinutes": 60}, []string{"agent:main:openai-user:bob", "agent:main:project-x", "agent:main:subagent:kid", "agent:ops:group:room", "agent:ops:main", "agent:main:main"}},
+		{"activeMinutes", map[string]any{"activeMinutes": 60}, []string{"agent:main:openai-user:bob", "agent:main:events", "agent:main:project-x", "agent:main:subagent:kid", "agent:ops:group:room", "agent:ops:main", "agent:main:main"}},
 		{"filters and limit together", map[string]any{"search": "ops", "limit": 1}, []string{"agent:ops:group:room"}},
 		{"an agent with no sessions", map[string]any{"agentId": "nobody"}, []string{}},
 	}
@@ -386,6 +396,9 @@ func TestSessionsList(t *testing.T) {
 	bob := rows["agent:main:openai-user:bob"]
 	if bob.DerivedTitle != "What is the plan for today, and how long will the whole thi…" || !strings.HasPrefix(bob.LastMessagePreview, "inspect: system prompt") {
 		t.Errorf("title %q preview %q", bob.DerivedTitle, bob.LastMessagePreview)
+	}
+	if ev := rows["agent:main:events"]; ev.DerivedTitle != "" || ev.LastMessagePreview != "" {
+		t.Errorf("a session of system events only: title %q preview %q", ev.DerivedTitle, ev.LastMessagePreview)
 	}
 	if m := rows["agent:main:main"]; m.Kind != "direct" || m.Label != "Home" || m.ThinkingLevel != "low" || m.ExecNode != "mac" || m.Model != "inspect" || m.ModelProvider != "talon" || m.DerivedTitle != "" {
 		t.Errorf("main row = %+v", m)
@@ -726,10 +739,19 @@ func TestChatHistory(t *testing.T) {
 		t.Errorf("unknown tool result = %+v", m)
 	}
 
+	// A system event is a user message the display can tell apart.
+	if err := agent.TranscriptSink(tenantStore(t, ts))(context.Background(), "main", "agent:main:openai-user:alice", "Exec finished (gateway id=7, session=s, code 0)"); err != nil {
+		t.Fatal(err)
+	}
+	_, msgs = history(t, read, map[string]any{"sessionKey": "agent:main:openai-user:alice"})
+	if ev := msgs[len(msgs)-1]; len(msgs) != 9 || ev.Role != "user" || !ev.Meta.SystemEvent || ev.Content[0].Text != "System: Exec finished (gateway id=7, session=s, code 0)" || msgs[0].Meta.SystemEvent {
+		t.Errorf("system event = %+v", ev)
+	}
+
 	// limit keeps the newest; maxChars cuts texts.
-	_, last := history(t, read, map[string]any{"sessionKey": "agent:main:openai-user:alice", "limit": 2, "maxChars": 5})
-	if len(last) != 2 || last[0].Role != "toolResult" || last[0].Meta.Seq != 7 || !strings.HasSuffix(last[0].Content[0].Text, truncatedMark) || len([]rune(strings.TrimSuffix(last[0].Content[0].Text, truncatedMark))) != 5 {
-		t.Errorf("limit 2, maxChars 5 = %+v", last)
+	_, last := history(t, read, map[string]any{"sessionKey": "agent:main:openai-user:alice", "limit": 3, "maxChars": 5})
+	if len(last) != 3 || last[0].Role != "toolResult" || last[0].Meta.Seq != 7 || !strings.HasSuffix(last[0].Content[0].Text, truncatedMark) || len([]rune(strings.TrimSuffix(last[0].Content[0].Text, truncatedMark))) != 5 {
+		t.Errorf("limit 3, maxChars 5 = %+v", last)
 	}
 
 	// Oversized messages and the total cap, on a transcript written
