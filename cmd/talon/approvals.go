@@ -128,15 +128,9 @@ func newApprovalsPendingCmd(stateDir *string) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.stateDir = *stateDir
-			ctx, cancel, timeout, c, err := dialGateway(cmd, f)
+			raw, err := callGateway(cmd, f, "exec.approval.list", nil)
 			if err != nil {
 				return err
-			}
-			defer cancel()
-			defer c.Close()
-			raw, err := c.CallRaw(ctx, "exec.approval.list", nil)
-			if err != nil {
-				return callFailure(cmd.ErrOrStderr(), false, timeoutErr(ctx, timeout, err))
 			}
 			if f.asJSON {
 				return printPayload(cmd.OutOrStdout(), raw)
@@ -154,6 +148,22 @@ func newApprovalsPendingCmd(stateDir *string) *cobra.Command {
 	connFlags(cmd, &f)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the gateway's answer ({approvals: [...]}) as JSON")
 	return cmd
+}
+
+// callGateway connects as f says, makes one call and returns its payload;
+// a failure is reported as talon gateway call reports it (exit 1).
+func callGateway(cmd *cobra.Command, f callFlags, method string, params any) (json.RawMessage, error) {
+	ctx, cancel, timeout, c, err := dialGateway(cmd, f)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer c.Close()
+	raw, err := c.CallRaw(ctx, method, params)
+	if err != nil {
+		return nil, callFailure(cmd.ErrOrStderr(), false, timeoutErr(ctx, timeout, err))
+	}
+	return raw, nil
 }
 
 // printPending writes one line per approval, in a table.
@@ -205,14 +215,8 @@ func newApprovalsResolveCmd(stateDir *string) *cobra.Command {
 				return errors.New("approvals resolve: empty id: pass the id or a unique prefix of it (approvals pending shows them)")
 			}
 			f.stateDir = *stateDir
-			ctx, cancel, timeout, c, err := dialGateway(cmd, f)
-			if err != nil {
+			if _, err := callGateway(cmd, f, "exec.approval.resolve", map[string]string{"id": id, "decision": decision}); err != nil {
 				return err
-			}
-			defer cancel()
-			defer c.Close()
-			if err := c.Call(ctx, "exec.approval.resolve", map[string]string{"id": id, "decision": decision}, nil); err != nil {
-				return callFailure(cmd.ErrOrStderr(), false, timeoutErr(ctx, timeout, err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", id, decision)
 			return nil

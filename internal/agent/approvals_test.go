@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"talon/internal/sandbox"
 	_ "talon/internal/sandbox/bwrap" // the backend, and its helper in this test binary
 	_ "talon/internal/sandbox/host"
+	"talon/internal/sandbox/sandboxtest"
 	"talon/internal/store"
 	"talon/internal/tools/core"
 )
@@ -299,21 +299,8 @@ func TestApprovalsThroughTheRunner(t *testing.T) {
 }
 
 // requireBwrap returns why the bwrap backend cannot run here, or nil;
-// under CI=true that fails the test instead, saying how to install it.
-func requireBwrap(t *testing.T) error {
-	t.Helper()
-	b, err := sandbox.New("bwrap", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the bwrap backend cannot run here, and CI must run this test: %v (scripts/test.sh installs bubblewrap when run as root)", err)
-		}
-		return fmt.Errorf("bwrap backend unavailable: %w", err)
-	}
-	return nil
-}
+// under CI=true that fails the test instead.
+func requireBwrap(t *testing.T) error { return sandboxtest.Require(t, "bwrap") }
 
 // TestApprovalsInBwrap: a sandboxed session whose agent asks for an
 // allowlist: programs are resolved as the sandbox sees them (the host's

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,25 +12,13 @@ import (
 	"talon/internal/config"
 	"talon/internal/sandbox"
 	_ "talon/internal/sandbox/bwrap" // the backend, and its helper in this test binary
+	"talon/internal/sandbox/sandboxtest"
 	"talon/internal/tools"
 )
 
-// requireBwrap returns why the bwrap backend cannot run here, or nil; under
-// CI=true that fails the test instead, saying how to install it.
-func requireBwrap(t *testing.T) error {
-	t.Helper()
-	b, err := sandbox.New("bwrap", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the bwrap backend cannot run here, and CI must run this test: %v (scripts/test.sh installs bubblewrap when run as root)", err)
-		}
-		return fmt.Errorf("bwrap backend unavailable: %w", err)
-	}
-	return nil
-}
+// requireBwrap returns why the bwrap backend cannot run here, or nil;
+// under CI=true that fails the test instead.
+func requireBwrap(t *testing.T) error { return sandboxtest.Require(t, "bwrap") }
 
 // TestBwrap runs exec and process in the bwrap backend: commands start in
 // /workspace, which is the sandbox root on the host; stdin, background
