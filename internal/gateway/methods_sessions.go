@@ -92,17 +92,7 @@ func sessionLockKey(t *tenant, key string) string { return t.id + "\x00" + key }
 
 // tryLock takes key's lock only if no run holds it.
 func (l *sessionLocks) tryLock(key string) (unlock func(), ok bool) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*sessionLock{}
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &sessionLock{held: make(chan struct{}, 1)}
-		l.m[key] = e
-	}
-	e.refs++
-	l.mu.Unlock()
+	e := l.acquire(key)
 	select {
 	case e.held <- struct{}{}:
 		return func() {

@@ -243,17 +243,7 @@ type sessionLock struct {
 // lock waits for key's lock, or for ctx to be done (the client left while
 // another run of its session went on).
 func (l *sessionLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*sessionLock{}
-	}
-	e := l.m[key]
-	if e == nil {
-		e = &sessionLock{held: make(chan struct{}, 1)}
-		l.m[key] = e
-	}
-	e.refs++
-	l.mu.Unlock()
+	e := l.acquire(key)
 	select {
 	case e.held <- struct{}{}:
 		return func() {
@@ -264,6 +254,23 @@ func (l *sessionLocks) lock(ctx context.Context, key string) (unlock func(), err
 		l.release(key, e)
 		return nil, ctx.Err()
 	}
+}
+
+// acquire returns key's lock, created when no run holds or waits for
+// it, counting the caller in; release counts it out.
+func (l *sessionLocks) acquire(key string) *sessionLock {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*sessionLock{}
+	}
+	e := l.m[key]
+	if e == nil {
+		e = &sessionLock{held: make(chan struct{}, 1)}
+		l.m[key] = e
+	}
+	e.refs++
+	return e
 }
 
 func (l *sessionLocks) release(key string, e *sessionLock) {
