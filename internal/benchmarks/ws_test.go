@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"talon/internal/bench"
+	"talon/internal/fakellm"
 	"talon/internal/talonproc"
+	"talon/protocol"
 	"talon/protocol/client"
 )
 
@@ -132,4 +136,138 @@ func wsStatus(b *testing.B, c *client.Client) wsStatusReply {
 		b.Fatalf("status: %v", err)
 	}
 	return st
+}
+
+// chatSubscribers is how many clients watch the turns of
+// BenchmarkWSChatFanout.
+const chatSubscribers = 100
+
+// BenchmarkWSChatFanout is the fan-out of a real turn's chat events to
+// 100 subscribers, with the gateway as a `talon serve` subprocess: one op
+// is one chat.send (a new session each) whose model, a fake LLM, streams
+// 20 chunks over 600 ms, watched by 100 operator clients (protocol/client,
+// read scope) in this process. The gateway throttles deltas to one per
+// 150 ms, so a turn brings each client ≈ 4 deltas and the final.
+//
+// The broadcast happens in another process, so its instant is not known
+// here; what is measured is the spread of each chat event over the
+// subscribers — the time from the first client's receipt to the 100th's —
+// which is the broadcast-to-last-receipt latency less the fastest
+// delivery. Metrics: spread-p50-µs and spread-p99-µs over every chat
+// event; chat-events/turn and agent-events/turn, what each client got of
+// a turn (the agent events — lifecycle and one per streamed fragment —
+// go to every read client too and share the connections with the chat
+// events); turn-ms from chat.send to the last client's final (the 600 ms
+// stream included).
+func BenchmarkWSChatFanout(b *testing.B) {
+	bin := talonBinary(b)
+	llm, err := fakellm.Start(fakellm.Options{APIKey: bench.UpstreamKey, Reply: "streamed answer.", Chunks: 20, ChunkSize: 16, StreamDuration: 600 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer llm.Close()
+	g, sender, url := startWSGateway(b, bin, b.TempDir(), llm.BaseURL())
+	defer stopGateway(b, g)
+	defer sender.Close()
+	subs := dialWS(b, url, chatSubscribers)
+	defer func() {
+		for _, c := range subs {
+			c.Close()
+		}
+	}()
+
+	// Every subscriber reports each chat event's receipt time.
+	type receipt struct {
+		event string // runId/state/seq
+		state string
+		at    time.Time
+	}
+	got := make(chan receipt, chatSubscribers*64)
+	var agentEvents atomic.Int64 // the agent events the subscribers got too
+	for _, c := range subs {
+		go func() {
+			for f := range c.Events() {
+				at := time.Now()
+				if f.Event == protocol.EventAgent {
+					agentEvents.Add(1)
+				}
+				if f.Event != protocol.EventChat {
+					continue
+				}
+				var ev struct {
+					RunID string `json:"runId"`
+					State string `json:"state"`
+					Seq   int    `json:"seq"`
+				}
+				if json.Unmarshal(f.Payload, &ev) != nil {
+					continue
+				}
+				got <- receipt{event: ev.RunID + "/" + ev.State + "/" + strconv.Itoa(ev.Seq), state: ev.State, at: at}
+			}
+		}()
+	}
+	turn := func(i int) (spreads []time.Duration, events int, took time.Duration) {
+		runID := "bench-" + strconv.Itoa(i)
+		begin := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var ack struct{ Status string }
+		if err := sender.Call(ctx, "chat.send", map[string]any{"sessionKey": "agent:main:" + runID, "message": "hi", "idempotencyKey": runID}, &ack); err != nil || ack.Status != "started" {
+			b.Fatalf("chat.send: %+v, %v", ack, err)
+		}
+		first, last := map[string]time.Time{}, map[string]time.Time{}
+		finals := 0
+		for finals < chatSubscribers {
+			select {
+			case r := <-got:
+				if !strings.HasPrefix(r.event, runID+"/") {
+					b.Fatalf("an event of another run: %s", r.event)
+				}
+				if t, ok := first[r.event]; !ok || r.at.Before(t) {
+					first[r.event] = r.at
+				}
+				if r.at.After(last[r.event]) {
+					last[r.event] = r.at
+				}
+				switch r.state {
+				case "delta":
+				case "final":
+					finals++
+				default:
+					b.Fatalf("turn %s ended %s", runID, r.state)
+				}
+			case <-ctx.Done():
+				b.Fatalf("turn %s: %d of %d subscribers got the final", runID, finals, chatSubscribers)
+			}
+		}
+		for ev, t := range first {
+			spreads = append(spreads, last[ev].Sub(t))
+		}
+		return spreads, len(first), time.Since(begin)
+	}
+	turn(-1) // the agent's first run is not measured
+	var spreads []time.Duration
+	var events int
+	var took time.Duration
+	agent0 := agentEvents.Load()
+	b.ResetTimer()
+	for i := range b.N {
+		s, n, d := turn(i)
+		spreads = append(spreads, s...)
+		events += n
+		took += d
+	}
+	b.StopTimer()
+	slices.Sort(spreads)
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	b.ReportMetric(us(bench.Percentile(spreads, 50)), "spread-p50-µs")
+	b.ReportMetric(us(bench.Percentile(spreads, 99)), "spread-p99-µs")
+	b.ReportMetric(float64(events)/float64(b.N), "chat-events/turn")
+	b.ReportMetric(float64(agentEvents.Load()-agent0)/float64(b.N*chatSubscribers), "agent-events/turn")
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "turn-ms")
+	for _, c := range subs {
+		if d := c.Dropped(); d != 0 {
+			b.Errorf("a subscriber dropped %d events", d)
+		}
+	}
 }
