@@ -95,10 +95,7 @@ func (l *sessionLocks) tryLock(key string) (unlock func(), ok bool) {
 	e := l.acquire(key)
 	select {
 	case e.held <- struct{}{}:
-		return func() {
-			<-e.held
-			l.release(key, e)
-		}, true
+		return l.unlocker(key, e), true
 	default:
 		l.release(key, e)
 		return nil, false

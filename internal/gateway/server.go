@@ -246,10 +246,7 @@ func (l *sessionLocks) lock(ctx context.Context, key string) (unlock func(), err
 	e := l.acquire(key)
 	select {
 	case e.held <- struct{}{}:
-		return func() {
-			<-e.held
-			l.release(key, e)
-		}, nil
+		return l.unlocker(key, e), nil
 	case <-ctx.Done():
 		l.release(key, e)
 		return nil, ctx.Err()
@@ -271,6 +268,14 @@ func (l *sessionLocks) acquire(key string) *sessionLock {
 	}
 	e.refs++
 	return e
+}
+
+// unlocker is the unlock function of a lock taken.
+func (l *sessionLocks) unlocker(key string, e *sessionLock) func() {
+	return func() {
+		<-e.held
+		l.release(key, e)
+	}
 }
 
 func (l *sessionLocks) release(key string, e *sessionLock) {
