@@ -4,6 +4,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // MatchesAllowlist reports whether plan is a hit for an allowlist of patterns (spec §4.6):
@@ -58,11 +60,34 @@ func MatchPattern(pattern, execPath string, env Env) bool {
 		}
 		return path.Clean(pattern) == execPath
 	}
+	re := compiledGlob(pattern)
+	return re != nil && re.MatchString(execPath)
+}
+
+// globs caches compiled glob patterns: an allowlist is matched against
+// every segment of every command, and compiling was a quarter of the cost
+// of deciding one. Bounded: past maxGlobs patterns, new ones are compiled
+// each time instead of cached.
+var globs sync.Map // pattern → *regexp.Regexp (nil when it does not compile)
+
+const maxGlobs = 4096
+
+var globCount atomic.Int64
+
+func compiledGlob(pattern string) *regexp.Regexp {
+	if re, ok := globs.Load(pattern); ok {
+		return re.(*regexp.Regexp)
+	}
 	re, err := regexp.Compile(globRegexp(pattern))
 	if err != nil {
-		return false
+		re = nil
 	}
-	return re.MatchString(execPath)
+	if globCount.Load() < maxGlobs {
+		if _, loaded := globs.LoadOrStore(pattern, re); !loaded {
+			globCount.Add(1)
+		}
+	}
+	return re
 }
 
 func globRegexp(glob string) string {

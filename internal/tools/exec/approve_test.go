@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"talon/internal/approval"
+	"talon/internal/sandbox"
+	"talon/internal/sandbox/host"
 	"talon/internal/tools"
 )
 
@@ -356,4 +358,42 @@ func TestApprovalFlow(t *testing.T) {
 			t.Errorf("after shutdown: %+v", res)
 		}
 	})
+}
+
+// BenchmarkGate is what the approval policy adds to one exec call on the
+// gateway host: reading the approvals file, resolving the policy,
+// analysing the command and deciding (an allowlist hit; the stamp it
+// writes is not included).
+func BenchmarkGate(b *testing.B) {
+	hb, err := host.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb, err := hb.Open(context.Background(), sandbox.Spec{ID: "bench", Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	svc, err := approval.NewService(b.TempDir(), func(context.Context, string, string, string) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Close()
+	f := approval.Empty()
+	f.Agents["main"] = allow("/usr/bin/*", "/bin/*")
+	if _, err := svc.Store.Save(context.Background(), f, ""); err != nil {
+		b.Fatal(err)
+	}
+	env := &tools.Env{AgentID: "main", SessionKey: "agent:main:main", Sandbox: sb, Approvals: svc}
+	x, err := parseExec(json.RawMessage(`{"command":"git log --oneline | head -n 5 && ls -la src"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := gate(context.Background(), env, x)
+		if err != nil || g.decision.Outcome != approval.OutcomeRun {
+			b.Fatalf("%v %+v", err, g.decision)
+		}
+	}
 }
