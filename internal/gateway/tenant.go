@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"talon/internal/agent"
+	"talon/internal/approval"
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
 	"talon/internal/store"
+	"talon/protocol"
 )
 
 // tenantIDPattern keeps tenant ids to one safe path segment.
@@ -40,6 +42,9 @@ type tenant struct {
 	// sandboxes outlive config versions: runs of one scope keep sharing a
 	// sandbox across reloads (a changed spec gets a new one).
 	sandboxes *sandbox.Manager
+	// approvals outlive config versions too: a pending approval must still
+	// be resolvable after a config.patch.
+	approvals *approval.Service
 	loadErr   error
 
 	// writeMu serialises this gateway's writes of the config file
@@ -89,6 +94,16 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	if t.sandboxes == nil {
 		t.sandboxes = sandbox.NewManager()
 	}
+	if t.approvals == nil {
+		svc, err := approval.NewService(t.dir, agent.TranscriptSink(t.store))
+		if err != nil {
+			return nil, err
+		}
+		svc.Log = s.log
+		svc.Manager.Approvers = func() int { return s.hubs.count(t, protocol.ScopeApprovals) }
+		svc.Manager.Emit = func(e approval.Event) { s.broadcast(t, e.Name, e.Payload) }
+		t.approvals = svc
+	}
 	f, err := config.Load(t.configPath)
 	if err != nil {
 		s.log.Error("loading tenant config", "tenant", t.id, "path", t.configPath, "err", err)
@@ -107,6 +122,19 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	t.rt = &runtime{file: f, runner: s.newRunner(t, f.Config)}
 	t.stamp = st
 	return t.rt, nil
+}
+
+// approvalService is the tenant's exec approvals, opened with its store.
+func (t *tenant) approvalService(s *Server) (*approval.Service, error) {
+	if _, err := t.current(s); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.approvals == nil {
+		return nil, approval.ErrClosed
+	}
+	return t.approvals, nil
 }
 
 // token is the secret a bearer must present, or "" when none is set.
@@ -184,6 +212,12 @@ func (s *Server) closeTenants() {
 	s.tenants.mu.Unlock()
 	for _, t := range all {
 		t.mu.Lock()
+		// Approvals first: their background commands run in the sandboxes
+		// and write their outcome to the store.
+		if t.approvals != nil {
+			t.approvals.Close()
+			t.approvals = nil
+		}
 		if t.sandboxes != nil {
 			if err := t.sandboxes.Close(); err != nil {
 				s.log.Error("closing sandboxes", "tenant", t.id, "err", err)
@@ -210,6 +244,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config) *agent.Runner {
 		Resolve:   s.resolver(cfg),
 		StateDir:  t.dir,
 		Sandboxes: t.sandboxes,
+		Approvals: t.approvals,
 	}
 }
 
