@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +12,8 @@ import (
 	"time"
 
 	"talon/internal/approval"
+	"talon/protocol"
+	"talon/protocol/client"
 )
 
 func TestApprovalsGetSet(t *testing.T) {
@@ -102,4 +107,130 @@ func TestPrintPending(t *testing.T) {
 		!strings.Contains(lines[2], "fedcba98  0s") || !strings.HasSuffix(lines[2], strings.Repeat("y", 200)+"…") {
 		t.Errorf("table:\n%s", b.String())
 	}
+}
+
+// approvalsConfig is a gateway with no sandbox: exec runs on the gateway
+// host under the default policy (allowlist, ask on-miss), and the offline
+// inspect model calls the tools a "/call" line names.
+const approvalsConfig = `{gateway: {port: %d, auth: {token: %q}}}`
+
+// TestApprovalsPendingResolve: against a running gateway, with an operator
+// client connected (so exec asks instead of falling back), `approvals
+// pending` lists the command a turn asked about and `approvals resolve`
+// decides it; the outcome reaches the session's history as a system event.
+func TestApprovalsPendingResolve(t *testing.T) {
+	state, wsURL := startGatewayConfig(t, approvalsConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	op, err := client.Dial(ctx, wsURL, client.Options{Token: callToken, Scopes: []string{protocol.ScopeApprovals, protocol.ScopeRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	httpURL := "http" + strings.TrimPrefix(wsURL, "ws")
+	const session = "agent:main:cli-approvals"
+
+	ask := func(command string) (id string) {
+		t.Helper()
+		answer := chatTurn(t, httpURL, "cli-approvals", `/call exec {"command":"`+command+`"}`)
+		if !strings.HasPrefix(answer, "Approval required (id ") {
+			t.Fatalf("not approval-pending: %s", answer)
+		}
+		var d struct{ ApprovalID string }
+		lines := strings.Split(answer, "\n")
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &d); err != nil || d.ApprovalID == "" {
+			t.Fatalf("details: %v: %s", err, answer)
+		}
+		return d.ApprovalID
+	}
+	args := func(a ...string) []string { return append(a, "--state-dir", state) }
+
+	id := ask("touch ran && echo done")
+	out, errs, code := talon(t, "", args("approvals", "pending")...)
+	if code != 0 || !strings.Contains(out, approval.Slug(id)+"  ") || !strings.Contains(out, session) || !strings.HasSuffix(out, "touch ran && echo done\n") {
+		t.Fatalf("pending: %d\n%s\n%s", code, out, errs)
+	}
+	out, _, code = talon(t, "", args("approvals", "pending", "--json")...)
+	var list struct{ Approvals []approval.RequestedPayload }
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Approvals) != 1 || list.Approvals[0].ID != id ||
+		list.Approvals[0].Request.Host != approval.HostGateway {
+		t.Fatalf("pending --json: %d %s", code, out)
+	}
+	if out, errs, code = talon(t, "", args("approvals", "resolve", approval.Slug(id), "allow-once")...); code != 0 || out != approval.Slug(id)+": allow-once\n" {
+		t.Fatalf("resolve: %d %q %s", code, out, errs)
+	}
+	want := "System: Exec finished (gateway id=" + id + ", session=" + session + ", code 0)\ndone"
+	waitHistory(ctx, t, op, session, want)
+	if _, err := os.Stat(filepath.Join(state, "workspace", "ran")); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+	if _, errs, code = talon(t, "", args("approvals", "resolve", id, "deny")...); code != 1 || !strings.Contains(errs, "unknown or expired approval id") {
+		t.Errorf("a second resolve: %d %s", code, errs)
+	}
+
+	id = ask("touch denied")
+	if _, errs, code = talon(t, "", args("approvals", "resolve", id[:10], "deny")...); code != 0 {
+		t.Fatalf("deny: %d %s", code, errs)
+	}
+	waitHistory(ctx, t, op, session, "System: Exec denied (gateway id="+id+", user-denied): touch denied")
+	if _, err := os.Stat(filepath.Join(state, "workspace", "denied")); err == nil {
+		t.Error("the denied command ran")
+	}
+	if out, _, code = talon(t, "", args("approvals", "pending")...); code != 0 || out != "No exec approvals pending.\n" {
+		t.Errorf("pending at the end: %d %q", code, out)
+	}
+}
+
+// chatTurn sends one user message to the session over the HTTP endpoint
+// and returns the answer.
+func chatTurn(t *testing.T, httpURL, session, text string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "openclaw", "messages": []map[string]string{{"role": "user", "content": text}}})
+	req, err := http.NewRequest(http.MethodPost, httpURL+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+callToken)
+	req.Header.Set("X-OpenClaw-Session-Key", session)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK || len(out.Choices) != 1 {
+		t.Fatalf("chat: %d %v %+v", res.StatusCode, err, out)
+	}
+	return out.Choices[0].Message.Content
+}
+
+// waitHistory waits until the session's last message is the system event
+// want. The approved command runs in the background after the resolve
+// answers, so the history is read until it shows up (or ctx ends).
+func waitHistory(ctx context.Context, t *testing.T, op *client.Client, session, want string) {
+	t.Helper()
+	var last string
+	for ctx.Err() == nil {
+		var h struct {
+			Messages []struct {
+				Role    string
+				Content []struct{ Text string }
+				Meta    struct{ SystemEvent bool } `json:"__openclaw"`
+			}
+		}
+		if err := op.Call(ctx, "chat.history", map[string]string{"sessionKey": session}, &h); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(h.Messages); n > 0 && len(h.Messages[n-1].Content) > 0 {
+			m := h.Messages[n-1]
+			last = m.Content[0].Text
+			if last == want && m.Role == "user" && m.Meta.SystemEvent {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the history never ended with %q; last %q", want, last)
 }

@@ -37,6 +37,13 @@ const callConfig = `{
 // names that port, as an operator's would.
 func startGatewayAlias(t *testing.T) (string, string) {
 	t.Helper()
+	return startGatewayConfig(t, callConfig)
+}
+
+// startGatewayConfig is startGatewayAlias with the config cfg, a format
+// taking the port (%d) and the token (%q), as callConfig does.
+func startGatewayConfig(t *testing.T, cfg string) (string, string) {
+	t.Helper()
 	state := t.TempDir()
 	tenantDir := filepath.Join(state, "tenants", "acme")
 	if err := os.MkdirAll(tenantDir, 0o700); err != nil {
@@ -50,7 +57,7 @@ func startGatewayAlias(t *testing.T) (string, string) {
 		Bin: os.Args[0],
 		Env: append(os.Environ(), "TALON_TEST_MAIN=1", envToken+"=", envPassword+"="),
 		Args: func(port int) []string {
-			writeErr = os.WriteFile(filepath.Join(state, "talon.json"), fmt.Appendf(nil, callConfig, port, callToken), 0o600)
+			writeErr = os.WriteFile(filepath.Join(state, "talon.json"), fmt.Appendf(nil, cfg, port, callToken), 0o600)
 			return []string{"gateway", "--state-dir", state, "--log-level", "warn"}
 		},
 	})
