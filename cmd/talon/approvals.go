@@ -35,18 +35,7 @@ func newApprovalsCmd() *cobra.Command {
 			}
 			snap := s.Load()
 			out := cmd.OutOrStdout()
-			// The shape of exec.approvals.get, plus what Talon found wrong.
-			view := struct {
-				Path     string         `json:"path"`
-				Exists   bool           `json:"exists"`
-				Hash     string         `json:"hash"`
-				File     *approval.File `json:"file"`
-				Corrupt  string         `json:"corrupt,omitempty"`
-				Warnings []string       `json:"warnings,omitempty"`
-			}{snap.Path, snap.Exists, snap.Hash, snap.File.Redacted(), "", snap.Warnings}
-			if snap.Corrupt != nil {
-				view.Corrupt = snap.Corrupt.Error()
-			}
+			view := snap.View() // exec.approvals.get's shape
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")

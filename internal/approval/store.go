@@ -41,6 +41,30 @@ type Snapshot struct {
 	Warnings []string
 }
 
+// View is a snapshot as exec.approvals.get returns it ({path, exists, hash,
+// file} with the socket token left out), plus what Talon found wrong: why
+// a file that cannot be used is in force as deny-all, and what
+// normalising it dropped. The gateway's method and `talon approvals get`
+// print the same shape.
+type View struct {
+	Path     string   `json:"path"`
+	Exists   bool     `json:"exists"`
+	Hash     string   `json:"hash"`
+	File     *File    `json:"file"`
+	Corrupt  string   `json:"corrupt,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// View is the snapshot as exec.approvals.get shows it; extra warnings (from
+// parsing what a caller submitted) come first.
+func (s *Snapshot) View(extra ...string) View {
+	v := View{Path: s.Path, Exists: s.Exists, Hash: s.Hash, File: s.File.Redacted(), Warnings: append(extra, s.Warnings...)}
+	if s.Corrupt != nil {
+		v.Corrupt = s.Corrupt.Error()
+	}
+	return v
+}
+
 // Store reads and writes one approvals file. Use one Store per path in a
 // process; other processes are kept out by the flock.
 type Store struct {

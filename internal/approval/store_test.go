@@ -252,3 +252,17 @@ func TestSaveHonoursContextWhileLocked(t *testing.T) {
 		t.Errorf("err = %v, want the deadline while another holds the lock", err)
 	}
 }
+
+func TestSnapshotView(t *testing.T) {
+	f := Empty()
+	f.Socket = &Socket{Path: "/s", Token: "secret"}
+	snap := &Snapshot{Path: "/p", Exists: true, Hash: "h", File: f, Warnings: []string{"file"}}
+	v := snap.View("submitted")
+	if v.File.Socket.Token != "" || f.Socket.Token != "secret" || v.Corrupt != "" || strings.Join(v.Warnings, ",") != "submitted,file" || v.Hash != "h" {
+		t.Errorf("view %+v", v)
+	}
+	snap.Corrupt = errors.New("broken")
+	if v := snap.View(); v.Corrupt != "broken" {
+		t.Errorf("corrupt view %+v", v)
+	}
+}
