@@ -16,27 +16,6 @@ func init() {
 	register("exec.approval.list", protocol.ScopeApprovals, approvalList)
 }
 
-// approvalsView is exec.approvals.get's payload: upstream's
-// {path, exists, hash, file} (the socket token left out), plus why a file
-// that does not parse is in force as deny-all, and what normalising it
-// dropped.
-type approvalsView struct {
-	Path     string         `json:"path"`
-	Exists   bool           `json:"exists"`
-	Hash     string         `json:"hash"`
-	File     *approval.File `json:"file"`
-	Corrupt  string         `json:"corrupt,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
-}
-
-func viewOf(snap *approval.Snapshot, extra []string) approvalsView {
-	v := approvalsView{Path: snap.Path, Exists: snap.Exists, Hash: snap.Hash, File: snap.File.Redacted(), Warnings: append(extra, snap.Warnings...)}
-	if snap.Corrupt != nil {
-		v.Corrupt = snap.Corrupt.Error()
-	}
-	return v
-}
-
 func approvalsGet(s *Server, c *call) (any, error) {
 	if err := c.params(&struct{}{}); err != nil {
 		return nil, err
@@ -45,7 +24,7 @@ func approvalsGet(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(svc.Store.Load(), nil), nil
+	return svc.Store.Load().View(), nil
 }
 
 func approvalsSet(s *Server, c *call) (any, error) {
@@ -74,7 +53,7 @@ func approvalsSet(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(snap, warnings), nil
+	return snap.View(warnings...), nil
 }
 
 // baseHash reads a baseHash param as upstream does: anything but a
