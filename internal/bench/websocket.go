@@ -24,6 +24,9 @@ func init() {
 // WSDialers is how many WebSocket clients DialWS connects at a time.
 const WSDialers = 32
 
+// wsIdleEvents is the event buffer of an idle client: ticks only.
+const wsIdleEvents = 16
+
 // wsConns is how many idle clients the row holds: the plan's largest
 // concurrency level, the number of clients a gateway of that load serves.
 func wsConns(p Plan) int { return slices.Max(p.Talon.Concurrency) }
@@ -66,7 +69,7 @@ func wsIdle(e *env) (vals map[string]float64, err error) {
 		}
 	}()
 	url := "ws" + strings.TrimPrefix(p.URL, "http")
-	warm, err := DialWS(e.ctx, url, e.t.token, 50)
+	warm, err := DialWS(e.ctx, url, e.t.token, 50, wsIdleEvents)
 	closeAll(warm)
 	if err != nil {
 		return nil, err
@@ -83,7 +86,7 @@ func wsIdle(e *env) (vals map[string]float64, err error) {
 	}
 	n := wsConns(e.plan)
 	begin := time.Now()
-	conns, err := DialWS(e.ctx, url, e.t.token, n)
+	conns, err := DialWS(e.ctx, url, e.t.token, n, wsIdleEvents)
 	connect := time.Since(begin)
 	defer closeAll(conns)
 	if err != nil {
@@ -113,9 +116,10 @@ func wsIdle(e *env) (vals map[string]float64, err error) {
 }
 
 // DialWS connects n operator clients to the gateway at url with token,
-// WSDialers at a time, each with a small event buffer (an idle client gets
-// only ticks). On error it closes those it opened.
-func DialWS(ctx context.Context, url, token string, n int) ([]*client.Client, error) {
+// WSDialers at a time, each buffering up to events events (an idle client
+// gets only ticks; one that watches chats needs room for a burst). On
+// error it closes those it opened.
+func DialWS(ctx context.Context, url, token string, n, events int) ([]*client.Client, error) {
 	out := make([]*client.Client, n)
 	var mu sync.Mutex
 	var errs []error
@@ -125,7 +129,7 @@ func DialWS(ctx context.Context, url, token string, n int) ([]*client.Client, er
 		wg.Go(func() {
 			for i := range next {
 				dctx, cancel := context.WithTimeout(ctx, time.Minute)
-				c, err := client.Dial(dctx, url, client.Options{Token: token, EventBuffer: 16})
+				c, err := client.Dial(dctx, url, client.Options{Token: token, EventBuffer: events})
 				cancel()
 				if err != nil {
 					mu.Lock()

@@ -52,14 +52,14 @@ func BenchmarkWSIdleConnections(b *testing.B) {
 	var m struct{ connect, rss, rssSettled, heapSettled, gor, hello float64 }
 	for i := range b.N {
 		g, probe, url := startWSGateway(b, bin, filepath.Join(root, strconv.Itoa(i)), llm.BaseURL())
-		for _, c := range dialWS(b, url, 50) {
+		for _, c := range dialWS(b, url, 50, 16) {
 			c.Close()
 		}
 		time.Sleep(time.Second)
 		rss0, st0 := rssMB(b, g), wsStatus(b, probe)
 
 		begin := time.Now()
-		conns := dialWS(b, url, idleConns)
+		conns := dialWS(b, url, idleConns, 16)
 		m.connect += float64(time.Since(begin).Microseconds()) / 1e3
 		time.Sleep(2 * time.Second)
 		rss1 := rssMB(b, g)
@@ -74,7 +74,7 @@ func BenchmarkWSIdleConnections(b *testing.B) {
 				b.Fatalf("a connection ended while idle: %v", c.Err())
 			}
 		}
-		last := dialWS(b, url, 1)[0]
+		last := dialWS(b, url, 1, 16)[0]
 		hello, err := json.Marshal(last.Hello())
 		if err != nil {
 			b.Fatal(err)
@@ -105,13 +105,14 @@ func startWSGateway(b *testing.B, bin, state, llmURL string) (*talonproc.Proc, *
 	writeConfig(b, state, llmURL)
 	g, _ := startGateway(b, bin, state)
 	url := "ws" + strings.TrimPrefix(g.URL, "http")
-	return g, dialWS(b, url, 1)[0], url
+	return g, dialWS(b, url, 1, 16)[0], url
 }
 
-// dialWS opens n connections as bench.DialWS does for `talon bench`.
-func dialWS(b *testing.B, url string, n int) []*client.Client {
+// dialWS opens n connections as bench.DialWS does for `talon bench`,
+// each buffering up to events events.
+func dialWS(b *testing.B, url string, n, events int) []*client.Client {
 	b.Helper()
-	cs, err := bench.DialWS(context.Background(), url, bench.Token, n)
+	cs, err := bench.DialWS(context.Background(), url, bench.Token, n, events)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func BenchmarkWSChatFanout(b *testing.B) {
 	g, sender, url := startWSGateway(b, bin, b.TempDir(), llm.BaseURL())
 	defer stopGateway(b, g)
 	defer sender.Close()
-	subs := dialWS(b, url, chatSubscribers)
+	subs := dialWS(b, url, chatSubscribers, 1024) // a turn is ≈ 30 events; room for a stall
 	defer func() {
 		for _, c := range subs {
 			c.Close()
@@ -237,7 +238,14 @@ func BenchmarkWSChatFanout(b *testing.B) {
 					b.Fatalf("turn %s ended %s", runID, r.state)
 				}
 			case <-ctx.Done():
-				b.Fatalf("turn %s: %d of %d subscribers got the final", runID, finals, chatSubscribers)
+				var dropped, closed int64
+				for _, c := range subs {
+					dropped += c.Dropped()
+					if c.Err() != nil {
+						closed++
+					}
+				}
+				b.Fatalf("turn %s: %d of %d subscribers got the final; the clients dropped %d events, %d were disconnected", runID, finals, chatSubscribers, dropped, closed)
 			}
 		}
 		for ev, t := range first {
