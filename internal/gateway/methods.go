@@ -209,15 +209,22 @@ func sessionDefaults(cfg *config.Config) *protocol.SessionDefaults {
 	return &protocol.SessionDefaults{DefaultAgentID: id, MainKey: policy.MainKey(cfg), MainSessionKey: main, Scope: scope}
 }
 
-// presence lists the tenant's connected clients, and c while it is still
-// being admitted.
+// presenceMax bounds hello-ok's presence list. Listing every client made
+// connecting N clients cost O(N²) (≈ 100 MB of JSON for 1,000 clients,
+// most of their handshake time); a client that wants more asks status.
+const presenceMax = 64
+
+// presence lists c first, then up to presenceMax-1 other clients of the
+// tenant, the most recently connected first.
 func (s *Server) presence(t *tenant, c *conn) []protocol.Presence {
-	conns := s.hubs.of(t)
-	if c != nil && !slices.Contains(conns, c) {
-		conns = append(conns, c)
+	others := s.hubs.of(t)
+	others = slices.DeleteFunc(others, func(x *conn) bool { return x == c })
+	if len(others) > presenceMax-1 {
+		slices.SortFunc(others, func(a, b *conn) int { return b.connected.Compare(a.connected) })
+		others = others[:presenceMax-1]
 	}
-	out := make([]protocol.Presence, 0, len(conns))
-	for _, x := range conns {
+	out := make([]protocol.Presence, 0, len(others)+1)
+	for _, x := range append([]*conn{c}, others...) {
 		scopes := make([]string, 0, len(x.scopes))
 		for sc := range x.scopes {
 			scopes = append(scopes, sc)

@@ -424,3 +424,20 @@ func TestTickAndShutdown(t *testing.T) {
 		t.Errorf("close = %d (%v), want 1012", code, c.Err())
 	}
 }
+
+// TestHelloPresenceBounded: hello-ok lists the connecting client first and
+// at most presenceMax clients in all.
+func TestHelloPresenceBounded(t *testing.T) {
+	_, url := startWS(t, "")
+	for i := range presenceMax + 5 {
+		c, err := client.Dial(context.Background(), url, client.Options{Token: wsToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		p := c.Hello().Snapshot.Presence
+		if want := min(i+1, presenceMax); len(p) != want || p[0].ConnID != c.Hello().Server.ConnID {
+			t.Fatalf("client %d: %d presence entries (first %s), want %d starting with itself", i, len(p), p[0].ConnID, want)
+		}
+	}
+}
