@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -64,8 +63,12 @@ type conn struct {
 	closing     chan struct{} // closed by close; the writer then finishes
 	closeCode   websocket.StatusCode
 	closeReason string
-	queue       chan []byte
-	buffered    atomic.Int64 // bytes in queue
+	// queue holds the frames waiting for the writer (guarded by mu); it
+	// grows only while a client lags, so an idle connection holds no
+	// buffer. wake tells the writer there is something to send.
+	queue    [][]byte
+	buffered int64 // bytes in queue
+	wake     chan struct{}
 }
 
 func newConnID() string {
@@ -86,7 +89,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(preAuthMaxBytes)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &conn{s: s, ws: ws, id: newConnID(), ctx: ctx, cancel: cancel, queue: make(chan []byte, sendQueueFrames), closing: make(chan struct{})}
+	c := &conn{s: s, ws: ws, id: newConnID(), ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), closing: make(chan struct{})}
 	defer c.close(websocket.StatusNormalClosure, "")
 	go c.writeLoop()
 
@@ -269,14 +272,9 @@ func (c *conn) writeLoop() {
 		case <-c.closing:
 			ctx, cancel := context.WithTimeout(c.ctx, closeDrainTime)
 			defer cancel()
-			for drained := false; !drained && ctx.Err() == nil; {
-				select {
-				case b := <-c.queue:
-					if c.ws.Write(ctx, websocket.MessageText, b) != nil {
-						drained = true
-					}
-				default:
-					drained = true
+			for _, b := range c.take() {
+				if c.ws.Write(ctx, websocket.MessageText, b) != nil {
+					break
 				}
 			}
 			if c.closeCode == 0 || ctx.Err() != nil {
@@ -285,55 +283,56 @@ func (c *conn) writeLoop() {
 			}
 			_ = c.ws.Close(c.closeCode, c.closeReason)
 			return
-		case b := <-c.queue:
-			c.buffered.Add(-int64(len(b)))
-			ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
-			err := c.ws.Write(ctx, websocket.MessageText, b)
-			cancel()
-			if err != nil {
-				// The peer stopped reading for writeTimeout, or left.
-				c.abort()
-				_ = c.ws.CloseNow()
-				return
+		case <-c.wake:
+			for _, b := range c.take() {
+				ctx, cancel := context.WithTimeout(c.ctx, writeTimeout)
+				err := c.ws.Write(ctx, websocket.MessageText, b)
+				cancel()
+				if err != nil {
+					// The peer stopped reading for writeTimeout, or left.
+					c.abort()
+					_ = c.ws.CloseNow()
+					return
+				}
 			}
 		}
 	}
 }
 
-// enqueue queues one frame. A frame that does not fit is dropped when
-// droppable; otherwise the connection is closed as a slow consumer.
+// take empties the queue and returns what was in it.
+func (c *conn) take() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queue
+	c.queue, c.buffered = nil, 0
+	return q
+}
+
+// enqueue queues one frame; c.mu is held. A frame that does not fit is
+// dropped when droppable; otherwise the connection is closed as a slow
+// consumer.
 func (c *conn) enqueue(b []byte, droppable bool) bool {
-	if c.buffered.Load()+int64(len(b)) > defaultMaxBuffered {
+	if len(c.queue) >= sendQueueFrames || c.buffered+int64(len(b)) > defaultMaxBuffered {
 		if !droppable {
 			c.slow()
 		}
 		return false
 	}
+	c.queue = append(c.queue, b)
+	c.buffered += int64(len(b))
 	select {
-	case c.queue <- b:
-		c.buffered.Add(int64(len(b)))
-		return true
-	default:
-		if !droppable {
-			c.slow()
-		}
-		return false
+	case c.wake <- struct{}{}:
+	default: // the writer has been told already
 	}
+	return true
 }
 
 // slow drops a consumer whose queue is full; c.mu is held. The frames
 // still queued are not worth waiting for.
 func (c *conn) slow() {
-	c.s.log.Warn("ws slow consumer dropped", "conn", c.id, "queued", len(c.queue), "bytes", c.buffered.Load())
+	c.s.log.Warn("ws slow consumer dropped", "conn", c.id, "queued", len(c.queue), "bytes", c.buffered)
 	c.closed = true
-	for drained := false; !drained; {
-		select {
-		case b := <-c.queue:
-			c.buffered.Add(-int64(len(b)))
-		default:
-			drained = true
-		}
-	}
+	c.queue, c.buffered = nil, 0
 	c.closeCode, c.closeReason = protocol.ClosePolicy, slowConsumerCloseText
 	close(c.closing)
 }
