@@ -78,6 +78,10 @@ type Request struct {
 	Model string
 	// Owner says whether the sender is an owner (owner-only tools).
 	Owner bool
+	// Fresh says the caller minted SessionKey for this run from a random
+	// id, so no session can exist yet and the runner skips looking for
+	// one (a stateless HTTP request: one read fewer per turn).
+	Fresh bool
 	// OnDelta receives streamed text; nil means no streaming.
 	OnDelta func(text string)
 	// OnToolStart and OnToolResult, when set, hear of each server-side
@@ -132,7 +136,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	// new session, the caller's history) is committed together with the
 	// model's first answer: one durable write per model round.
 	var history []provider.Message
-	entry, err := r.Store.GetSession(ctx, agentID, req.SessionKey)
+	var entry session.Entry
+	err = store.ErrNotFound
+	if !req.Fresh {
+		entry, err = r.Store.GetSession(ctx, agentID, req.SessionKey)
+	}
 	switch {
 	case err == nil:
 		if history, err = r.Store.Transcript(ctx, entry.SessionID, r.historyLimit()); err != nil {

@@ -247,6 +247,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 	}
 
 	// Session: header, then user, then a fresh one.
+	fresh := false
 	switch h, user := strings.TrimSpace(r.Header.Get("X-OpenClaw-Session-Key")), strings.TrimSpace(req.body.User); {
 	case h != "":
 		key, _, err := sessionFor(cfg, req.agent, h)
@@ -261,6 +262,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 		}
 	default:
 		req.key = session.OpenAIFresh(req.agent, newUUID())
+		fresh = true
 	}
 
 	rr, msg := convertMessages(req.body.Messages)
@@ -276,6 +278,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 	}
 	rr.AgentID, rr.SessionKey, rr.ClientTools, rr.Owner = req.agent, req.key, tools, true
 	rr.Model = strings.TrimSpace(r.Header.Get("X-OpenClaw-Model"))
+	rr.Fresh = fresh
 	req.runReq = rr
 	return req, 0, "", ""
 }
