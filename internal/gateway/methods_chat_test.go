@@ -188,22 +188,6 @@ func record(t *testing.T, f protocol.Frame, runID string, ev *runEvents) {
 	}
 }
 
-func dialChat(t *testing.T, url string, scopes ...string) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), chatTestWait)
-	defer cancel()
-	o := client.Options{Token: wsToken}
-	if scopes != nil {
-		o.Scopes = scopes
-	}
-	cl, err := client.Dial(ctx, url, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return cl
-}
-
 func callOK(t *testing.T, cl *client.Client, method string, params any) map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), chatTestWait)
@@ -222,9 +206,9 @@ func callOK(t *testing.T, cl *client.Client, method string, params any) map[stri
 func TestChatSendStream(t *testing.T) {
 	llm := newStepLLM(t)
 	ts, url := startWS(t, modelMembers(llm.srv.URL))
-	sender := dialChat(t, url, protocol.ScopeWrite)
-	reader := dialChat(t, url, protocol.ScopeRead)
-	blind := dialChat(t, url, []string{}...)
+	sender := dialWS(t, url, protocol.ScopeWrite)
+	reader := dialWS(t, url, protocol.ScopeRead)
+	blind := dialWS(t, url, []string{}...)
 
 	got := callOK(t, sender, "chat.send", map[string]any{"sessionKey": "main", "message": "  say hello  ", "idempotencyKey": "run-stream"})
 	if want := map[string]any{"runId": "run-stream", "status": "started"}; !reflect.DeepEqual(got, want) {
@@ -313,7 +297,7 @@ func TestChatSendStream(t *testing.T) {
 func TestChatIdempotency(t *testing.T) {
 	llm := newScriptedLLM(t)
 	_, url := startWS(t, modelMembers(llm.srv.URL))
-	cl := dialChat(t, url)
+	cl := dialWS(t, url)
 	llm.push(scripted{Content: "first answer"})
 	send := map[string]any{"sessionKey": "agent:main:idem", "message": "hi", "idempotencyKey": "k1"}
 	callOK(t, cl, "chat.send", send)
@@ -367,7 +351,7 @@ func TestChatIdempotency(t *testing.T) {
 func TestChatAbort(t *testing.T) {
 	llm := newScriptedLLM(t)
 	ts, url := startWS(t, modelMembers(llm.srv.URL))
-	cl := dialChat(t, url)
+	cl := dialWS(t, url)
 	cases := []struct {
 		name       string
 		abort      func(runID string) (map[string]any, error)
@@ -469,9 +453,9 @@ func callErr(cl *client.Client, method string, params any) (map[string]any, erro
 // TestChatParams checks every refusal of the chat methods' params.
 func TestChatParams(t *testing.T) {
 	_, url := startWS(t, `,"agents":{"list":[{"id":"main","default":true},{"id":"ops"}]}`)
-	admin := dialChat(t, url)
-	writer := dialChat(t, url, protocol.ScopeWrite)
-	reader := dialChat(t, url, protocol.ScopeRead)
+	admin := dialWS(t, url)
+	writer := dialWS(t, url, protocol.ScopeWrite)
+	reader := dialWS(t, url, protocol.ScopeRead)
 	pngB64 := base64.StdEncoding.EncodeToString(tinyPNG(t))
 	big := base64.StdEncoding.EncodeToString(make([]byte, maxAttachmentBytes+10))
 	send := func(extra map[string]any) map[string]any {
@@ -558,7 +542,7 @@ func tinyPNG(t *testing.T) []byte {
 // text (the inspect model describes what it received).
 func TestChatAttachment(t *testing.T) {
 	_, url := startWS(t, "")
-	cl := dialChat(t, url)
+	cl := dialWS(t, url)
 	pic := tinyPNG(t)
 	forms := []struct{ name, content string }{
 		{"base64", base64.StdEncoding.EncodeToString(pic)},
@@ -695,7 +679,7 @@ func TestAgentViaClient(t *testing.T) {
 	members := `,"models":{"providers":{"bad":{"baseUrl":"` + failing.URL + `/v1"},"fake":{"baseUrl":"` + llm.srv.URL + `/v1"}}}` +
 		`,"agents":{"list":[{"id":"main","default":true},{"id":"broken","model":"bad/m"},{"id":"slow","model":"fake/m"}]}`
 	_, url := startWS(t, members)
-	cl := dialChat(t, url)
+	cl := dialWS(t, url)
 	ctx := context.Background()
 
 	var ok struct {
@@ -751,7 +735,7 @@ func TestChatShutdown(t *testing.T) {
 	t.Run("finishes", func(t *testing.T) {
 		llm := newStepLLM(t)
 		ts, url := startWS(t, modelMembers(llm.srv.URL))
-		cl := dialChat(t, url)
+		cl := dialWS(t, url)
 		callOK(t, cl, "chat.send", map[string]any{"sessionKey": "main", "message": "hi", "idempotencyKey": "sd-1"})
 		llm.feed(t, "almost")
 		stopped := make(chan error, 1)
@@ -791,7 +775,7 @@ func TestChatShutdown(t *testing.T) {
 		llm := newScriptedLLM(t)
 		ts, url := startWS(t, modelMembers(llm.srv.URL))
 		dir := ts.dir
-		cl := dialChat(t, url)
+		cl := dialWS(t, url)
 		started := make(chan struct{})
 		llm.mu.Lock()
 		llm.block = started

@@ -10,27 +10,33 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"talon/internal/config"
 	"talon/protocol"
 	"talon/protocol/client"
 )
 
-// dialWS connects a client with the given scopes (nil: all) and closes it
-// when the test ends.
+// dialWS connects a client with the given scopes (none given: all four;
+// noScopes...: none) and closes it when the test ends.
 func dialWS(t *testing.T, url string, scopes ...string) *client.Client {
 	t.Helper()
 	o := client.Options{Token: wsToken}
 	if scopes != nil {
 		o.Scopes = scopes
 	}
-	c, err := client.Dial(context.Background(), url, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, url, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// noScopes asks dialWS for a client without any scope.
+var noScopes = []string{}
 
 // mustCall makes a call that must succeed and decodes its payload.
 func mustCall[T any](t *testing.T, c *client.Client, method string, params any) T {

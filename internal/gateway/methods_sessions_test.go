@@ -26,20 +26,6 @@ const sessionsConfig = `,"agents":{"list":[{"id":"main","default":true},{"id":"o
 "models":{"providers":{"local":{"baseUrl":"http://127.0.0.1:9/v1","api":"openai-completions",
 "models":[{"id":"big","reasoning":true,"contextWindow":128000},{"id":"small"}]}}}`
 
-// dialAs connects with exactly these scopes.
-func dialAs(t *testing.T, url string, scopes ...string) *client.Client {
-	t.Helper()
-	if scopes == nil {
-		scopes = []string{}
-	}
-	c, err := client.Dial(context.Background(), url, client.Options{Token: wsToken, Scopes: scopes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // rpc calls a method and returns its payload or its error message ("" on
 // success); an error that is not INVALID_REQUEST is reported with its
 // code.
@@ -90,7 +76,7 @@ type patchResult struct {
 // the WS method and checks OpenClaw's message (spec §5.3).
 func TestSessionsPatchMessages(t *testing.T) {
 	_, url := startWS(t, sessionsConfig)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	mustRPC(t, admin, "sessions.patch", map[string]any{"key": "agent:ops:taken", "label": "Taken"}, nil)
 	mustRPC(t, admin, "sessions.patch", map[string]any{"key": "agent:main:subagent:s1", "spawnedBy": "agent:main:main", "spawnDepth": 1}, nil)
 	long := strings.Repeat("é", session.MaxLabelLen+1)
@@ -159,7 +145,7 @@ func TestSessionsPatchMessages(t *testing.T) {
 // echoes the canonical key.
 func TestSessionsPatchApplies(t *testing.T) {
 	_, url := startWS(t, sessionsConfig+`,"session":{"mainKey":"home"}`)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	steps := []struct {
 		name  string
 		patch map[string]any
@@ -252,10 +238,10 @@ func TestSessionsPatchApplies(t *testing.T) {
 // fields that change what commands may do on the host need admin.
 func TestSessionsScopes(t *testing.T) {
 	_, url := startWS(t, sessionsConfig)
-	none := dialAs(t, url)
-	read := dialAs(t, url, protocol.ScopeRead)
-	write := dialAs(t, url, protocol.ScopeWrite)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	none := dialWS(t, url, noScopes...)
+	read := dialWS(t, url, protocol.ScopeRead)
+	write := dialWS(t, url, protocol.ScopeWrite)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	cases := []struct {
 		c      *client.Client
 		method string
@@ -321,7 +307,7 @@ func tenantStore(t *testing.T, ts *testServer) *store.DB {
 // checks.
 func TestSessionsList(t *testing.T) {
 	ts, url := startWS(t, sessionsConfig)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	for _, p := range []map[string]any{
 		{"key": "main", "label": "Home", "thinkingLevel": "low", "execNode": "mac"},
 		{"key": "agent:ops:main", "model": "local/big"},
@@ -471,7 +457,7 @@ func sameKeys(got, want []string) bool {
 // main session; both refuse a session a run holds.
 func TestSessionsResetDelete(t *testing.T) {
 	ts, url := startWS(t, sessionsConfig)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	auth := map[string]string{"Authorization": "Bearer " + wsToken}
 	if rep := ts.post(auth, `{"user":"carol","messages":[{"role":"user","content":"hi"}]}`); rep.status != http.StatusOK {
 		t.Fatalf("chat: %d %s", rep.status, rep.body)
@@ -574,9 +560,9 @@ func TestSessionsResetDelete(t *testing.T) {
 // without scopes.
 func TestSessionsChangedEvents(t *testing.T) {
 	ts, url := startWS(t, sessionsConfig)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
-	reader := dialAs(t, url, protocol.ScopeRead)
-	blind := dialAs(t, url)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
+	reader := dialWS(t, url, protocol.ScopeRead)
+	blind := dialWS(t, url, noScopes...)
 	mustRPC(t, admin, "sessions.patch", map[string]any{"key": "Agent:Ops:Work", "label": "W"}, nil)
 	mustRPC(t, admin, "sessions.reset", map[string]any{"key": "agent:ops:work"}, nil)
 	mustRPC(t, admin, "sessions.delete", map[string]any{"key": "agent:ops:work"}, nil)
@@ -687,8 +673,8 @@ func history(t *testing.T, c *client.Client, params map[string]any) (json.RawMes
 // the limits and the caps.
 func TestChatHistory(t *testing.T) {
 	ts, url := startWS(t, sessionsConfig)
-	read := dialAs(t, url, protocol.ScopeRead)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	read := dialWS(t, url, protocol.ScopeRead)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	auth := map[string]string{"Authorization": "Bearer " + wsToken}
 	before := time.Now().UnixMilli()
 	if rep := ts.post(auth, `{"user":"Alice","messages":[{"role":"user","content":"/call sessions_list {\"limit\":1}"}]}`); rep.status != http.StatusOK {
@@ -884,7 +870,7 @@ func TestPatchModelCatalog(t *testing.T) {
 func TestSessionModelOverrideRuns(t *testing.T) {
 	llm := newScriptedLLM(t)
 	ts, url := startWS(t, `,"models":{"providers":{"fake":{"baseUrl":"`+llm.srv.URL+`/v1","models":[{"id":"scripted"}]}}}`)
-	admin := dialAs(t, url, protocol.ScopeAdmin)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
 	auth := map[string]string{"Authorization": "Bearer " + wsToken}
 	turn := `{"user":"dora","messages":[{"role":"user","content":"hello"}]}`
 
