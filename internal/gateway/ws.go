@@ -66,8 +66,13 @@ type conn struct {
 	// queue holds the frames waiting for the writer (guarded by mu); it
 	// grows only while a client lags, so an idle connection holds no
 	// buffer. wake tells the writer there is something to send.
-	queue    [][]byte
-	buffered int64 // bytes in queue
+	queue [][]byte
+	// queued and buffered count the frames and bytes not yet written,
+	// including those the writer has taken from queue: the limits hold
+	// however the writer batches.
+	queued   int
+	buffered int64
+	dropped  bool // a slow consumer: the writer stops sending
 	wake     chan struct{}
 }
 
@@ -294,31 +299,46 @@ func (c *conn) writeLoop() {
 					_ = c.ws.CloseNow()
 					return
 				}
+				if c.sent(len(b)) {
+					break // dropped as a slow consumer: on to the close
+				}
 			}
 		}
 	}
 }
 
-// take empties the queue and returns what was in it.
+// take empties the queue and returns what was in it; the frames count
+// against the limits until sent says they are written.
 func (c *conn) take() [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queue
-	c.queue, c.buffered = nil, 0
+	c.queue = nil
 	return q
+}
+
+// sent counts a frame of n bytes as written and reports whether the
+// connection has been dropped as a slow consumer meanwhile.
+func (c *conn) sent(n int) (dropped bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queued--
+	c.buffered -= int64(n)
+	return c.dropped
 }
 
 // enqueue queues one frame; c.mu is held. A frame that does not fit is
 // dropped when droppable; otherwise the connection is closed as a slow
 // consumer.
 func (c *conn) enqueue(b []byte, droppable bool) bool {
-	if len(c.queue) >= sendQueueFrames || c.buffered+int64(len(b)) > defaultMaxBuffered {
+	if c.queued >= sendQueueFrames || c.buffered+int64(len(b)) > defaultMaxBuffered {
 		if !droppable {
 			c.slow()
 		}
 		return false
 	}
 	c.queue = append(c.queue, b)
+	c.queued++
 	c.buffered += int64(len(b))
 	select {
 	case c.wake <- struct{}{}:
@@ -330,9 +350,9 @@ func (c *conn) enqueue(b []byte, droppable bool) bool {
 // slow drops a consumer whose queue is full; c.mu is held. The frames
 // still queued are not worth waiting for.
 func (c *conn) slow() {
-	c.s.log.Warn("ws slow consumer dropped", "conn", c.id, "queued", len(c.queue), "bytes", c.buffered)
-	c.closed = true
-	c.queue, c.buffered = nil, 0
+	c.s.log.Warn("ws slow consumer dropped", "conn", c.id, "queued", c.queued, "bytes", c.buffered)
+	c.closed, c.dropped = true, true
+	c.queue = nil
 	c.closeCode, c.closeReason = protocol.ClosePolicy, slowConsumerCloseText
 	close(c.closing)
 }
