@@ -1,0 +1,27 @@
+// Package apitools holds the YAML-declared HTTP API tools of the bundled
+// api-tools plugin: parsing and validating one YAML tool file (Parse), the
+// single-pass {{env.X}} / {{params.X}} / {{response.X}} template engine,
+// building the exact HTTP request for a call (Tool.Request), rendering the
+// response summary or error template (Tool.Summarize) and the tool's JSON
+// schema for the model (Tool.Schema).
+//
+// It is NOT yet wired into the plugin host, the agent or the network: the
+// package sends nothing. There is no HTTP sending yet; a client guarded
+// against private, loopback and metadata addresses will come from
+// internal/netguard, and only that client may send what Request builds.
+//
+// Choices where the seed is silent:
+//   - timeout_ms above 60000 is an error, not clamped, so an author sees
+//     that the file does not do what it says; the default is 30000.
+//   - every env var a template uses must be listed in requires_env, and
+//     response templates may use only {{response.X}} (never env: a secret
+//     must not reach the model through a summary).
+//   - a JSON body string that is exactly one tag takes the value's type
+//     (an integer param becomes a JSON number); an absent optional param
+//     without default drops that JSON key or form field and renders as ""
+//     elsewhere. A missing response field renders as "(none)".
+//   - allowed_hosts match the URL's host name, any port; "*.example.com"
+//     matches a.example.com and a.b.example.com but not example.com.
+//
+// A Tool is immutable after Parse and safe for concurrent use.
+package apitools
