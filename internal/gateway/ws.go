@@ -111,7 +111,6 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(defaultMaxPayload)
-	s.hubs.add(c)
 	defer s.hubs.remove(c)
 	s.startTicker()
 	c.readLoop()
@@ -163,8 +162,7 @@ func (s *Server) handshake(c *conn, tenantID, nonce string, r *http.Request, dat
 	c.client = p.Client
 	c.connected = time.Now()
 	c.scopes = grantScopes(p.Scopes)
-	hello := s.hello(c, rt, version)
-	c.sendResponse(f.ID, hello, nil)
+	c.admit(f.ID, s.hello(c, rt, version))
 	s.log.Debug("ws connected", "conn", c.id, "tenant", t.id, "client", p.Client.ID, "mode", p.Client.Mode, "protocol", version)
 	return true
 }
@@ -359,17 +357,36 @@ func (c *conn) slow() {
 
 // sendResponse queues a res frame; responses are never dropped.
 func (c *conn) sendResponse(id string, payload any, e *protocol.Error) {
+	b := c.encodeResponse(id, payload, e)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.enqueue(b, false)
+	}
+}
+
+// admit joins the tenant's hub and queues hello-ok in one step: a client
+// that has its hello is already listed for the next one's presence, and
+// no broadcast can reach it before its hello (hub locks are never held
+// while taking c.mu).
+func (c *conn) admit(id string, hello *protocol.HelloOK) {
+	b := c.encodeResponse(id, hello, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.hubs.add(c)
+	if !c.closed {
+		c.enqueue(b, false)
+	}
+}
+
+func (c *conn) encodeResponse(id string, payload any, e *protocol.Error) []byte {
 	res := protocol.Response{Type: protocol.TypeRes, ID: id, OK: e == nil, Payload: payload, Error: e}
 	b, err := json.Marshal(res)
 	if err != nil {
 		c.s.log.Error("encoding response", "conn", c.id, "err", err)
 		b, _ = json.Marshal(protocol.Response{Type: protocol.TypeRes, ID: id, Error: &protocol.Error{Code: protocol.CodeUnavailable, Message: "response could not be encoded"}})
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		c.enqueue(b, false)
-	}
+	return b
 }
 
 // sendEvent queues a targeted event (no seq) or, with seq, the next of
