@@ -165,6 +165,31 @@ func TestDecodeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "mcp servers",
+			src: `{
+				mcp: {servers: {
+					"Bad Name": {command: "x"},
+					none: {},
+					both: {command: "x", url: "http://h"},
+					ftp: {url: "ftp://h"},
+					urlargs: {url: "https://h", args: ["-v"]},
+					cmdheaders: {command: "x", headers: {a: "b"}},
+					slow: {command: "x", toolTimeoutMs: 600001, startupTimeoutMs: 0},
+					ok: {command: "npx", args: ["-y", "pkg"], env: {K: "v"}},
+				}},
+			}`,
+			want: []Issue{
+				{"mcp.servers.Bad Name", `invalid server name "Bad Name": use lower-case letters, digits, - and _, starting with a letter (at most 48)`},
+				{"mcp.servers.none", "set command (a stdio server) or url (a streamable HTTP server)"},
+				{"mcp.servers.both", "set either command or url, not both"},
+				{"mcp.servers.ftp.url", `expected an http:// or https:// URL (got "ftp://h")`},
+				{"mcp.servers.urlargs", "args, env and cwd apply to a command; a url server takes headers"},
+				{"mcp.servers.cmdheaders.headers", "headers apply to a url server; a command server takes env"},
+				{"mcp.servers.slow.toolTimeoutMs", "expected an integer from 1 to 600000 (got 600001)"},
+				{"mcp.servers.slow.startupTimeoutMs", "expected an integer from 1 to 600000 (got 0)"},
+			},
+		},
+		{
 			name: "root is not an object",
 			src:  `[1]`,
 			want: []Issue{{"(root)", "expected object"}},

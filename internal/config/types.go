@@ -31,6 +31,8 @@ type Config struct {
 	Commands Commands           `json:"commands"`
 	Models   Models             `json:"models"`
 	Env      *Raw               `json:"env"`
+	// MCP is Talon's own: the MCP servers whose tools agents may use.
+	MCP MCP `json:"mcp"`
 
 	// OpenClaw sections Talon keeps but does not act on.
 	Meta        *Raw `json:"meta" talon:"unused"`
@@ -164,19 +166,21 @@ type ProviderTools struct {
 
 // Tools is the global `tools` section.
 type Tools struct {
-	Profile      string                   `json:"profile"`
-	ToolPolicy                            // allow, alsoAllow, deny
-	ByProvider   map[string]ProviderTools `json:"byProvider"`
-	Exec         *ExecTools               `json:"exec"`
-	Fs           *Raw                     `json:"fs"`
-	Web          WebTools                 `json:"web"`
-	Sandbox      SandboxTools             `json:"sandbox"`
-	Subagents    SandboxTools             `json:"subagents"`
-	Elevated     *Raw                     `json:"elevated"`
-	Media        *Raw                     `json:"media" talon:"unused"`
-	Links        *Raw                     `json:"links" talon:"unused"`
-	Message      *Raw                     `json:"message" talon:"unused"`
-	AgentToAgent *Raw                     `json:"agentToAgent" talon:"unused"`
+	Profile    string                   `json:"profile"`
+	ToolPolicy                          // allow, alsoAllow, deny
+	ByProvider map[string]ProviderTools `json:"byProvider"`
+	Exec       *ExecTools               `json:"exec"`
+	Fs         *Raw                     `json:"fs"`
+	Web        WebTools                 `json:"web"`
+	// Network is Talon's own: what web_fetch and api-tools may reach.
+	Network      Network      `json:"network"`
+	Sandbox      SandboxTools `json:"sandbox"`
+	Subagents    SandboxTools `json:"subagents"`
+	Elevated     *Raw         `json:"elevated"`
+	Media        *Raw         `json:"media" talon:"unused"`
+	Links        *Raw         `json:"links" talon:"unused"`
+	Message      *Raw         `json:"message" talon:"unused"`
+	AgentToAgent *Raw         `json:"agentToAgent" talon:"unused"`
 }
 
 // AgentTools is `agents.list[].tools`.
@@ -226,6 +230,35 @@ type ApplyPatch struct {
 type WebTools struct {
 	Search Toggle `json:"search"`
 	Fetch  Toggle `json:"fetch"`
+}
+
+// Network is Talon's `tools.network`.
+type Network struct {
+	// AllowLoopback lets web_fetch and api-tools reach 127.0.0.0/8 and
+	// ::1 (private, link-local and metadata addresses stay blocked). Off
+	// by default; meant for tests and for a local stand-in of an API.
+	AllowLoopback *bool `json:"allowLoopback"`
+}
+
+// MCP is Talon's `mcp` section.
+type MCP struct {
+	Servers map[string]MCPServer `json:"servers"`
+}
+
+// MCPServer is `mcp.servers.<name>`: a stdio command or a streamable HTTP
+// URL. The name is the id of the plugin its tools belong to.
+type MCPServer struct {
+	Enabled *bool             `json:"enabled"`
+	Command string            `json:"command"`
+	Args    List              `json:"args"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	// StartupTimeoutMs bounds starting the server and listing its tools;
+	// ToolTimeoutMs bounds one tool call.
+	StartupTimeoutMs *int `json:"startupTimeoutMs"`
+	ToolTimeoutMs    *int `json:"toolTimeoutMs"`
 }
 
 // Toggle is a section whose `enabled: false` turns a tool off.

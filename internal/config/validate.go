@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -46,6 +47,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.profile("tools.profile", c.Tools.Profile)
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
 	k.exec("tools.exec", c.Tools.Exec)
+	k.mcp(c.MCP.Servers)
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
@@ -148,6 +150,44 @@ func (k *checker) exec(path string, x *ExecTools) {
 		k.oneOf(path+".host", x.Host, execHost)
 		k.oneOf(path+".ask", x.Ask, execAsk)
 		k.between(path+".approvalTimeoutMs", x.ApprovalTimeoutMs, MaxApprovalTimeoutMs)
+	}
+}
+
+// mcpNameRE is what an MCP server name may be: it becomes a plugin id and
+// a prefix nobody has to quote.
+var mcpNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,47}$`)
+
+// MaxMCPTimeoutMs bounds the MCP timeouts: ten minutes.
+const MaxMCPTimeoutMs = 10 * 60 * 1000
+
+// mcp checks mcp.servers: a name fit for a plugin id, exactly one of
+// command and url, an http(s) url, and bounded timeouts.
+func (k *checker) mcp(servers map[string]MCPServer) {
+	names := make([]string, 0, len(servers))
+	for n := range servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s, at := servers[n], "mcp.servers."+n
+		if !mcpNameRE.MatchString(n) {
+			k.fail(at, fmt.Sprintf("invalid server name %q: use lower-case letters, digits, - and _, starting with a letter (at most 48)", n))
+		}
+		cmd, url := strings.TrimSpace(s.Command), strings.TrimSpace(s.URL)
+		switch {
+		case cmd == "" && url == "":
+			k.fail(at, "set command (a stdio server) or url (a streamable HTTP server)")
+		case cmd != "" && url != "":
+			k.fail(at, "set either command or url, not both")
+		case url != "" && !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://"):
+			k.fail(at+".url", fmt.Sprintf("expected an http:// or https:// URL (got %q)", url))
+		case url != "" && (len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != ""):
+			k.fail(at, "args, env and cwd apply to a command; a url server takes headers")
+		case cmd != "" && len(s.Headers) > 0:
+			k.fail(at+".headers", "headers apply to a url server; a command server takes env")
+		}
+		k.between(at+".startupTimeoutMs", s.StartupTimeoutMs, MaxMCPTimeoutMs)
+		k.between(at+".toolTimeoutMs", s.ToolTimeoutMs, MaxMCPTimeoutMs)
 	}
 }
 

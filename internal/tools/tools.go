@@ -35,6 +35,12 @@ type Env struct {
 	// Workspace is the directory file tools are confined to, opened as an
 	// os.Root so no path leads out of it.
 	Workspace *os.Root
+	// AgentDir is the agent's own workspace directory on the host, where
+	// its MEMORY.md and memory/ live, also when Workspace is a sandbox's.
+	AgentDir string
+	// AllowLoopback lets network tools (web_fetch, api-tools) reach
+	// loopback addresses: tools.network.allowLoopback, off by default.
+	AllowLoopback bool
 	// ReadOnly forbids writes (sandbox workspaceAccess ro).
 	ReadOnly bool
 	// Sandboxed says the session is sandboxed (its sandbox mode applies);
