@@ -219,25 +219,43 @@ func read(root *os.Root, p string) (facts, error) {
 	if len(data) > MaxBytes {
 		return facts{}, fmt.Errorf("more than %d MiB", MaxBytes>>20)
 	}
-	out := facts{size: int64(len(data)), data: data}
-	// Sniffing the content, not trusting the name.
+	info, err := Sniff(data)
+	if err != nil {
+		return facts{}, err
+	}
+	return facts{format: info.Format, mime: info.MIME, width: info.Width, height: info.Height,
+		size: int64(len(data)), data: data}, nil
+}
+
+// Info is what Sniff reads from an image's bytes.
+type Info struct {
+	Format        string // "PNG", "JPEG", "GIF" or "WebP"
+	MIME          string // as sniffed from the content
+	Width, Height int
+}
+
+// Sniff identifies a PNG, JPEG, GIF or WebP image by its content, not its
+// name, and reads its dimensions from its header. Other content, or a
+// header that cannot be read, is an error worded for the model. The
+// image-gen plugin checks generated images with it too.
+func Sniff(data []byte) (Info, error) {
 	ct := http.DetectContentType(data)
-	out.mime = ct
+	out := Info{MIME: ct}
 	switch ct {
 	case "image/png", "image/jpeg", "image/gif":
 		cfg, name, err := goimage.DecodeConfig(bytes.NewReader(data))
 		if err != nil {
-			return facts{}, fmt.Errorf("looks like %s but its header cannot be read: %v", ct, err)
+			return Info{}, fmt.Errorf("looks like %s but its header cannot be read: %v", ct, err)
 		}
-		out.format, out.width, out.height = strings.ToUpper(name), cfg.Width, cfg.Height
+		out.Format, out.Width, out.Height = strings.ToUpper(name), cfg.Width, cfg.Height
 	case "image/webp":
 		w, h, err := webpSize(data)
 		if err != nil {
-			return facts{}, fmt.Errorf("looks like image/webp but its header cannot be read: %v", err)
+			return Info{}, fmt.Errorf("looks like image/webp but its header cannot be read: %v", err)
 		}
-		out.format, out.width, out.height = "WebP", w, h
+		out.Format, out.Width, out.Height = "WebP", w, h
 	default:
-		return facts{}, fmt.Errorf("not a PNG, JPEG, GIF or WebP image (its content looks like %s)", ct)
+		return Info{}, fmt.Errorf("not a PNG, JPEG, GIF or WebP image (its content looks like %s)", ct)
 	}
 	return out, nil
 }
