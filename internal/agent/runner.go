@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"talon/internal/approval"
 	"talon/internal/config"
+	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
@@ -43,6 +45,11 @@ type Runner struct {
 	// HistoryLimit bounds the transcript messages sent back to the model;
 	// 0 means DefaultHistoryLimit.
 	HistoryLimit int
+	// Plugins are the plugins of this config version; their tools join
+	// the run's candidates and registrations. Nil means none.
+	Plugins *plugin.Set
+	// Log hears of plugins that failed to load for a run; nil discards.
+	Log *slog.Logger
 	// Approvals is the tenant's exec approvals service, shared by every
 	// runner of the tenant (pending approvals outlive config versions).
 	// Nil means the runner opens its own over StateDir, with nobody to
@@ -173,15 +180,18 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, tr.fail(ctx, err, "")
 	}
 
-	// The tool list: every registered tool, through the policy.
+	// The tool list: every registered tool and the plugins' tools,
+	// through the policy.
+	pt := r.pluginTools(ctx, agentID, plan.AgentWorkspace)
 	pctx := policy.Context{
 		SessionKey: req.SessionKey, AgentID: agentID, SenderIsOwner: req.Owner,
 		ModelProvider: provName, ModelID: modelID, SpawnedBy: entry.SpawnedBy,
 		SubagentDepth: entry.SpawnDepth, SubagentRole: entry.SubagentRole,
 		Sandboxed: &plan.Sandboxed, WorkspaceAccess: plan.Access.Value,
+		Plugins: pt.Registrations,
 	}
-	decision := r.Policy.Evaluate(pctx, r.candidates())
-	specs := r.Tools.Specs(decision.Names())
+	decision := r.Policy.Evaluate(pctx, r.candidates(pt))
+	specs := r.specs(&decision, pt)
 	specs = append(specs, req.ClientTools...)
 
 	box, ws, err := r.openSandbox(ctx, &plan)
@@ -195,6 +205,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	})
 	env := &tools.Env{
 		AgentID: agentID, SessionKey: req.SessionKey, Workspace: ws,
+		AgentDir: plan.AgentWorkspace, AllowLoopback: on(cfg.Tools.Network.AllowLoopback),
 		ReadOnly:   decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
 		Sandboxed:  plan.Sandboxed,
 		Background: decision.ExecBackground,
@@ -207,7 +218,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
 	env.Vision = r.vision(prov, modelID, ref)
 
-	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision})
+	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision, plugins: pt})
 	res.Model = ref
 	if err != nil {
 		return res, tr.fail(ctx, err, res.partial)
@@ -290,6 +301,7 @@ type loopState struct {
 	history  []provider.Message
 	env      *tools.Env
 	decision *policy.Result
+	plugins  *plugin.RunTools
 }
 
 // loop calls the model until it answers without server-side tool calls.
@@ -340,7 +352,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 			if req.OnToolStart != nil {
 				req.OnToolStart(call)
 			}
-			result := r.execute(ctx, env, st.decision, call)
+			result := r.execute(ctx, env, st.decision, st.plugins, call)
 			if req.OnToolResult != nil {
 				req.OnToolResult(call, result)
 			}
@@ -412,8 +424,9 @@ func (t *transcript) flush(ctx context.Context) error {
 // execute runs one server-side tool call after checking, again, that the
 // policy lets this run call it. A refusal goes back to the model as an
 // error result and explains which layer removed the tool.
-func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, call provider.ToolCall) tools.Result {
-	if !slices.ContainsFunc(d.Tools, func(t policy.Tool) bool { return t.Name == call.Name }) {
+func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, pt *plugin.RunTools, call provider.ToolCall) tools.Result {
+	i := slices.IndexFunc(d.Tools, func(t policy.Tool) bool { return t.Name == call.Name })
+	if i < 0 {
 		for _, rm := range d.Removed {
 			if rm.Tool == call.Name {
 				where := rm.Stage
@@ -425,7 +438,7 @@ func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, 
 		}
 		return tools.Errorf("unknown tool %q", call.Name)
 	}
-	t, ok := r.Tools.Get(call.Name)
+	t, ok := r.tool(d.Tools[i], pt)
 	if !ok {
 		return tools.Errorf("unknown tool %q", call.Name)
 	}
@@ -440,12 +453,50 @@ func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, 
 	return res
 }
 
-// candidates are the registry's tools as the policy sees them.
-func (r *Runner) candidates() []policy.Tool {
+// candidates are the registry's tools as the policy sees them, then the
+// plugin tools that enter with them (the memory slot's).
+func (r *Runner) candidates(pt *plugin.RunTools) []policy.Tool {
 	all := r.Tools.All()
-	out := make([]policy.Tool, len(all))
+	out := make([]policy.Tool, len(all), len(all)+len(pt.Candidates))
 	for i, t := range all {
 		out[i] = policy.Tool{Name: t.Name(), OwnerOnly: slices.Contains(policy.OwnerOnlyTools, t.Name())}
+	}
+	return append(out, pt.Candidates...)
+}
+
+// pluginTools are the plugin tools of a run; a plugin that failed to load
+// is logged and its tools are absent (tools.explain and talon plugins list
+// say why).
+func (r *Runner) pluginTools(ctx context.Context, agentID, agentDir string) *plugin.RunTools {
+	pt := r.Plugins.Tools(ctx, plugin.Run{AgentID: agentID, AgentDir: agentDir})
+	if r.Log != nil {
+		for _, p := range pt.Plugins {
+			if p.Enabled && len(p.Errors) > 0 {
+				r.Log.Warn("plugin tools", "agent", agentID, "plugin", p.ID, "errors", p.Errors)
+			}
+		}
+	}
+	return pt
+}
+
+// tool finds the implementation of a tool the policy kept.
+func (r *Runner) tool(t policy.Tool, pt *plugin.RunTools) (tools.Tool, bool) {
+	if t.Plugin != "" {
+		return pt.Get(t.Plugin, t.Name)
+	}
+	return r.Tools.Get(t.Name)
+}
+
+// specs are the definitions of the tools the policy kept, in its order.
+func (r *Runner) specs(d *policy.Result, pt *plugin.RunTools) []provider.ToolSpec {
+	if len(pt.Candidates) == 0 && len(pt.Registrations) == 0 {
+		return r.Tools.Specs(d.Names())
+	}
+	out := make([]provider.ToolSpec, 0, len(d.Tools))
+	for _, t := range d.Tools {
+		if impl, ok := r.tool(t, pt); ok {
+			out = append(out, tools.Spec(impl))
+		}
 	}
 	return out
 }
@@ -588,3 +639,5 @@ func modelOf(raw *config.Raw) string {
 	}
 	return ""
 }
+
+func on(b *bool) bool { return b != nil && *b }

@@ -15,6 +15,7 @@ import (
 	"talon/internal/agent"
 	"talon/internal/approval"
 	"talon/internal/config"
+	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
 	"talon/internal/store"
@@ -45,7 +46,10 @@ type tenant struct {
 	// approvals outlive config versions too: a pending approval must still
 	// be resolvable after a config.patch.
 	approvals *approval.Service
-	loadErr   error
+	// plugins outlive config versions: MCP servers keep running and the
+	// memory index stays open; each config gets its own plugin Set.
+	plugins *plugin.Host
+	loadErr error
 
 	// writeMu serialises this gateway's writes of the config file
 	// (config.patch/set/apply, agents.*): each re-reads the file and
@@ -103,6 +107,11 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 		svc.Manager.Approvers = func() int { return s.hubs.count(t, protocol.ScopeApprovals) }
 		svc.Manager.Emit = func(e approval.Event) { s.broadcast(t, e.Name, e.Payload) }
 		t.approvals = svc
+	}
+	if t.plugins == nil {
+		t.plugins = plugin.NewHost(plugin.Options{
+			StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id),
+		})
 	}
 	f, err := config.Load(t.configPath)
 	if err != nil {
@@ -218,6 +227,12 @@ func (s *Server) closeTenants() {
 			t.approvals.Close()
 			t.approvals = nil
 		}
+		if t.plugins != nil {
+			if err := t.plugins.Close(); err != nil {
+				s.log.Error("closing plugins", "tenant", t.id, "err", err)
+			}
+			t.plugins = nil
+		}
 		if t.sandboxes != nil {
 			if err := t.sandboxes.Close(); err != nil {
 				s.log.Error("closing sandboxes", "tenant", t.id, "err", err)
@@ -245,6 +260,8 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config) *agent.Runner {
 		StateDir:  t.dir,
 		Sandboxes: t.sandboxes,
 		Approvals: t.approvals,
+		Plugins:   t.plugins.Configure(cfg),
+		Log:       s.log.With("tenant", t.id),
 	}
 }
 

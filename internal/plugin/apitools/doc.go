@@ -5,10 +5,9 @@
 // response summary or error template (Tool.Summarize) and the tool's JSON
 // schema for the model (Tool.Schema).
 //
-// It is NOT yet wired into the plugin host, the agent or the network: the
-// package sends nothing. There is no HTTP sending yet; a client guarded
-// against private, loopback and metadata addresses will come from
-// internal/netguard, and only that client may send what Request builds.
+// The package sends nothing: internal/plugin sends what Request builds,
+// through internal/netguard's client only, with allowed_hosts checked
+// again on every redirect (AllowsHost).
 //
 // Choices where the seed is silent:
 //   - timeout_ms above 60000 is an error, not clamped, so an author sees

@@ -409,6 +409,10 @@ func checkHostEntry(h string) error {
 	return nil
 }
 
+// AllowsHost reports whether host (no port) matches an allowed_hosts
+// entry; a sender checks it again for every redirect.
+func (t *Tool) AllowsHost(host string) bool { return t.hostAllowed(host) }
+
 // hostAllowed reports whether host (lower-cased, no port) matches an
 // allowed_hosts entry.
 func (t *Tool) hostAllowed(host string) bool {

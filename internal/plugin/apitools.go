@@ -1,0 +1,244 @@
+package plugin
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"talon/internal/netguard"
+	"talon/internal/plugin/apitools"
+	"talon/internal/tools"
+)
+
+// APITools is the id of the bundled plugin that turns YAML files into tools.
+const APITools = "api-tools"
+
+// apiToolsDir is the folder of YAML tools, in an agent workspace or an
+// on-disk plugin.
+const apiToolsDir = "api-tools"
+
+// Bounds on a folder of YAML tools and on what a call reads back.
+const (
+	maxToolFiles    = 200
+	maxToolFile     = 256 << 10
+	maxResponseBody = 1 << 20
+)
+
+func init() {
+	Register(Module{
+		ID: APITools, Kind: "tools",
+		Description: "tools declared as YAML files in the agent workspace's api-tools/ folder, sent through the network guard",
+		New:         func() Instance { return &apiToolsPlugin{} },
+	})
+}
+
+// apiToolsPlugin serves the YAML files of the run's agent workspace,
+// read again at every run (a cache keyed by size and mtime makes that a
+// stat per file).
+type apiToolsPlugin struct {
+	h *Host
+}
+
+func (p *apiToolsPlugin) Decode(raw json.RawMessage) error {
+	var none struct{}
+	return decodeStrict(raw, &none)
+}
+
+func (p *apiToolsPlugin) Provision(pr *Provision) error {
+	p.h = pr.host
+	return nil
+}
+
+func (p *apiToolsPlugin) Validate() error { return nil }
+
+func (p *apiToolsPlugin) Close() error { return nil }
+
+func (p *apiToolsPlugin) Tools(_ context.Context, run Run) ([]Tool, error) {
+	if run.AgentDir == "" {
+		return nil, nil
+	}
+	ts, errs := p.h.yamlTools(filepath.Join(run.AgentDir, apiToolsDir), run.Env)
+	if len(errs) > 0 {
+		return ts, errors.New(strings.Join(errs, "; "))
+	}
+	return ts, nil
+}
+
+// yamlCache keeps parsed YAML tools by path, valid while the file's size
+// and mtime stay the same.
+type yamlCache struct {
+	mu sync.Mutex
+	m  map[string]yamlEntry
+}
+
+type yamlEntry struct {
+	size int64
+	mod  time.Time
+	tool *apitools.Tool
+	err  error
+}
+
+// yamlTools loads the *.yaml and *.yml files of dir (not following
+// symlinks), one tool each; each file that does not load is an error
+// naming it, and the others still load.
+func (h *Host) yamlTools(dir string, env func(string) (string, bool)) ([]Tool, []string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, []string{fmt.Sprintf("reading %s: %v", dir, err)}
+	}
+	var (
+		out  []Tool
+		errs []string
+		n    int
+	)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		name := e.Name()
+		if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		if n++; n > maxToolFiles {
+			errs = append(errs, fmt.Sprintf("%s: more than %d tool files; the rest are ignored", dir, maxToolFiles))
+			break
+		}
+		t, err := h.yamlTool(filepath.Join(dir, name))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s/%s: %v", apiToolsDir, name, err))
+			continue
+		}
+		out = append(out, Tool{Tool: &apiTool{t: t, h: h, env: env}})
+	}
+	return out, errs
+}
+
+func (h *Host) yamlTool(path string) (*apitools.Tool, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file (symlinks are not followed)")
+	}
+	c := &h.yaml
+	c.mu.Lock()
+	e, ok := c.m[path]
+	c.mu.Unlock()
+	if ok && e.size == fi.Size() && e.mod.Equal(fi.ModTime()) {
+		return e.tool, e.err
+	}
+	e = yamlEntry{size: fi.Size(), mod: fi.ModTime()}
+	data, err := readRegular(path, maxToolFile)
+	if err == nil {
+		e.tool, err = apitools.Parse(filepath.Base(path), data)
+	}
+	e.err = err
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]yamlEntry{}
+	}
+	c.m[path] = e
+	c.mu.Unlock()
+	return e.tool, e.err
+}
+
+// apiTool sends one YAML tool's request through the network guard, with
+// the env of the run's config.
+type apiTool struct {
+	t   *apitools.Tool
+	h   *Host
+	env func(string) (string, bool)
+}
+
+var _ tools.Tool = (*apiTool)(nil)
+
+func (a *apiTool) Name() string            { return a.t.Name }
+func (a *apiTool) Description() string     { return a.t.Description }
+func (a *apiTool) Schema() json.RawMessage { return a.t.Schema() }
+
+func (a *apiTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+	var args map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil || args == nil {
+		return tools.Errorf("%s: arguments must be a JSON object", a.t.Name), nil
+	}
+	req, err := a.t.Request(args, a.env)
+	if err != nil {
+		return tools.Errorf("%v", err), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.t.Timeout)
+	defer cancel()
+	base := a.h.client(env.AllowLoopback)
+	client := *base
+	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if err := base.CheckRedirect(r, via); err != nil {
+			return err
+		}
+		if !a.t.AllowsHost(r.URL.Hostname()) {
+			return fmt.Errorf("redirect to %s: host is not in allowed_hosts", r.URL.Hostname())
+		}
+		return nil
+	}
+	resp, err := client.Do(req.WithContext(ctx))
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return tools.Errorf("%s: no answer within %s", a.t.Name, a.t.Timeout), nil
+		}
+		return tools.Errorf("%s: request refused or failed: %v", a.t.Name, err), nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	if err != nil {
+		return tools.Errorf("%s: reading the answer: %v", a.t.Name, err), nil
+	}
+	return tools.Result{Text: a.t.Summarize(resp.StatusCode, body), IsError: resp.StatusCode < 200 || resp.StatusCode > 299}, nil
+}
+
+// clients are the host's guarded HTTP clients, one per loopback setting,
+// so connections are reused across calls.
+type clients struct {
+	mu sync.Mutex
+	c  [2]*http.Client
+}
+
+func (h *Host) client(loopback bool) *http.Client {
+	c := &h.clients
+	i := 0
+	if loopback {
+		i = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c[i] == nil {
+		// The per-call context carries each tool's own timeout.
+		cl := netguard.NewClient(netguard.Options{AllowLoopback: loopback, Timeout: apitools.MaxTimeout, Resolver: h.opts.Resolver})
+		if h.opts.RootCAs != nil {
+			cl.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: h.opts.RootCAs, MinVersion: tls.VersionTLS12}
+		}
+		c.c[i] = cl
+	}
+	return c.c[i]
+}
+
+func (c *clients) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.c {
+		if cl != nil {
+			cl.CloseIdleConnections()
+		}
+	}
+}
