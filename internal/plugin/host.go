@@ -58,10 +58,10 @@ type Host struct {
 	mu   sync.Mutex
 	live map[string]*live // compiled-in instances by id
 	// shared holds tenant-wide services that outlive config versions.
-	shared   map[string]any
-	closers  []func() error
-	closed   bool
-	clients  clients
+	shared  map[string]any
+	closers []func() error
+	closed  bool
+	clients clients
 }
 
 type live struct {

@@ -392,4 +392,3 @@ func TestBlockedTargets(t *testing.T) {
 		t.Fatalf("loopback with the switch on: %+v", r)
 	}
 }
-

@@ -43,7 +43,7 @@ type Instance interface {
 type Provision struct {
 	// StateDir is the tenant's state directory.
 	StateDir string
-	Log *slog.Logger
+	Log      *slog.Logger
 	// host gives instances the tenant-wide services that outlive a config
 	// version (the memory index).
 	host *Host
