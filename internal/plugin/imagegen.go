@@ -1,0 +1,45 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+
+	"talon/internal/plugin/imagegen"
+)
+
+func init() {
+	Register(Module{
+		ID: imagegen.PluginID, Kind: "tools",
+		Description: "generate_image (optional): an image from an OpenRouter image model, saved in the workspace's canvas/",
+		New:         func() Instance { return &imageGenPlugin{} },
+	})
+}
+
+// imageGenPlugin offers generate_image as an optional tool: an allow list
+// must name it, its plugin or group:plugins (spec §9.2).
+type imageGenPlugin struct {
+	cfg imagegen.Config
+}
+
+func (p *imageGenPlugin) Decode(raw json.RawMessage) (err error) {
+	p.cfg, err = imagegen.Decode(raw)
+	return err
+}
+
+func (p *imageGenPlugin) Provision(*Provision) error { return nil }
+
+// Validate builds the tool once, which checks the config as New does.
+func (p *imageGenPlugin) Validate() error {
+	_, err := imagegen.New(p.cfg, func(string) (string, bool) { return "", false })
+	return err
+}
+
+func (p *imageGenPlugin) Close() error { return nil }
+
+func (p *imageGenPlugin) Tools(_ context.Context, run Run) ([]Tool, error) {
+	t, err := imagegen.New(p.cfg, run.Env)
+	if err != nil {
+		return nil, err
+	}
+	return []Tool{{Tool: t, Optional: true}}, nil
+}
