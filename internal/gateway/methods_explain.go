@@ -8,6 +8,7 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/config"
+	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
 	"talon/internal/session"
@@ -66,9 +67,25 @@ func toolsExplain(s *Server, c *call) (any, error) {
 	if e != nil {
 		return nil, e
 	}
+	// The agent's real plugins join the tools the client declared: their
+	// registrations go through the pipeline like a run's (the memory
+	// slot's tools are catalog candidates already).
+	id := ctx.AgentID
+	if id == "" {
+		id = session.AgentOf(ctx.SessionKey, policy.DefaultAgentID(cfg))
+	}
+	live := c.rt.runner.Plugins.Tools(c.ctx, c.pluginRun(id))
+	ctx.Plugins = append(live.Registrations, ctx.Plugins...)
 	x := policy.Explain(cfg, ctx, policy.CandidateTools(cfg))
 	tools.PriceExplanation(&x, s.tools)
-	return &x, nil
+	return &toolsExplainResult{Explanation: &x, Plugins: live.Plugins}, nil
+}
+
+// toolsExplainResult is the policy's explanation and the plugins that
+// were considered, on or off and why.
+type toolsExplainResult struct {
+	*policy.Explanation
+	Plugins []plugin.Status `json:"plugins"`
 }
 
 // context validates the params and builds the run they describe, as the

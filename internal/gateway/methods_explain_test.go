@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,8 +134,30 @@ func TestExplainMethods(t *testing.T) {
 			want := policy.Explain(cfg, tc.ctx, policy.CandidateTools(cfg))
 			tools.PriceExplanation(&want, ts.srv.tools)
 			wantJSON, _ := json.Marshal(&want)
-			if diff := cmp.Diff(string(wantJSON), string(raw)); diff != "" {
+			// The answer is the explanation plus the agent's plugins.
+			var split struct {
+				policy.Explanation
+				Plugins []struct {
+					ID      string `json:"id"`
+					Enabled bool   `json:"enabled"`
+					Reason  string `json:"reason"`
+				} `json:"plugins"`
+			}
+			if err := json.Unmarshal(raw, &split); err != nil {
+				t.Fatal(err)
+			}
+			gotJSON, _ := json.Marshal(&split.Explanation)
+			if diff := cmp.Diff(string(wantJSON), string(gotJSON)); diff != "" {
 				t.Fatalf("tools.explain differs from policy.Explain (-want +got):\n%s", diff)
+			}
+			if i := slices.IndexFunc(split.Plugins, func(p struct {
+				ID      string `json:"id"`
+				Enabled bool   `json:"enabled"`
+				Reason  string `json:"reason"`
+			}) bool {
+				return p.ID == "api-tools"
+			}); i < 0 || split.Plugins[i].Enabled || split.Plugins[i].Reason != "bundled (disabled by default)" {
+				t.Errorf("plugins = %+v, want api-tools listed, off by default", split.Plugins)
 			}
 			var got policy.Explanation
 			if err := json.Unmarshal(raw, &got); err != nil {
