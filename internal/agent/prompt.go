@@ -31,17 +31,32 @@ type promptInput struct {
 	tools    []provider.ToolSpec
 	agentID  string
 	sandbox  string // where the run works, when sandboxed
+	// skills is the skill list section, skill.Set.Prompt's output: a
+	// complete "## Skills" section, or "" for none.
+	skills string
 }
 
-// buildPrompt assembles the system prompt: identity line, each bootstrap
-// file that exists (capped, truncation marked), the tool summary, and the
-// caller's extra instructions. Unreadable files are skipped and reported.
+// buildPrompt assembles the system prompt in OpenClaw's order: identity
+// line, where the run works, the tool summary, the skill list, then each
+// bootstrap file that exists (capped, truncation marked) and the caller's
+// extra instructions. Tools and skills come before the workspace files so
+// that the files, which the agent's owner writes, can refer to both.
+// Unreadable files are skipped and reported.
 func buildPrompt(in promptInput) (string, []string) {
 	var b strings.Builder
 	var problems []string
 	fmt.Fprintf(&b, "You are agent %q, running in Talon.\n", in.agentID)
 	if in.sandbox != "" {
 		b.WriteString(in.sandbox + "\n")
+	}
+	if len(in.tools) > 0 {
+		b.WriteString("\n## Tools\n\nYou can call these tools:\n")
+		for _, t := range in.tools {
+			fmt.Fprintf(&b, "- %s: %s\n", t.Name, firstLine(t.Description))
+		}
+	}
+	if sk := strings.TrimSpace(in.skills); sk != "" {
+		fmt.Fprintf(&b, "\n%s\n", sk)
 	}
 	files := BootstrapFiles
 	if in.firstRun {
@@ -63,12 +78,6 @@ func buildPrompt(in promptInput) (string, []string) {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n", name, capText(text, in.maxChars))
-	}
-	if len(in.tools) > 0 {
-		b.WriteString("\n## Tools\n\nYou can call these tools:\n")
-		for _, t := range in.tools {
-			fmt.Fprintf(&b, "- %s: %s\n", t.Name, firstLine(t.Description))
-		}
 	}
 	if x := strings.TrimSpace(in.extra); x != "" {
 		fmt.Fprintf(&b, "\n## Instructions from the caller\n\n%s\n", x)
