@@ -29,9 +29,13 @@
 // allowed and ignored; metadata gating (requires, os, always, install) is
 // not evaluated, so such a skill is listed whatever its requirements say.
 //
-// Loading is strict: a skill whose file is missing, too big, outside the
-// workspace, not valid YAML, or fails a check is left out and reported as a
-// Warning naming the file and, where known, the line. Nothing is dropped
+// Loading is strict: a skill whose file is missing, not a regular file,
+// bigger than MaxFileSize (frontmatter bigger than MaxFrontmatter, or
+// nesting brackets more than 10 deep, or using YAML aliases), reached
+// through a symlink that leaves the workspace (absolute symlinks always
+// do), not valid YAML, or fails a check is left out and reported as a
+// Warning naming the file and, where known, the line; so is a name another
+// skill took first, and every skill past MaxSkills. Nothing is dropped
 // silently.
 //
 // A Set is immutable after Load; all its methods are safe for concurrent
