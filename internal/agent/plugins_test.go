@@ -124,3 +124,73 @@ allowed_hosts: ["127.0.0.1"]
 		})
 	}
 }
+
+// TestSkillDispatch: a skill bound to a tool (command-dispatch: tool) is
+// listed in the prompt and its slash command runs the tool without a
+// model call, through the policy: a denied tool is refused, not run.
+func TestSkillDispatch(t *testing.T) {
+	var got []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+		io.WriteString(w, `{"id":"n1"}`)
+	}))
+	t.Cleanup(api.Close)
+	p := newPluginRig(t)
+	p.write("api-tools/post_note.yaml", `name: post_note
+description: Post a note
+parameters:
+  command:
+    type: string
+    description: The note text
+    required: true
+  commandName:
+    type: string
+    description: The slash command used
+  skillName:
+    type: string
+    description: The skill used
+request:
+  method: POST
+  url: "`+api.URL+`/notes"
+  body:
+    type: json
+    content:
+      text: "{{params.command}}"
+      via: "{{params.skillName}}"
+response:
+  summary: "Note {{response.id}} posted"
+allowed_hosts: ["127.0.0.1"]
+`)
+	p.write("skills/post-note/SKILL.md", "---\nname: post-note\ndescription: Post a short note to the team board\ncommand-dispatch: tool\ncommand-tool: post_note\n---\n# post-note\nCall the post_note tool with the note text.\n")
+	const on = `{tools: {network: {allowLoopback: true}}, plugins: {entries: {"api-tools": {enabled: true}}}}`
+	if ans := p.turn(on, "/post-note ship it today"); ans != "Note n1 posted" {
+		t.Fatalf("dispatch answer = %q", ans)
+	}
+	if len(got) != 1 || got[0] != `{"text":"ship it today","via":"post-note"}` {
+		t.Fatalf("API got %q", got)
+	}
+	// The model sees the skill in its prompt (inspect reports the prompt
+	// size only, so check the transcript is one a model can be sent).
+	hist, err := p.db.Transcript(context.Background(), sessionID(t, p), 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(hist); n != 4 || hist[1].ToolCalls[0].Name != "post_note" || hist[2].Role != provider.RoleTool || hist[3].Content != "Note n1 posted" {
+		t.Fatalf("transcript = %+v", hist)
+	}
+	denied := `{tools: {deny: ["post_note"], network: {allowLoopback: true}}, plugins: {entries: {"api-tools": {enabled: true}}}}`
+	ans := p.turn(denied, "/post-note again")
+	if !strings.Contains(ans, `tool "post_note" is not available to this agent: removed by`) || len(got) != 1 {
+		t.Fatalf("denied dispatch answer = %q, API calls %d", ans, len(got))
+	}
+}
+
+func sessionID(t *testing.T, p *pluginRig) string {
+	t.Helper()
+	e, err := p.db.GetSession(context.Background(), "main", "agent:main:main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.SessionID
+}

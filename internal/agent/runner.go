@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/session"
+	"talon/internal/skill"
 	"talon/internal/store"
 	"talon/internal/tools"
 	"talon/internal/tools/exec"
@@ -199,9 +202,13 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, tr.fail(ctx, err, "")
 	}
 	defer ws.Close()
+	skills := r.loadSkills(ws, agentID)
 	system, _ := buildPrompt(promptInput{
 		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
 		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan),
+		skills: skills.Prompt(func(name string) bool {
+			return slices.ContainsFunc(decision.Tools, func(t policy.Tool) bool { return t.Name == name })
+		}),
 	})
 	env := &tools.Env{
 		AgentID: agentID, SessionKey: req.SessionKey, Workspace: ws,
@@ -218,12 +225,69 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
 	env.Vision = r.vision(prov, modelID, ref)
 
+	if call, ok := dispatchable(skills, req.Input); ok {
+		res := r.dispatch(ctx, &req, tr, env, &decision, pt, call)
+		res.Model = ref
+		if err := tr.flush(ctx); err != nil {
+			return res, tr.fail(ctx, err, "")
+		}
+		return res, nil
+	}
 	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision, plugins: pt})
 	res.Model = ref
 	if err != nil {
 		return res, tr.fail(ctx, err, res.partial)
 	}
 	return res, nil
+}
+
+// loadSkills reads the skills of the workspace the run's file tools see;
+// a broken skill is logged and left out.
+func (r *Runner) loadSkills(ws *os.Root, agentID string) skill.Set {
+	set, warns := skill.Load(ws)
+	if r.Log != nil {
+		for _, w := range warns {
+			r.Log.Warn("skill", "agent", agentID, "problem", w.Error())
+		}
+	}
+	return set
+}
+
+// dispatchable finds a skill slash command (command-dispatch: tool) in
+// the turn's one user message.
+func dispatchable(skills skill.Set, input []provider.Message) (skill.Call, bool) {
+	if skills.Len() == 0 || len(input) != 1 || input[0].Role != provider.RoleUser {
+		return skill.Call{}, false
+	}
+	return skills.Dispatch(input[0].Content)
+}
+
+// dispatch runs a skill's tool for its slash command, without a model
+// call, through the same policy check as a model's call. The transcript
+// records it as a tool call of the assistant, its result, and the result
+// as the answer, so the history stays one a model can be sent.
+func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env *tools.Env, d *policy.Result, pt *plugin.RunTools, c skill.Call) *Result {
+	call := provider.ToolCall{ID: "skill_" + newCallID(), Name: c.Tool, Arguments: string(c.Args)}
+	if req.OnToolStart != nil {
+		req.OnToolStart(call)
+	}
+	out := r.execute(ctx, env, d, pt, call)
+	if req.OnToolResult != nil {
+		req.OnToolResult(call, out)
+	}
+	tr.add(provider.Message{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{call}})
+	tr.add(provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError})
+	tr.add(provider.Message{Role: provider.RoleAssistant, Content: out.Text})
+	if req.OnDelta != nil {
+		req.OnDelta(out.Text)
+	}
+	return &Result{Text: out.Text, FinishReason: provider.FinishStop}
+}
+
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // approvals is the runner's exec approvals service: Approvals, else one of
