@@ -12,13 +12,14 @@ import (
 	"talon/internal/tools/fs"
 	"talon/internal/tools/image"
 	"talon/internal/tools/sessions"
+	"talon/internal/tools/web"
 )
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
 	"read", "edit", "write", "apply_patch", "exec", "process",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
-	"image",
+	"web_fetch", "image",
 }
 
 // Registry returns a new registry of the core tools. Its exec and process
@@ -28,7 +29,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, image.New()) {
+	for _, t := range append(all, web.New(), image.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))

@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"talon/internal/approval"
+	"talon/internal/policy"
 	"talon/internal/sandbox"
 	_ "talon/internal/sandbox/host"
 	"talon/internal/tools"
@@ -25,6 +27,24 @@ func TestRegistry(t *testing.T) {
 		if names[i] != Order[i] {
 			t.Errorf("names[%d] = %s, want %s", i, names[i], Order[i])
 		}
+	}
+}
+
+// TestOrderIsConstructionOrder: Order lists the tools in the order of
+// OpenClaw's candidate list (policy.StandardTools, spec §1.3), which is
+// where each tool Talon adds must go.
+func TestOrderIsConstructionOrder(t *testing.T) {
+	last := -1
+	for _, n := range Order {
+		i := slices.Index(policy.StandardTools, n)
+		if i < 0 {
+			t.Errorf("%s is not in policy.StandardTools", n)
+			continue
+		}
+		if i < last {
+			t.Errorf("%s comes after %s in Order but before it in policy.StandardTools", n, policy.StandardTools[last])
+		}
+		last = max(last, i)
 	}
 }
 
