@@ -10,9 +10,13 @@ import (
 	"talon/internal/tools"
 )
 
-// maxTools bounds how many tools one server may contribute: each costs
-// context in every model request.
-const maxTools = 256
+// maxTools bounds how many tools one server may contribute, and
+// maxDescription the bytes of one tool's description: each goes into
+// every model request.
+const (
+	maxTools       = 256
+	maxDescription = 2048
+)
 
 // adapt turns a server's tool list into Talon tools, skipping (with a
 // warning naming server and tool) those whose name cannot be mapped, that
@@ -57,6 +61,9 @@ func (m *Manager) adapt(server string, list []*sdk.Tool) []tools.Tool {
 		}
 		if desc == "" {
 			desc = fmt.Sprintf("Tool %q of MCP server %q (the server gives no description).", t.Name, server)
+		}
+		if len(desc) > maxDescription {
+			desc = strings.ToValidUTF8(desc[:maxDescription], "") + " […]"
 		}
 		out = append(out, &tool{m: m, server: server, mcpName: t.Name, name: name, desc: desc, schema: raw, rs: rs})
 	}

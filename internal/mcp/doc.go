@@ -25,8 +25,10 @@
 // Tool names are the MCP names lower-cased with every character outside
 // [a-z0-9_] mapped to '_' (ToolName); a tool whose name cannot be made
 // valid, collides with an earlier one after mapping, or whose inputSchema is
-// not an object schema that compiles (AcceptSchema) is skipped with a
-// warning naming server and tool. Arguments are validated against the
+// not an object schema that compiles (AcceptSchema: type "object", known
+// type names, only local acyclic $refs, so recursive schemas are refused)
+// is skipped with a warning naming server and tool. A server contributes at
+// most 256 tools; descriptions are cut at 2 KiB. Arguments are validated against the
 // schema before the call, so the model gets a specific error and the server
 // never sees them; a call is bounded by the server's tool timeout (default
 // 60 s).

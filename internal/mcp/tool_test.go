@@ -101,6 +101,7 @@ func TestAdapt(t *testing.T) {
 		{Name: "bad_schema", InputSchema: map[string]any{"type": "array"}},
 		{Name: "untitled", InputSchema: obj},
 		{Name: "titled", Title: "A title", InputSchema: obj},
+		{Name: "wordy", Description: strings.Repeat("é", maxDescription), InputSchema: obj},
 		nil,
 	}
 	got := NewManager(nil).adapt("srv", list)
@@ -108,6 +109,7 @@ func TestAdapt(t *testing.T) {
 		"read_file": "reads",
 		"untitled":  `Tool "untitled" of MCP server "srv" (the server gives no description).`,
 		"titled":    "A title",
+		"wordy":     strings.Repeat("é", maxDescription/2) + " […]",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d tools (%v), want %v", len(got), names(got), want)
