@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/mcp"
+	"talon/internal/mcp/mcptest"
 	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/provider"
@@ -193,4 +195,44 @@ func sessionID(t *testing.T, p *pluginRig) string {
 		t.Fatal(err)
 	}
 	return e.SessionID
+}
+
+// TestMCPThroughTheRunner: a real MCP server nobody here wrote
+// (@modelcontextprotocol/server-everything, over stdio) is a plugin whose
+// tools the inspect model lists and calls, and the policy denies them like
+// any plugin tool.
+func TestMCPThroughTheRunner(t *testing.T) {
+	bin := mcptest.EverythingBin(t)
+	p := newPluginRig(t)
+	m := mcp.NewManager(nil)
+	t.Cleanup(m.Close)
+	p.host = plugin.NewHost(plugin.Options{StateDir: p.state, MCP: m})
+	t.Cleanup(func() { p.host.Close() })
+	server := `mcp: {servers: {everything: {command: "` + bin + `", args: ["stdio"]}}}`
+	tests := []struct {
+		name, cfg, input string
+		want, absent     []string
+	}{
+		{"listed", `{` + server + `}`, "/tools", []string{"echo", "get_sum"}, nil},
+		{"called", `{` + server + `}`, `/call echo {"message":"hello from talon"}`, []string{"hello from talon"}, []string{"not available"}},
+		{"bad arguments refused before the call", `{` + server + `}`, `/call get_sum {"a":"x"}`, []string{"invalid arguments for get_sum"}, nil},
+		{"denied by server id", `{` + server + `, tools: {deny: ["everything"]}}`, "/tools", nil, []string{"echo", "get_sum"}},
+		{"denied call refused", `{` + server + `, tools: {deny: ["echo"]}}`, `/call echo {"message":"x"}`, []string{`tool "echo" is not available to this agent: removed by`}, nil},
+		{"plugin disabled", `{` + server + `, plugins: {entries: {everything: {enabled: false}}}}`, "/tools", nil, []string{"get_sum"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := p.turn(tt.cfg, tt.input)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("answer lacks %q:\n%s", w, got)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(got, a) {
+					t.Errorf("answer has %q:\n%s", a, got)
+				}
+			}
+		})
+	}
 }

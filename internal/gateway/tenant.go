@@ -15,6 +15,7 @@ import (
 	"talon/internal/agent"
 	"talon/internal/approval"
 	"talon/internal/config"
+	"talon/internal/mcp"
 	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
@@ -49,6 +50,7 @@ type tenant struct {
 	// plugins outlive config versions: MCP servers keep running and the
 	// memory index stays open; each config gets its own plugin Set.
 	plugins *plugin.Host
+	mcp     *mcp.Manager
 	loadErr error
 
 	// writeMu serialises this gateway's writes of the config file
@@ -109,8 +111,9 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 		t.approvals = svc
 	}
 	if t.plugins == nil {
+		t.mcp = mcp.NewManager(s.log.With("tenant", t.id))
 		t.plugins = plugin.NewHost(plugin.Options{
-			StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id),
+			StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id), MCP: t.mcp,
 		})
 	}
 	f, err := config.Load(t.configPath)
@@ -232,6 +235,8 @@ func (s *Server) closeTenants() {
 				s.log.Error("closing plugins", "tenant", t.id, "err", err)
 			}
 			t.plugins = nil
+			t.mcp.Close() // after the plugins: their runs may still call a server
+			t.mcp = nil
 		}
 		if t.sandboxes != nil {
 			if err := t.sandboxes.Close(); err != nil {

@@ -5,44 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/mcp/mcptest"
 	"talon/internal/tools"
 )
 
-// everythingBin finds mcp-server-everything (npm
-// @modelcontextprotocol/server-everything, installed by npm ci in e2e/node)
-// by walking up from the package directory to the repository root.
+// everythingBin finds mcp-server-everything (see mcptest).
 func everythingBin(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found above the package directory")
-		}
-		dir = parent
-	}
-	bin := filepath.Join(dir, "e2e", "node", "node_modules", ".bin", "mcp-server-everything")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing: run npm ci in e2e/node", bin)
-		}
-		t.Skipf("%s is missing: run npm ci in e2e/node", bin)
-	}
-	return bin
+	return mcptest.EverythingBin(t)
 }
 
 func testManager(t *testing.T) *Manager {
