@@ -5,8 +5,9 @@
 // it then dials, so a DNS answer cannot change between check and use (DNS
 // rebinding), and again on every redirect (Dialer, NewClient).
 //
-// Nothing uses it yet: api-tools and web_fetch are still to be built (issue 8)
-// and will take their *http.Client from NewClient.
+// The api-tools plugin (internal/plugin) and web_fetch (internal/tools/web)
+// take their *http.Client from NewClient; nothing else may send what a
+// model chose.
 //
 // Concurrency: Blocked and CheckHost are pure functions; a Dialer and the
 // client from NewClient hold no mutable state of their own and are safe for
