@@ -6,17 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"talon/internal/sqlitedb"
 )
-
-// busyTimeout is how long a connection waits for another process's lock.
-const busyTimeout = 5 * time.Second
 
 // ErrNotFound is returned for a session that does not exist.
 var ErrNotFound = errors.New("not found")
@@ -46,63 +39,17 @@ type DB struct {
 // Open opens the database at path, creating it (mode 0600, parent
 // directories 0700) if needed, and brings its schema up to date.
 func Open(path string) (*DB, error) {
-	if path == "" {
-		return nil, errors.New("opening store: empty path")
-	}
-	if strings.ContainsRune(path, '?') {
-		return nil, fmt.Errorf("opening store %q: path may not contain '?'", path)
-	}
-	abs, err := filepath.Abs(path)
+	sdb, err := sqlitedb.Open(path, sqlitedb.Options{What: "store", Synchronous: "FULL", Pragmas: []string{"foreign_keys(1)"}})
 	if err != nil {
-		return nil, fmt.Errorf("opening store %q: %w", path, err)
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("opening store: creating directory: %w", err)
-	}
-	// Create the file ourselves so that it, and the -wal and -shm files
-	// SQLite derives from it, get mode 0600.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening store: %w", err)
-	}
-	f.Close()
-
-	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", abs+"?"+pragmas+
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("opening store %q: %w", abs, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-
-	db := &DB{Now: time.Now, path: abs, w: w, tails: newTails(defaultTailBytes)}
+	abs, w, r := sdb.Path, sdb.W, sdb.R
+	db := &DB{Now: time.Now, path: abs, w: w, r: r, tails: newTails(defaultTailBytes)}
 	ctx := context.Background()
-	var mode string
-	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("opening store %q: %w", abs, err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		w.Close()
-		return nil, fmt.Errorf("opening store %q: journal mode is %q, want wal", abs, mode)
-	}
 	if err := db.migrate(ctx); err != nil {
-		w.Close()
+		sdb.Close()
 		return nil, fmt.Errorf("opening store %q: %w", abs, err)
 	}
-
-	r, err := sql.Open("sqlite", abs+"?"+pragmas+"&_pragma=query_only(1)")
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("opening store %q: %w", abs, err)
-	}
-	n := max(4, runtime.GOMAXPROCS(0))
-	r.SetMaxOpenConns(n)
-	r.SetMaxIdleConns(n)
-	db.r = r
 	for _, p := range []struct {
 		dst  **sql.Stmt
 		on   *sql.DB
