@@ -1,0 +1,46 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// number returns the number argument name of raw, which tools.ParseArgsFor
+// has already accepted, within [lo, hi]; 0 when it is absent or null.
+// tools.Args has integers only; this follows its rules for them: a JSON
+// string holding the object, and a numeric string, are accepted.
+func number(raw json.RawMessage, name string, lo, hi float64) (float64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			raw = []byte(strings.TrimSpace(s))
+		}
+	}
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return 0, nil
+	}
+	v := bytes.TrimSpace(m[name])
+	if len(v) == 0 || string(v) == "null" {
+		return 0, nil
+	}
+	bad := fmt.Errorf("argument %q must be a number from %g to %g", name, lo, hi)
+	text := string(v)
+	if v[0] == '"' {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return 0, bad
+		}
+		text = strings.TrimSpace(s)
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(f) || f < lo || f > hi {
+		return 0, bad
+	}
+	return f, nil
+}
