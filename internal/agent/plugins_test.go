@@ -236,3 +236,24 @@ func TestMCPThroughTheRunner(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryCore: memory-core holds the memory slot by default, so its
+// tools reach the model and search the agent's memory files as they are
+// now; plugins.slots.memory "none" takes them away.
+func TestMemoryCore(t *testing.T) {
+	p := newPluginRig(t)
+	p.write("MEMORY.md", "# People\n\nAlice prefers tea in the morning.\n")
+	if got := p.turn(`{}`, "/tools"); !strings.Contains(got, "memory_search") || !strings.Contains(got, "memory_get") {
+		t.Fatalf("tools = %s, want the memory tools", got)
+	}
+	if got := p.turn(`{}`, `/call memory_search {"query":"tea"}`); !strings.Contains(got, `"path":"MEMORY.md"`) {
+		t.Fatalf("search = %s, want MEMORY.md found", got)
+	}
+	p.write("memory/2026-11-22.md", "Bob moved the launch to Friday.\n")
+	if got := p.turn(`{}`, `/call memory_search {"query":"launch"}`); !strings.Contains(got, "memory/2026-11-22.md") {
+		t.Fatalf("search after a new file = %s, want it found", got)
+	}
+	if got := p.turn(`{plugins: {slots: {memory: "none"}}}`, "/tools"); strings.Contains(got, "memory_search") {
+		t.Fatalf("with the memory slot off, tools = %s", got)
+	}
+}

@@ -57,11 +57,14 @@ type Host struct {
 
 	mu   sync.Mutex
 	live map[string]*live // compiled-in instances by id
-	// shared holds tenant-wide services that outlive config versions.
-	shared  map[string]any
-	closers []func() error
-	closed  bool
-	clients clients
+	// sharedMu guards shared and closers: tenant-wide services that
+	// outlive config versions, opened by instances while Configure holds
+	// mu.
+	sharedMu sync.Mutex
+	shared   map[string]any
+	closers  []func() error
+	closed   bool
+	clients  clients
 }
 
 type live struct {
@@ -203,12 +206,14 @@ func (h *Host) Close() error {
 		}
 	}
 	h.live = map[string]*live{}
+	h.sharedMu.Lock()
 	for i := len(h.closers) - 1; i >= 0; i-- {
 		if err := h.closers[i](); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	h.closers = nil
+	h.closers, h.shared = nil, nil
+	h.sharedMu.Unlock()
 	h.clients.close()
 	return errors.Join(errs...)
 }
@@ -218,9 +223,9 @@ func (h *Host) Close() error {
 // must outlive a config version (the memory index).
 func (p *Provision) Shared(key string, open func() (any, func() error, error)) (any, error) {
 	h := p.host
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	h.sharedMu.Lock()
+	defer h.sharedMu.Unlock()
+	if h.shared == nil {
 		return nil, errors.New("plugin host is closed")
 	}
 	if v, ok := h.shared[key]; ok {
