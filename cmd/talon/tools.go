@@ -27,8 +27,7 @@ the steps that applied and the likely mistakes, each with a one-line fix.
 
 The candidates are OpenClaw's tool catalog (§1.3 of the tool-policy spec); TOKENS is
 what each core tool Talon implements costs in every model request (o200k_base), "-" for
-catalog tools Talon does not implement and for plugin tools (priced only on a running
-gateway's tools.explain, which loads them). Declare
+catalog tools Talon does not implement and for plugin tools. Declare
 plugin tools with --plugin-tool NAME=PLUGIN[,optional][,origin=...] (origin defaults
 to bundled, whose plugins are off until enabled).`,
 		Args: cobra.NoArgs,
