@@ -244,9 +244,11 @@ func (m *Manager) expire(id string) {
 		return // resolved first
 	}
 	r.p.result = fallback(id, r.req)
-	close(r.p.done)
+	// The event goes out before the waiter is told: whoever sees the
+	// request end has seen it resolved too.
 	req := r.req
 	m.emit(Event{Name: EventResolved, Payload: ResolvedPayload{ID: id, Ts: m.now().UnixMilli(), Request: &req}})
+	close(r.p.done)
 }
 
 // shutdown ends every pending approval with reason "gateway-shutdown"
@@ -322,9 +324,9 @@ func (m *Manager) Resolve(ctx context.Context, idOrPrefix, decision, resolvedBy 
 		}
 	}
 	r.p.result = res
-	close(r.p.done)
 	req := r.req
 	m.emit(Event{Name: EventResolved, Payload: ResolvedPayload{ID: r.p.ID, Decision: &decision, ResolvedBy: resolvedBy, Ts: m.now().UnixMilli(), Request: &req}})
+	close(r.p.done)
 	return nil
 }
 
