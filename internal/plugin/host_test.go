@@ -22,6 +22,11 @@ import (
 
 func mustConfig(t *testing.T, src string) *config.Config {
 	t.Helper()
+	return mustConfigB(t, src)
+}
+
+func mustConfigB(t testing.TB, src string) *config.Config {
+	t.Helper()
 	f, err := config.Parse("test.json5", []byte(src))
 	if err != nil {
 		t.Fatal(err)
