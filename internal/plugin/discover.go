@@ -51,15 +51,19 @@ const maxPluginDirs = 256
 // scan finds the plugins of dir: dir itself when it holds a manifest,
 // else each subdirectory that does. A missing dir has none.
 func scan(dir string, origin policy.Origin) []Found {
-	if f, ok := readPlugin(dir, origin); ok {
-		return []Found{f}
-	}
+	// One ReadDir first: a run scans its workspace's extensions every
+	// turn, and there usually are none.
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return []Found{{ID: filepath.Base(dir), Origin: origin, Source: SourceDirectory, Dir: dir, Problem: fmt.Sprintf("reading plugin directory: %v", err)}}
 		}
 		return nil
+	}
+	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == ManifestFile }) {
+		if f, ok := readPlugin(dir, origin); ok {
+			return []Found{f}
+		}
 	}
 	var out []Found
 	for _, e := range entries {
