@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"talon/internal/gateway"
-	"talon/internal/tools"
-	"talon/internal/tools/fs"
-	"talon/internal/tools/sessions"
+	"talon/internal/tools/core"
 )
 
 // BenchmarkTurnInProcess is BenchmarkTurnOverhead (non-streamed) with the
@@ -26,7 +24,7 @@ func BenchmarkTurnInProcess(b *testing.B) {
 			llm := newFakeLLM(b)
 			state := b.TempDir()
 			writeConfig(b, state, llm.BaseURL())
-			reg, err := tools.NewRegistry(append(fs.All(), sessions.All()...)...)
+			reg, err := core.Registry()
 			if err != nil {
 				b.Fatal(err)
 			}
