@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // migrations[i] brings the schema from version i to version i+1. Append
@@ -42,31 +43,40 @@ END;
 // SchemaVersion is the schema version this binary writes.
 var SchemaVersion = len(migrations)
 
-// migrate applies the missing migrations in one transaction.
+// migrate applies the missing session-store migrations.
 func (db *DB) migrate(ctx context.Context) error {
 	return db.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			applied_at INTEGER NOT NULL
-		)`); err != nil {
-			return fmt.Errorf("creating schema_migrations: %w", err)
-		}
-		var cur int
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
-			return fmt.Errorf("reading schema version: %w", err)
-		}
-		if cur > len(migrations) {
-			return fmt.Errorf("database schema version %d is newer than this binary supports (%d): upgrade talon", cur, len(migrations))
-		}
-		for v := cur + 1; v <= len(migrations); v++ {
-			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
-				return fmt.Errorf("applying migration %d: %w", v, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-				v, ms(db.now())); err != nil {
-				return fmt.Errorf("recording migration %d: %w", v, err)
-			}
-		}
-		return nil
+		return applyMigrations(ctx, tx, "schema_migrations", migrations, db.now())
 	})
+}
+
+// applyMigrations brings a schema recorded in table (one row per applied
+// version) up to len(list), inside the caller's write transaction, and
+// refuses a schema newer than list. Each database kind (session store,
+// platform catalog) has its own list and table, so opening one kind's file
+// as the other fails on its schema rather than mixing tables.
+func applyMigrations(ctx context.Context, tx *sql.Tx, table string, list []string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("creating %s: %w", table, err)
+	}
+	var cur int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+table).Scan(&cur); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if cur > len(list) {
+		return fmt.Errorf("database schema version %d is newer than this binary supports (%d): upgrade talon", cur, len(list))
+	}
+	for v := cur + 1; v <= len(list); v++ {
+		if _, err := tx.ExecContext(ctx, list[v-1]); err != nil {
+			return fmt.Errorf("applying migration %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES (?, ?)`,
+			v, ms(now)); err != nil {
+			return fmt.Errorf("recording migration %d: %w", v, err)
+		}
+	}
+	return nil
 }

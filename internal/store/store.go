@@ -94,7 +94,12 @@ func (db *DB) now() time.Time {
 // write runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // write connection) and commits it if fn returns nil.
 func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	return writeTx(ctx, db.w, fn)
+}
+
+// writeTx runs fn in a transaction on w and commits it if fn returns nil.
+func writeTx(ctx context.Context, w *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,104 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store keeps the agent library, tenants and installations. List methods
+// return their rows in a fixed order: library by slug, tenants by id,
+// installations by tenant id then slug.
+type Store interface {
+	// PutLibrary inserts the entry or replaces the one with its slug.
+	PutLibrary(ctx context.Context, e Entry) error
+	Library(ctx context.Context) ([]Entry, error)
+	// LibraryEntry returns ErrNotFound for an unknown slug.
+	LibraryEntry(ctx context.Context, slug string) (Entry, error)
+	// DeleteLibrary returns ErrNotFound for an unknown slug and ErrInUse
+	// while the entry has installations.
+	DeleteLibrary(ctx context.Context, slug string) error
+
+	// PutTenant inserts the tenant or renames the one with its id; a
+	// tenant's Created never changes.
+	PutTenant(ctx context.Context, t Tenant) error
+	Tenants(ctx context.Context) ([]Tenant, error)
+	// DeleteTenant deletes the tenant and its installations; ErrNotFound
+	// for an unknown id.
+	DeleteTenant(ctx context.Context, id string) error
+
+	// Install records a new installation: ErrExists when the pair is
+	// already installed, ErrUnknownTenant or ErrUnknownEntry when either
+	// side does not exist.
+	Install(ctx context.Context, in Installation) error
+	// UpdateInstallation replaces an installation's template hash, times,
+	// status and message (after an update or a sync); ErrNotFound when the
+	// pair is not installed. InstalledAt is kept when zero.
+	UpdateInstallation(ctx context.Context, in Installation) error
+	Installations(ctx context.Context, f Filter) ([]Installation, error)
+	// Uninstall returns ErrNotFound when the pair is not installed.
+	Uninstall(ctx context.Context, tenantID, slug string) error
+
+	Close() error
+}
+
+// Errors of every Store, wrapped with the step that failed: test them with
+// errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrExists        = errors.New("already exists")
+	ErrInUse         = errors.New("in use by installations")
+	ErrUnknownTenant = errors.New("unknown tenant")
+	ErrUnknownEntry  = errors.New("unknown library entry")
+	ErrInvalid       = errors.New("invalid value")
+)
+
+// Entry is one employee in the agent library (seed 000's agent_library
+// row), written from a template.
+type Entry struct {
+	Slug            string    `json:"slug"`
+	Name            string    `json:"name"`
+	Description     string    `json:"description"`
+	Emoji           string    `json:"emoji"`
+	Category        string    `json:"category"`
+	DefaultModel    string    `json:"defaultModel"`
+	Skills          []string  `json:"skills"` // never nil when read back
+	Public          bool      `json:"public"`
+	TemplateVersion string    `json:"templateVersion"`
+	TemplateHash    string    `json:"templateHash"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+}
+
+// Tenant is a tenant the platform knows; its files live in the gateway's
+// <stateDir>/tenants/<id>/.
+type Tenant struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// Status says whether the last install, update or sync of an installation
+// worked.
+type Status string
+
+const (
+	StatusOK    Status = "ok"
+	StatusError Status = "error" // Message says why
+)
+
+// Installation is one library entry installed into one tenant.
+type Installation struct {
+	TenantID     string    `json:"tenantId"`
+	Slug         string    `json:"slug"`
+	TemplateHash string    `json:"templateHash"` // the template as last installed
+	InstalledAt  time.Time `json:"installedAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	Status       Status    `json:"status"`            // empty means StatusOK
+	Message      string    `json:"message,omitempty"` // set exactly when Status is StatusError
+}
+
+// Filter selects installations; an empty field matches any value.
+type Filter struct {
+	TenantID string
+	Slug     string
+}

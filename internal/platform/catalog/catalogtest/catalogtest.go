@@ -1,0 +1,323 @@
+// Package catalogtest is the conformance suite every catalog.Store passes:
+// CRUD, ordering, not-found, the database-enforced constraints, and
+// concurrent installs of one pair. Run calls open once per case, so each
+// case gets a fresh, empty store; the cases run one after another.
+package catalogtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/platform/catalog"
+)
+
+// Run runs the suite against the stores open returns.
+func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, s catalog.Store)
+	}{
+		{"library", testLibrary},
+		{"tenants", testTenants},
+		{"installations", testInstallations},
+		{"constraints", testConstraints},
+		{"invalid", testInvalid},
+		{"concurrent installs", testConcurrentInstalls},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("closing store: %v", err)
+				}
+			})
+			c.fn(t, s)
+		})
+	}
+}
+
+// at is a fixed time with sub-millisecond digits that stores drop.
+func at(minute int) time.Time {
+	return time.Date(2026, 3, 13, 10, minute, 0, 123_456_789, time.FixedZone("X", 3600))
+}
+
+// ms is what a store gives back for t.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func entry(slug string) catalog.Entry {
+	return catalog.Entry{
+		Slug: slug, Name: "Name of " + slug, Description: "does " + slug, Emoji: "🔬", Category: "research",
+		DefaultModel: "anthropic/claude-sonnet-4", Skills: []string{"web", "memory"}, Public: true,
+		TemplateVersion: "1", TemplateHash: "sha256:" + slug, UpdatedAt: at(1),
+	}
+}
+
+func must(t *testing.T, step string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+func wantErr(t *testing.T, step string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: error %v, want %v", step, err, want)
+	}
+}
+
+func testLibrary(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	lib, err := s.Library(ctx)
+	must(t, "listing empty library", err)
+	if len(lib) != 0 {
+		t.Fatalf("empty store's library: %v", lib)
+	}
+	for _, slug := range []string{"writer", "coder", "researcher"} {
+		must(t, "putting "+slug, s.PutLibrary(ctx, entry(slug)))
+	}
+	bare := catalog.Entry{Slug: "bare", Name: "Bare"} // nil skills, zero time
+	must(t, "putting bare", s.PutLibrary(ctx, bare))
+
+	got, err := s.LibraryEntry(ctx, "coder")
+	must(t, "reading coder", err)
+	want := entry("coder")
+	want.UpdatedAt = ms(want.UpdatedAt)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("coder round trip (-want +got):\n%s", d)
+	}
+	got, err = s.LibraryEntry(ctx, "bare")
+	must(t, "reading bare", err)
+	if got.Skills == nil || len(got.Skills) != 0 || got.UpdatedAt.IsZero() || got.Public {
+		t.Errorf("bare entry read back as %+v: want empty non-nil skills, a stamped time, not public", got)
+	}
+
+	// Put again replaces every field.
+	changed := entry("coder")
+	changed.Name, changed.Skills, changed.Public, changed.TemplateHash, changed.UpdatedAt = "Coder 2", []string{"exec"}, false, "sha256:new", at(2)
+	must(t, "replacing coder", s.PutLibrary(ctx, changed))
+	got, err = s.LibraryEntry(ctx, "coder")
+	must(t, "reading replaced coder", err)
+	changed.UpdatedAt = ms(changed.UpdatedAt)
+	if d := cmp.Diff(changed, got); d != "" {
+		t.Errorf("replaced coder (-want +got):\n%s", d)
+	}
+
+	lib, err = s.Library(ctx)
+	must(t, "listing library", err)
+	var slugs []string
+	for _, e := range lib {
+		slugs = append(slugs, e.Slug)
+	}
+	if d := cmp.Diff([]string{"bare", "coder", "researcher", "writer"}, slugs); d != "" {
+		t.Errorf("library order (-want +got):\n%s", d)
+	}
+
+	must(t, "deleting writer", s.DeleteLibrary(ctx, "writer"))
+	_, err = s.LibraryEntry(ctx, "writer")
+	wantErr(t, "reading deleted writer", err, catalog.ErrNotFound)
+	wantErr(t, "deleting writer twice", s.DeleteLibrary(ctx, "writer"), catalog.ErrNotFound)
+	_, err = s.LibraryEntry(ctx, "nobody")
+	wantErr(t, "reading unknown slug", err, catalog.ErrNotFound)
+}
+
+func testTenants(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	for i, id := range []string{"zeta", "Acme_1", "beta-co"} {
+		must(t, "putting "+id, s.PutTenant(ctx, catalog.Tenant{ID: id, Name: "Tenant " + id, Created: at(i)}))
+	}
+	// Renaming keeps the creation time.
+	must(t, "renaming beta-co", s.PutTenant(ctx, catalog.Tenant{ID: "beta-co", Name: "Beta", Created: at(30)}))
+	got, err := s.Tenants(ctx)
+	must(t, "listing tenants", err)
+	want := []catalog.Tenant{
+		{ID: "Acme_1", Name: "Tenant Acme_1", Created: ms(at(1))},
+		{ID: "beta-co", Name: "Beta", Created: ms(at(2))},
+		{ID: "zeta", Name: "Tenant zeta", Created: ms(at(0))},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("tenants (-want +got):\n%s", d)
+	}
+	must(t, "deleting zeta", s.DeleteTenant(ctx, "zeta"))
+	wantErr(t, "deleting zeta twice", s.DeleteTenant(ctx, "zeta"), catalog.ErrNotFound)
+	got, err = s.Tenants(ctx)
+	must(t, "listing tenants after delete", err)
+	if len(got) != 2 {
+		t.Errorf("tenants after deleting zeta: %v", got)
+	}
+}
+
+// seed puts tenants t1, t2 and entries a, b.
+func seed(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	for _, id := range []string{"t2", "t1"} {
+		must(t, "putting tenant "+id, s.PutTenant(ctx, catalog.Tenant{ID: id, Name: id}))
+	}
+	for _, slug := range []string{"b", "a"} {
+		must(t, "putting entry "+slug, s.PutLibrary(ctx, entry(slug)))
+	}
+}
+
+func slugsOf(ins []catalog.Installation) []string {
+	var out []string
+	for _, in := range ins {
+		out = append(out, in.TenantID+"/"+in.Slug)
+	}
+	return out
+}
+
+func testInstallations(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	seed(t, s)
+	for _, p := range [][2]string{{"t2", "a"}, {"t1", "b"}, {"t1", "a"}} {
+		must(t, "installing "+p[1]+" for "+p[0], s.Install(ctx, catalog.Installation{TenantID: p[0], Slug: p[1], TemplateHash: "h1", InstalledAt: at(5)}))
+	}
+	for _, c := range []struct {
+		f    catalog.Filter
+		want []string
+	}{
+		{catalog.Filter{}, []string{"t1/a", "t1/b", "t2/a"}},
+		{catalog.Filter{TenantID: "t1"}, []string{"t1/a", "t1/b"}},
+		{catalog.Filter{Slug: "a"}, []string{"t1/a", "t2/a"}},
+		{catalog.Filter{TenantID: "t2", Slug: "a"}, []string{"t2/a"}},
+		{catalog.Filter{TenantID: "t2", Slug: "b"}, nil},
+		{catalog.Filter{TenantID: "nobody"}, nil},
+	} {
+		got, err := s.Installations(ctx, c.f)
+		must(t, fmt.Sprintf("listing %+v", c.f), err)
+		if d := cmp.Diff(c.want, slugsOf(got)); d != "" {
+			t.Errorf("installations %+v (-want +got):\n%s", c.f, d)
+		}
+	}
+
+	got, err := s.Installations(ctx, catalog.Filter{TenantID: "t1", Slug: "a"})
+	must(t, "reading t1/a", err)
+	want := []catalog.Installation{{TenantID: "t1", Slug: "a", TemplateHash: "h1", InstalledAt: ms(at(5)), UpdatedAt: ms(at(5)), Status: catalog.StatusOK}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("new installation (-want +got):\n%s", d)
+	}
+
+	// An update keeps the installation time when none is given.
+	upd := catalog.Installation{TenantID: "t1", Slug: "a", TemplateHash: "h2", UpdatedAt: at(9), Status: catalog.StatusError, Message: "plugin image-gen is not enabled"}
+	must(t, "updating t1/a", s.UpdateInstallation(ctx, upd))
+	got, err = s.Installations(ctx, catalog.Filter{TenantID: "t1", Slug: "a"})
+	must(t, "reading updated t1/a", err)
+	want = []catalog.Installation{{TenantID: "t1", Slug: "a", TemplateHash: "h2", InstalledAt: ms(at(5)), UpdatedAt: ms(at(9)), Status: catalog.StatusError, Message: upd.Message}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("updated installation (-want +got):\n%s", d)
+	}
+	wantErr(t, "updating t2/b (not installed)",
+		s.UpdateInstallation(ctx, catalog.Installation{TenantID: "t2", Slug: "b"}), catalog.ErrNotFound)
+
+	must(t, "uninstalling t1/b", s.Uninstall(ctx, "t1", "b"))
+	wantErr(t, "uninstalling t1/b twice", s.Uninstall(ctx, "t1", "b"), catalog.ErrNotFound)
+	// Installing again after uninstalling works.
+	must(t, "reinstalling t1/b", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "b"}))
+
+	// Deleting a tenant deletes its installations.
+	must(t, "deleting t1", s.DeleteTenant(ctx, "t1"))
+	all, err := s.Installations(ctx, catalog.Filter{})
+	must(t, "listing after deleting t1", err)
+	if d := cmp.Diff([]string{"t2/a"}, slugsOf(all)); d != "" {
+		t.Errorf("installations after deleting t1 (-want +got):\n%s", d)
+	}
+}
+
+func testConstraints(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	seed(t, s)
+	must(t, "installing a for t1", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a"}))
+	for _, c := range []struct {
+		step string
+		err  error
+		want error
+	}{
+		{"installing a for t1 again", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a"}), catalog.ErrExists},
+		{"installing for an unknown tenant", s.Install(ctx, catalog.Installation{TenantID: "t9", Slug: "a"}), catalog.ErrUnknownTenant},
+		{"installing an unknown slug", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "zz"}), catalog.ErrUnknownEntry},
+		{"installing unknown both", s.Install(ctx, catalog.Installation{TenantID: "t9", Slug: "zz"}), catalog.ErrUnknownTenant},
+		{"deleting an installed entry", s.DeleteLibrary(ctx, "a"), catalog.ErrInUse},
+		{"deleting an unknown tenant", s.DeleteTenant(ctx, "t9"), catalog.ErrNotFound},
+		{"uninstalling a pair never installed", s.Uninstall(ctx, "t2", "b"), catalog.ErrNotFound},
+	} {
+		wantErr(t, c.step, c.err, c.want)
+	}
+	// The refused delete changed nothing; after uninstalling, it works.
+	if _, err := s.LibraryEntry(ctx, "a"); err != nil {
+		t.Errorf("entry a after refused delete: %v", err)
+	}
+	must(t, "uninstalling a from t1", s.Uninstall(ctx, "t1", "a"))
+	must(t, "deleting a", s.DeleteLibrary(ctx, "a"))
+}
+
+func testInvalid(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	seed(t, s)
+	long := string(make([]byte, 65))
+	for _, c := range []struct {
+		step string
+		err  error
+	}{
+		{"empty slug", s.PutLibrary(ctx, catalog.Entry{Name: "x"})},
+		{"upper-case slug", s.PutLibrary(ctx, catalog.Entry{Slug: "Coder", Name: "x"})},
+		{"slug with a slash", s.PutLibrary(ctx, catalog.Entry{Slug: "a/b", Name: "x"})},
+		{"slug starting with -", s.PutLibrary(ctx, catalog.Entry{Slug: "-a", Name: "x"})},
+		{"slug of 65 bytes", s.PutLibrary(ctx, catalog.Entry{Slug: long, Name: "x"})},
+		{"empty name", s.PutLibrary(ctx, catalog.Entry{Slug: "ok"})},
+		{"empty skill", s.PutLibrary(ctx, catalog.Entry{Slug: "ok", Name: "x", Skills: []string{""}})},
+		{"empty tenant id", s.PutTenant(ctx, catalog.Tenant{Name: "x"})},
+		{"tenant id with a dot", s.PutTenant(ctx, catalog.Tenant{ID: "a.b"})},
+		{"unknown status", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Status: "fine"})},
+		{"error without message", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Status: catalog.StatusError})},
+		{"ok with message", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Message: "hm"})},
+		{"update to error without message", s.UpdateInstallation(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Status: catalog.StatusError})},
+	} {
+		wantErr(t, c.step, c.err, catalog.ErrInvalid)
+	}
+	if ins, err := s.Installations(ctx, catalog.Filter{}); err != nil || len(ins) != 0 {
+		t.Errorf("installations after invalid writes: %v, %v", ins, err)
+	}
+}
+
+func testConcurrentInstalls(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	seed(t, s)
+	const n = 16
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a", TemplateHash: fmt.Sprint(i)})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, catalog.ErrExists):
+			t.Errorf("install %d: %v, want nil or ErrExists", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d concurrent installs of one pair succeeded, want exactly 1", won, n)
+	}
+	ins, err := s.Installations(ctx, catalog.Filter{})
+	must(t, "listing", err)
+	if len(ins) != 1 {
+		t.Errorf("installations after concurrent installs: %v", slugsOf(ins))
+	}
+}

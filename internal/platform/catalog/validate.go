@@ -1,0 +1,102 @@
+package catalog
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// The formats the databases' check constraints also enforce. A slug is
+// an agent id (lower case, as OpenClaw normalises them); a tenant id is the
+// gateway's.
+var (
+	slugPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	tenantIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+)
+
+// CheckSlug reports whether s is a valid library slug.
+func CheckSlug(s string) error {
+	if !slugPattern.MatchString(s) {
+		return fmt.Errorf("slug %q: want 1-64 of a-z 0-9 _ - starting with a letter or digit: %w", s, ErrInvalid)
+	}
+	return nil
+}
+
+// CheckTenantID reports whether id is a valid tenant id.
+func CheckTenantID(id string) error {
+	if !tenantIDPattern.MatchString(id) {
+		return fmt.Errorf("tenant id %q: want 1-128 of A-Z a-z 0-9 _ - starting with a letter or digit: %w", id, ErrInvalid)
+	}
+	return nil
+}
+
+// stamp is t to the millisecond in UTC, or now when t is zero.
+func stamp(t, now time.Time) time.Time {
+	if t.IsZero() {
+		t = now
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// Normalize validates e and puts it in the form a store writes: times
+// stamped, Skills non-nil. Stores call it; callers need not.
+func (e *Entry) Normalize(now time.Time) error {
+	if err := CheckSlug(e.Slug); err != nil {
+		return err
+	}
+	if e.Name == "" {
+		return fmt.Errorf("library entry %q: empty name: %w", e.Slug, ErrInvalid)
+	}
+	if e.Skills == nil {
+		e.Skills = []string{}
+	}
+	for i, s := range e.Skills {
+		if s == "" {
+			return fmt.Errorf("library entry %q: skills[%d] is empty: %w", e.Slug, i, ErrInvalid)
+		}
+	}
+	e.UpdatedAt = stamp(e.UpdatedAt, now)
+	return nil
+}
+
+// Normalize validates t and stamps its Created time.
+func (t *Tenant) Normalize(now time.Time) error {
+	if err := CheckTenantID(t.ID); err != nil {
+		return err
+	}
+	t.Created = stamp(t.Created, now)
+	return nil
+}
+
+// Normalize validates in, defaults its Status to StatusOK, and stamps its
+// times. For an update (keepInstalled) a zero InstalledAt stays zero (the
+// store keeps the one it has) and a zero UpdatedAt is now; for a new
+// installation UpdatedAt defaults to InstalledAt.
+func (in *Installation) Normalize(now time.Time, keepInstalled bool) error {
+	if err := CheckTenantID(in.TenantID); err != nil {
+		return err
+	}
+	if err := CheckSlug(in.Slug); err != nil {
+		return err
+	}
+	if in.Status == "" {
+		in.Status = StatusOK
+	}
+	switch {
+	case in.Status != StatusOK && in.Status != StatusError:
+		return fmt.Errorf("installation %s/%s: status %q: want %q or %q: %w", in.TenantID, in.Slug, in.Status, StatusOK, StatusError, ErrInvalid)
+	case in.Status == StatusError && in.Message == "":
+		return fmt.Errorf("installation %s/%s: status %q needs a message: %w", in.TenantID, in.Slug, in.Status, ErrInvalid)
+	case in.Status == StatusOK && in.Message != "":
+		return fmt.Errorf("installation %s/%s: status %q takes no message: %w", in.TenantID, in.Slug, in.Status, ErrInvalid)
+	}
+	if !(keepInstalled && in.InstalledAt.IsZero()) {
+		in.InstalledAt = stamp(in.InstalledAt, now)
+	}
+	base := in.InstalledAt // a new installation was last updated when installed
+	if keepInstalled {
+		base = now
+	}
+	in.UpdatedAt = stamp(in.UpdatedAt, base)
+	return nil
+}

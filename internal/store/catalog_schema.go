@@ -1,0 +1,47 @@
+package store
+
+// catalogMigrations[i] brings the platform catalog's schema (table
+// catalog_migrations) from version i to i+1. Append only. The checks
+// mirror package catalog's Normalize, so a row written around Go is held
+// to the same rules; internal/store/pg has the same schema for PostgreSQL.
+var catalogMigrations = []string{
+	// 1: agent library, tenants, installations.
+	`
+CREATE TABLE library (
+	slug             TEXT    NOT NULL PRIMARY KEY
+		CHECK (length(slug) BETWEEN 1 AND 64 AND slug NOT GLOB '*[^a-z0-9_-]*' AND substr(slug, 1, 1) NOT GLOB '[_-]'),
+	name             TEXT    NOT NULL CHECK (name <> ''),
+	description      TEXT    NOT NULL,
+	emoji            TEXT    NOT NULL,
+	category         TEXT    NOT NULL,
+	default_model    TEXT    NOT NULL,
+	skills           TEXT    NOT NULL CHECK (json_valid(skills) AND json_type(skills) = 'array'),
+	public           INTEGER NOT NULL CHECK (public IN (0, 1)),
+	template_version TEXT    NOT NULL,
+	template_hash    TEXT    NOT NULL,
+	updated_at       INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE tenants (
+	id         TEXT    NOT NULL PRIMARY KEY
+		CHECK (length(id) BETWEEN 1 AND 128 AND id NOT GLOB '*[^A-Za-z0-9_-]*' AND substr(id, 1, 1) NOT GLOB '[_-]'),
+	name       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE installations (
+	tenant_id     TEXT    NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+	slug          TEXT    NOT NULL REFERENCES library (slug) ON DELETE RESTRICT,
+	template_hash TEXT    NOT NULL,
+	installed_at  INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL,
+	status        TEXT    NOT NULL CHECK (status IN ('ok', 'error')),
+	message       TEXT    NOT NULL,
+	CHECK ((status = 'ok') = (message = '')),
+	PRIMARY KEY (tenant_id, slug)
+) STRICT;
+-- Sync walks the installations of one slug; deleting a library entry
+-- checks them.
+CREATE INDEX installations_by_slug ON installations (slug, tenant_id);
+`,
+}
