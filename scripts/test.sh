@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the repository. Works on a fresh machine: it installs
 # what the tests need first — the Go toolchain must be there; curl, Node.js,
-# npm and bubblewrap (the bwrap sandbox backend's tests run the real bwrap)
+# npm, bubblewrap (the bwrap sandbox backend's tests run the real bwrap) and
+# postgresql (the PostgreSQL store's tests start their own server)
 # come from Debian's packages when missing (as root), and the Node
 # clients of the end-to-end tests (e2e/node: the openai and openclaw-node
 # npm packages; e2e/openclaw-cli: OpenClaw's CLI with its own Node 24) from
@@ -16,13 +17,19 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-echo "== e2e clients, bubblewrap"
+echo "== e2e clients, bubblewrap, postgresql"
 # Debian package for each program the e2e and sandbox tests run.
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# The PostgreSQL store's tests (internal/store/pg) start a throwaway
+# cluster with initdb and postgres; Debian keeps them off PATH, in
+# /usr/lib/postgresql/<version>/bin.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+	missing+=(postgresql)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "installing ${missing[*]}"

@@ -1,0 +1,46 @@
+package pg
+
+// migrations[i] brings the schema from version i to i+1. Append only. It
+// is package store's catalogMigrations for PostgreSQL; the constraint
+// names are part of the contract, since errors are mapped by them.
+var migrations = []string{
+	// 1: agent library, tenants, installations.
+	`
+CREATE TABLE library (
+	slug             text        NOT NULL PRIMARY KEY CHECK (slug ~ '^[a-z0-9][a-z0-9_-]{0,63}$'),
+	name             text        NOT NULL CHECK (name <> ''),
+	description      text        NOT NULL,
+	emoji            text        NOT NULL,
+	category         text        NOT NULL,
+	default_model    text        NOT NULL,
+	skills           text[]      NOT NULL CHECK (array_position(skills, '') IS NULL AND array_position(skills, NULL) IS NULL),
+	public           boolean     NOT NULL,
+	template_version text        NOT NULL,
+	template_hash    text        NOT NULL,
+	updated_at       timestamptz NOT NULL
+);
+
+CREATE TABLE tenants (
+	id         text        NOT NULL PRIMARY KEY CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$'),
+	name       text        NOT NULL,
+	created_at timestamptz NOT NULL
+);
+
+CREATE TABLE installations (
+	tenant_id     text        NOT NULL,
+	slug          text        NOT NULL,
+	template_hash text        NOT NULL,
+	installed_at  timestamptz NOT NULL,
+	updated_at    timestamptz NOT NULL,
+	status        text        NOT NULL CHECK (status IN ('ok', 'error')),
+	message       text        NOT NULL,
+	CHECK ((status = 'ok') = (message = '')),
+	CONSTRAINT installations_pkey PRIMARY KEY (tenant_id, slug),
+	-- Declared tenant first: PostgreSQL checks them in that order, so an
+	-- installation naming neither reports the tenant.
+	CONSTRAINT installations_tenant_fk FOREIGN KEY (tenant_id) REFERENCES tenants (id) ON DELETE CASCADE,
+	CONSTRAINT installations_slug_fk FOREIGN KEY (slug) REFERENCES library (slug) ON DELETE RESTRICT
+);
+CREATE INDEX installations_by_slug ON installations (slug, tenant_id);
+`,
+}
