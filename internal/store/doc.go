@@ -1,5 +1,10 @@
 // Package store keeps a tenant's sessions and transcripts in one SQLite
-// database (modernc.org/sqlite: pure Go, no cgo).
+// database (modernc.org/sqlite: pure Go, no cgo), and the platform's
+// catalog (agent library, tenants, installations: Catalog, the SQLite
+// catalog.Store) in another, <stateDir>/platform.db. Each kind has its own
+// list of migrations and version table; the rest of this comment is about
+// the session store, and Catalog follows the same durability and
+// concurrency rules. Package pg is the PostgreSQL catalog.
 //
 // # Tenancy
 //
