@@ -11,8 +11,8 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"talon/internal/platform/catalog"
 	"talon/internal/sqlitedb"
+	"talon/internal/store/catalog"
 )
 
 // Catalog is the platform's agent library, tenants and installations in

@@ -7,7 +7,7 @@ import (
 
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"talon/internal/platform/catalog"
+	"talon/internal/store/catalog"
 )
 
 // Install records a new installation. The primary key refuses a second

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"talon/internal/platform/catalog"
-	"talon/internal/platform/catalog/catalogtest"
+	"talon/internal/store/catalog"
+	"talon/internal/store/catalog/catalogtest"
 )
 
 func openCatalog(t *testing.T) *Catalog {

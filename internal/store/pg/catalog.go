@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"talon/internal/platform/catalog"
+	"talon/internal/store/catalog"
 )
 
 // PutLibrary inserts or replaces a library entry.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"talon/internal/platform/catalog"
+	"talon/internal/store/catalog"
 )
 
 // installFKs says which side an installation's refused foreign key names.

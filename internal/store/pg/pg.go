@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"talon/internal/platform/catalog"
+	"talon/internal/store/catalog"
 )
 
 // Store is the catalog in one PostgreSQL database.

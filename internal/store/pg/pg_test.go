@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"talon/internal/platform/catalog"
-	"talon/internal/platform/catalog/catalogtest"
+	"talon/internal/store/catalog"
+	"talon/internal/store/catalog/catalogtest"
 	"talon/internal/store/pg/pgtest"
 )
 

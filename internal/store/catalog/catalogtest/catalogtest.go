@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"talon/internal/platform/catalog"
+	"talon/internal/store/catalog"
 )
 
 // Run runs the suite against the stores open returns.
