@@ -48,9 +48,9 @@ type File struct {
 // It excludes Seed's entries. The slice and data are copies.
 func (t *Template) Files() []File { return cloneFiles(t.files) }
 
-// Seed returns MEMORY.md and the memory/ tree: content written only by
-// the first install and never replaced, because from then on it is the
-// tenant's.
+// Seed returns MEMORY.md, the memory/ tree and the canvas/ tree: content
+// written only by the first install and never replaced, because from then
+// on it is the tenant's (memory the agent keeps, files it generates).
 func (t *Template) Seed() []File { return cloneFiles(t.seed) }
 
 func cloneFiles(in []File) []File {
@@ -70,8 +70,20 @@ var (
 	// OptionalDirs may exist at the top level.
 	OptionalDirs = []string{"canvas", "memory", "skills", "api-tools"}
 	// SeedEntries are the top-level entries copied on first install only.
-	SeedEntries = []string{"MEMORY.md", "memory"}
+	SeedEntries = []string{"MEMORY.md", "memory", "canvas"}
 )
+
+// Managed reports whether a top-level workspace entry belongs to the
+// template, so an update replaces it: the template's files other than the
+// seed entries. Anything else in a workspace — memory/, MEMORY.md,
+// canvas/, and whatever the agent created — is the tenant's and is kept.
+func Managed(name string) bool {
+	if slices.Contains(SeedEntries, name) {
+		return false
+	}
+	return slices.Contains(RequiredFiles, name) || slices.Contains(OptionalFiles, name) ||
+		slices.Contains(OptionalDirs, name)
+}
 
 // Limits on a template's files, so a mistake (a checked-in build
 // directory, a huge data file) is refused rather than copied to every

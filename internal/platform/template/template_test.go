@@ -75,13 +75,21 @@ func TestLoadErrors(t *testing.T) {
 		{"missing name", func(m map[string]string) { m["template.yaml"] = "type: demo\ndescription: Y\n" }, "", `"name" is required`},
 		{"missing description", func(m map[string]string) { m["template.yaml"] = "type: demo\nname: X\n" }, "", `"description" is required`},
 		{"bad model", func(m map[string]string) { m["template.yaml"] = validManifest + "model: gpt4\n" }, "", `"model" "gpt4" is not a model reference`},
-		{"bad tool", func(m map[string]string) { m["template.yaml"] = validManifest + "requiredTools: {alsoAllow: [Web-Fetch]}\n" }, "", `requiredTools.alsoAllow[0] "Web-Fetch": not a tool name`},
+		{"bad tool", func(m map[string]string) {
+			m["template.yaml"] = validManifest + "requiredTools: {alsoAllow: [Web-Fetch]}\n"
+		}, "", `requiredTools.alsoAllow[0] "Web-Fetch": not a tool name`},
 		{"wildcard", func(m map[string]string) { m["template.yaml"] = validManifest + "requiredTools: {alsoAllow: ['*']}\n" }, "", "wildcards are not allowed"},
-		{"twice", func(m map[string]string) { m["template.yaml"] = validManifest + "requiredTools: {alsoAllow: [web_fetch, web_fetch]}\n" }, "", "listed twice"},
-		{"unknown plugin", func(m map[string]string) { m["template.yaml"] = validManifest + "requiredTools: {plugins: [voice-call]}\n" }, "", `requiredTools.plugins[0] "voice-call": unknown plugin: Talon's plugins are`},
+		{"twice", func(m map[string]string) {
+			m["template.yaml"] = validManifest + "requiredTools: {alsoAllow: [web_fetch, web_fetch]}\n"
+		}, "", "listed twice"},
+		{"unknown plugin", func(m map[string]string) {
+			m["template.yaml"] = validManifest + "requiredTools: {plugins: [voice-call]}\n"
+		}, "", `requiredTools.plugins[0] "voice-call": unknown plugin: Talon's plugins are`},
 		{"bad sandbox mode", func(m map[string]string) { m["template.yaml"] = validManifest + "sandbox: {mode: always}\n" }, "", "sandbox.mode"},
 		{"bad exec ask", func(m map[string]string) { m["template.yaml"] = validManifest + "exec: {ask: sometimes}\n" }, "", "exec.ask"},
-		{"host sandbox", func(m map[string]string) { m["template.yaml"] = validManifest + "sandbox: {mode: all, backend: host}\n" }, "", "sandbox"},
+		{"host sandbox", func(m map[string]string) {
+			m["template.yaml"] = validManifest + "sandbox: {mode: all, backend: host}\n"
+		}, "", "sandbox"},
 		{"empty inline", func(m map[string]string) { m["template.yaml"] = validManifest + "soul: ''\n" }, "", `"soul" is empty`},
 		{"missing soul", func(m map[string]string) { delete(m, "SOUL.md") }, "", `SOUL.md is missing: add the file or an inline "soul" text`},
 		{"missing identity", func(m map[string]string) { delete(m, "IDENTITY.md") }, "", `IDENTITY.md is missing`},
@@ -172,7 +180,6 @@ func TestInlineAndFiles(t *testing.T) {
 		"SOUL.md":           "-rw-r--r-- inline soul",
 		"IDENTITY.md":       "-rw-r--r-- # Identity\n",
 		"BOOT.md":           "-rwxr-xr-x boot",
-		"canvas":            "drwxr-xr-x ",
 		"skills":            "drwxr-xr-x ",
 		"skills/s":          "drwxr-xr-x ",
 		"skills/s/SKILL.md": "-rw-r--r-- ---\nname: s\ndescription: A skill.\n---\nbody\n",
@@ -184,7 +191,7 @@ func TestInlineAndFiles(t *testing.T) {
 	for _, f := range tp.Seed() {
 		seed = append(seed, f.Path)
 	}
-	if d := cmp.Diff([]string{"MEMORY.md", "memory", "memory/seed.md"}, seed); d != "" {
+	if d := cmp.Diff([]string{"MEMORY.md", "canvas", "memory", "memory/seed.md"}, seed); d != "" {
 		t.Errorf("Seed (-want +got):\n%s", d)
 	}
 }

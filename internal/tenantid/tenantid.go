@@ -1,0 +1,17 @@
+// Package tenantid is the one rule for tenant ids, shared by the gateway
+// (which finds a tenant by its X-Tenant-ID) and the platform (which
+// creates and deletes tenant directories), so the two can never disagree
+// about which ids exist. An id is one safe path segment.
+//
+// Concurrency: stateless; safe for concurrent use.
+package tenantid
+
+import "regexp"
+
+// Pattern is the id rule: a letter or digit, then up to 127 letters,
+// digits, underscores or dashes. No dots, so no "." or "..", and no
+// slashes, so an id is always exactly one directory under tenants/.
+var Pattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// Valid reports whether id is a well-formed tenant id.
+func Valid(id string) bool { return Pattern.MatchString(id) }
