@@ -1,0 +1,305 @@
+// Package relay carries the platform's chat to the gateway over the
+// OpenClaw WebSocket protocol: one persistent connection per tenant (its
+// upgrade request names the tenant with X-Tenant-ID), opened on first
+// use, opened again after it drops, and shared by every chat of the
+// tenant, whose events it hands to the chat that started each run.
+//
+// A Relay is safe for concurrent use. The platform reaches a gateway only
+// through it, also inside `talon serve` (over loopback), so the split
+// deployment is the path that is tested.
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"talon/protocol"
+	"talon/protocol/client"
+)
+
+// Dial opens a connection to the gateway for one tenant; the relay calls
+// it on first use and after a connection dropped.
+type Dial func(ctx context.Context, tenant string) (*client.Client, error)
+
+// Relay holds the tenants' connections.
+type Relay struct {
+	dial Dial
+
+	mu     sync.Mutex
+	conns  map[string]*conn
+	closed bool
+}
+
+// New returns a Relay that connects with dial.
+func New(dial Dial) *Relay {
+	return &Relay{dial: dial, conns: map[string]*conn{}}
+}
+
+// redialWait is the shortest time between two dials of one tenant: a
+// gateway that refuses must not be hammered by every chat.
+const redialWait = time.Second
+
+// conn is one tenant's connection and the runs waiting for its events.
+type conn struct {
+	mu       sync.Mutex
+	c        *client.Client
+	runs     map[string]chan protocol.Frame
+	lastDial time.Time
+	lastErr  error
+}
+
+// Event is what a chat hears while its run goes.
+type Event struct {
+	// Kind is "delta" (Text is the reply so far, Delta what is new),
+	// "tool" (Tool says which tool started or returned), or the end:
+	// "final", "aborted" or "error" (Text the reply, or Error).
+	Kind  string `json:"kind"`
+	Text  string `json:"text,omitempty"`
+	Delta string `json:"delta,omitempty"`
+	Tool  *Tool  `json:"tool,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Tool is a tool call as a chat sees it.
+type Tool struct {
+	Phase   string          `json:"phase"` // start or result
+	Name    string          `json:"name"`
+	CallID  string          `json:"callId"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Result  string          `json:"result,omitempty"`
+	IsError bool            `json:"isError,omitempty"`
+}
+
+// Message is one chat turn asked of a tenant's agent.
+type Message struct {
+	Tenant     string
+	AgentID    string
+	SessionKey string
+	Text       string
+}
+
+// ErrClosed is returned once the relay is closed.
+var ErrClosed = errors.New("relay: closed")
+
+// Chat sends m through chat.send and reports the run's events to on (which
+// may be nil) until its end, which it returns. The connection dropping
+// before the end is an error: the run goes on in the gateway, and its
+// reply lands in the session's history.
+func (r *Relay) Chat(ctx context.Context, m Message, on func(Event)) (Event, error) {
+	tc, err := r.conn(ctx, m.Tenant)
+	if err != nil {
+		return Event{}, err
+	}
+	runID := newRunID()
+	ch := tc.subscribe(runID)
+	defer tc.unsubscribe(runID)
+	params := map[string]any{"sessionKey": m.SessionKey, "message": m.Text, "idempotencyKey": runID}
+	if m.AgentID != "" {
+		params["agentId"] = m.AgentID
+	}
+	if err := tc.client().Call(ctx, "chat.send", params, nil); err != nil {
+		return Event{}, fmt.Errorf("chat.send to tenant %q: %w", m.Tenant, err)
+	}
+	done := tc.client().Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		case <-done:
+			return Event{}, fmt.Errorf("the gateway connection of tenant %q dropped before run %s ended; its reply will be in the session history", m.Tenant, runID)
+		case f := <-ch:
+			ev, end := decode(f)
+			if ev.Kind == "" {
+				continue
+			}
+			if on != nil {
+				on(ev)
+			}
+			if end {
+				return ev, nil
+			}
+		}
+	}
+}
+
+// decode turns a gateway event of the run into an Event; end says it is
+// the run's last.
+func decode(f protocol.Frame) (ev Event, end bool) {
+	switch f.Event {
+	case protocol.EventChat:
+		var p struct {
+			State   string `json:"state"`
+			Message *struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"message"`
+			DeltaText    string `json:"deltaText"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		if json.Unmarshal(f.Payload, &p) != nil {
+			return Event{}, false
+		}
+		var text string
+		if p.Message != nil {
+			for _, c := range p.Message.Content {
+				text += c.Text
+			}
+		}
+		switch p.State {
+		case "delta":
+			return Event{Kind: "delta", Text: text, Delta: p.DeltaText}, false
+		case "final", "aborted":
+			return Event{Kind: p.State, Text: text}, true
+		case "error":
+			return Event{Kind: "error", Error: p.ErrorMessage}, true
+		}
+	case protocol.EventAgent:
+		var p struct {
+			Stream string `json:"stream"`
+			Data   struct {
+				Phase      string          `json:"phase"`
+				Name       string          `json:"name"`
+				ToolCallID string          `json:"toolCallId"`
+				Args       json.RawMessage `json:"args"`
+				IsError    bool            `json:"isError"`
+				Result     *struct {
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(f.Payload, &p) != nil || p.Stream != "tool" {
+			return Event{}, false
+		}
+		t := &Tool{Phase: p.Data.Phase, Name: p.Data.Name, CallID: p.Data.ToolCallID, Args: p.Data.Args, IsError: p.Data.IsError}
+		if p.Data.Result != nil {
+			for _, c := range p.Data.Result.Content {
+				t.Result += c.Text
+			}
+		}
+		return Event{Kind: "tool", Tool: t}, false
+	}
+	return Event{}, false
+}
+
+// conn returns the tenant's open connection, dialling when there is none
+// or the last one dropped.
+func (r *Relay) conn(ctx context.Context, tenant string) (*conn, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	tc := r.conns[tenant]
+	if tc == nil {
+		tc = &conn{runs: map[string]chan protocol.Frame{}}
+		r.conns[tenant] = tc
+	}
+	r.mu.Unlock()
+
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.c != nil {
+		select {
+		case <-tc.c.Done():
+		default:
+			return tc, nil
+		}
+	}
+	if wait := time.Until(tc.lastDial.Add(redialWait)); wait > 0 && tc.lastErr != nil {
+		return nil, fmt.Errorf("connecting to the gateway for tenant %q failed %s ago (%v); retrying in %s",
+			tenant, time.Since(tc.lastDial).Round(time.Millisecond), tc.lastErr, wait.Round(time.Millisecond))
+	}
+	tc.lastDial = time.Now()
+	c, err := r.dial(ctx, tenant)
+	if err != nil {
+		tc.lastErr = err
+		return nil, fmt.Errorf("connecting to the gateway for tenant %q: %w", tenant, err)
+	}
+	tc.c, tc.lastErr = c, nil
+	go tc.route(c)
+	return tc, nil
+}
+
+// route hands each event of c to the run it belongs to until c closes.
+func (tc *conn) route(c *client.Client) {
+	for f := range c.Events() {
+		var p struct {
+			RunID string `json:"runId"`
+		}
+		if json.Unmarshal(f.Payload, &p) != nil || p.RunID == "" {
+			continue
+		}
+		tc.mu.Lock()
+		ch := tc.runs[p.RunID]
+		tc.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case ch <- f:
+		default:
+			// A chat that stopped reading loses deltas, not its end,
+			// and does not hold up the tenant's other runs.
+			if _, end := decode(f); end {
+				go func() {
+					select {
+					case ch <- f:
+					case <-time.After(time.Minute):
+					}
+				}()
+			}
+		}
+	}
+}
+
+// runBuffer is how many events of one run wait unread.
+const runBuffer = 256
+
+func (tc *conn) subscribe(runID string) chan protocol.Frame {
+	ch := make(chan protocol.Frame, runBuffer)
+	tc.mu.Lock()
+	tc.runs[runID] = ch
+	tc.mu.Unlock()
+	return ch
+}
+
+func (tc *conn) unsubscribe(runID string) {
+	tc.mu.Lock()
+	delete(tc.runs, runID)
+	tc.mu.Unlock()
+}
+
+func (tc *conn) client() *client.Client {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.c
+}
+
+// Close closes every connection; chats in flight end with an error.
+func (r *Relay) Close() {
+	r.mu.Lock()
+	r.closed = true
+	conns := r.conns
+	r.conns = map[string]*conn{}
+	r.mu.Unlock()
+	for _, tc := range conns {
+		if c := tc.client(); c != nil {
+			_ = c.Close()
+		}
+	}
+}
+
+func newRunID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

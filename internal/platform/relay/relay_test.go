@@ -1,0 +1,168 @@
+package relay
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"talon/internal/gateway"
+	"talon/internal/tools/core"
+	"talon/protocol/client"
+)
+
+const token = "tenant-secret"
+
+// gatewayFor starts an in-process gateway whose state dir holds tenant
+// "acme" (inspect model, the token above) and returns its ws URL.
+func gatewayFor(t *testing.T) string {
+	t.Helper()
+	state := t.TempDir()
+	dir := filepath.Join(state, "tenants", "acme")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"gateway":{"auth":{"token":"` + token + `"}},"agents":{"list":[{"id":"main"},{"id":"helper"}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "talon.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := core.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.New(gateway.Options{StateDir: state, Addr: "127.0.0.1:0", Tools: reg,
+		Env: func(string) string { return "" }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return "ws://" + ln.Addr().String()
+}
+
+func dialer(url string, dials *int, mu *sync.Mutex) Dial {
+	return func(ctx context.Context, tenant string) (*client.Client, error) {
+		mu.Lock()
+		*dials++
+		mu.Unlock()
+		return client.Dial(ctx, url, client.Options{Token: token, Tenant: tenant, ClientID: "talon-platform", Mode: "backend"})
+	}
+}
+
+func TestChatThroughTheGateway(t *testing.T) {
+	url := gatewayFor(t)
+	var (
+		mu    sync.Mutex
+		dials int
+	)
+	r := New(dialer(url, &dials, &mu))
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var events []Event
+	end, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "main", SessionKey: "agent:main:platform:u1", Text: "/tools"}, func(e Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Kind != "final" || !strings.Contains(end.Text, "read") || !strings.Contains(end.Text, "exec") {
+		t.Fatalf("end = %+v", end)
+	}
+	if len(events) == 0 || events[len(events)-1].Kind != "final" {
+		t.Fatalf("events = %+v", events)
+	}
+
+	// A tool call is reported as it happens, to the chat that started it.
+	events = nil
+	end, err = r.Chat(ctx, Message{Tenant: "acme", AgentID: "main", SessionKey: "agent:main:platform:u1", Text: `/call write {"path":"note.txt","content":"hi"}`}, func(e Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, e := range events {
+		if e.Kind == "tool" {
+			phases = append(phases, e.Tool.Phase+":"+e.Tool.Name)
+		}
+	}
+	if strings.Join(phases, ",") != "start:write,result:write" || end.Kind != "final" {
+		t.Fatalf("tool events %v, end %+v", phases, end)
+	}
+
+	// Concurrent chats of one tenant share the connection and each gets
+	// its own run's end.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "agent:helper:platform:c" + string(rune('a'+i))
+			e, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "helper", SessionKey: key, Text: "hello " + key}, nil)
+			if err == nil && (e.Kind != "final" || !strings.Contains(e.Text, "message")) {
+				err = &mismatch{e}
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	mu.Lock()
+	if dials != 1 {
+		t.Errorf("dials = %d, want one connection for the tenant", dials)
+	}
+	mu.Unlock()
+
+	// A dropped connection is replaced at the next chat.
+	r.conns["acme"].client().Close() // its Done closes at once
+	if _, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "main", SessionKey: "agent:main:platform:u1", Text: "again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if dials != 2 {
+		t.Errorf("dials = %d after a drop, want 2", dials)
+	}
+	mu.Unlock()
+}
+
+type mismatch struct{ e Event }
+
+func (m *mismatch) Error() string { return "unexpected end " + m.e.Kind + ": " + m.e.Text + m.e.Error }
+
+func TestChatErrors(t *testing.T) {
+	url := gatewayFor(t)
+	var (
+		mu    sync.Mutex
+		dials int
+	)
+	r := New(dialer(url, &dials, &mu))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := r.Chat(ctx, Message{Tenant: "nobody", SessionKey: "agent:main:x", Text: "hi"}, nil); err == nil || !strings.Contains(err.Error(), `tenant "nobody"`) {
+		t.Errorf("unknown tenant: %v", err)
+	}
+	// A refused dial is not retried at once.
+	if _, err := r.Chat(ctx, Message{Tenant: "nobody", SessionKey: "agent:main:x", Text: "hi"}, nil); err == nil || !strings.Contains(err.Error(), "retrying in") {
+		t.Errorf("second try: %v", err)
+	}
+	if _, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "ghost", SessionKey: "agent:ghost:x", Text: "hi"}, nil); err == nil || !strings.Contains(err.Error(), "chat.send") {
+		t.Errorf("unknown agent: %v", err)
+	}
+	r.Close()
+	if _, err := r.Chat(ctx, Message{Tenant: "acme", SessionKey: "agent:main:x", Text: "hi"}, nil); err != ErrClosed {
+		t.Errorf("after Close: %v", err)
+	}
+}
