@@ -42,11 +42,7 @@ func apply(stateDir, tenantID string, tp *template.Template, install bool) error
 	fail := func(err error) error {
 		return fmt.Errorf("%s employee %q for tenant %q: %w", verb, tp.Slug, tenantID, err)
 	}
-	t, err := openTenant(stateDir, tenantID)
-	if err != nil {
-		return fail(err)
-	}
-	unlock, err := lockTenant(t)
+	t, unlock, err := openLocked(stateDir, tenantID)
 	if err != nil {
 		return fail(err)
 	}
@@ -85,11 +81,7 @@ func Uninstall(stateDir, tenantID, slug string) error {
 	if !template.ValidSlug(slug) {
 		return fail(fmt.Errorf("%q is not a valid employee slug", slug))
 	}
-	t, err := openTenant(stateDir, tenantID)
-	if err != nil {
-		return fail(err)
-	}
-	unlock, err := lockTenant(t)
+	t, unlock, err := openLocked(stateDir, tenantID)
 	if err != nil {
 		return fail(err)
 	}
@@ -137,13 +129,9 @@ func Uninstall(stateDir, tenantID, slug string) error {
 // they touch on their own; Recover is for start-up, before anything reads
 // the workspaces.
 func Recover(stateDir, tenantID string) error {
-	t, err := openTenant(stateDir, tenantID)
+	t, unlock, err := openLocked(stateDir, tenantID)
 	if err != nil {
 		return fmt.Errorf("recovering: %w", err)
-	}
-	unlock, err := lockTenant(t)
-	if err != nil {
-		return fmt.Errorf("recovering tenant %q: %w", tenantID, err)
 	}
 	defer unlock()
 	slugs := map[string]bool{}

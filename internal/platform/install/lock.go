@@ -30,3 +30,16 @@ func lockTenant(t Tenant) (unlock func(), err error) {
 	}
 	return func() { f.Close() }, nil // closing the descriptor releases the lock
 }
+
+// openLocked opens an existing tenant and takes its lock.
+func openLocked(stateDir, id string) (Tenant, func(), error) {
+	t, err := openTenant(stateDir, id)
+	if err != nil {
+		return Tenant{}, nil, err
+	}
+	unlock, err := lockTenant(t)
+	if err != nil {
+		return Tenant{}, nil, fmt.Errorf("tenant %q: %w", id, err)
+	}
+	return t, unlock, nil
+}

@@ -55,13 +55,9 @@ func (c ConfigChange) String() string {
 // returns that error together with the file changes it found.
 func Plan(stateDir, tenantID string, tp *template.Template) (Changes, error) {
 	ch := Changes{Tenant: tenantID, Slug: tp.Slug}
-	t, err := openTenant(stateDir, tenantID)
+	t, unlock, err := openLocked(stateDir, tenantID)
 	if err != nil {
 		return ch, fmt.Errorf("planning: %w", err)
-	}
-	unlock, err := lockTenant(t)
-	if err != nil {
-		return ch, fmt.Errorf("planning for tenant %q: %w", tenantID, err)
 	}
 	defer unlock()
 	if err := diffFiles(&ch, pathsOf(t, tp.Slug).live, tp.Files()); err != nil {

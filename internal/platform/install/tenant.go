@@ -167,13 +167,9 @@ func ListTenants(stateDir string) ([]Tenant, error) {
 // never served; a symlink is refused, never followed. A gateway that has
 // the tenant open keeps its open files until it lets go of them.
 func DeleteTenant(stateDir, id string) error {
-	t, err := openTenant(stateDir, id)
+	t, unlock, err := openLocked(stateDir, id)
 	if err != nil {
 		return fmt.Errorf("deleting tenant: %w", err)
-	}
-	unlock, err := lockTenant(t)
-	if err != nil {
-		return fmt.Errorf("deleting tenant %q: %w", id, err)
 	}
 	defer unlock()
 	var b [8]byte

@@ -63,23 +63,21 @@ func (a AgentTools) Value() *config.Value {
 }
 
 func execValue(e *ExecConfig) *config.Value {
-	v := config.NewObject()
-	if e.Security != "" {
-		v.Set("security", config.NewString(e.Security))
-	}
-	if e.Ask != "" {
-		v.Set("ask", config.NewString(e.Ask))
-	}
-	return v
+	return stringMembers("security", e.Security, "ask", e.Ask)
 }
 
 func sandboxValue(s *SandboxConfig) *config.Value {
+	return stringMembers("mode", s.Mode, "backend", s.Backend)
+}
+
+// stringMembers builds an object from key, value pairs, leaving out the
+// empty values.
+func stringMembers(kv ...string) *config.Value {
 	v := config.NewObject()
-	if s.Mode != "" {
-		v.Set("mode", config.NewString(s.Mode))
-	}
-	if s.Backend != "" {
-		v.Set("backend", config.NewString(s.Backend))
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			v.Set(kv[i], config.NewString(kv[i+1]))
+		}
 	}
 	return v
 }
