@@ -16,7 +16,7 @@ import (
 	"talon/internal/platform/template"
 )
 
-// Environment of the child process TestCrashChild.
+// Environment of TestUpdateKill9's child process (see TestMain).
 const (
 	envChild     = "TALON_INSTALL_CRASH_CHILD" // state dir
 	envTemplate  = "TALON_INSTALL_CRASH_TEMPLATE"
@@ -25,21 +25,28 @@ const (
 	envRounds = "TALON_INSTALL_CRASH_ROUNDS"
 )
 
-// TestCrashChild is the child of TestUpdateKill9: it updates tenant
-// "acme" to the template in envTemplate and kills itself with SIGKILL
-// after envKillAfter steps that change the disk.
-func TestCrashChild(t *testing.T) {
-	state := os.Getenv(envChild)
-	if state == "" {
-		t.Skip("runs only as TestUpdateKill9's child process")
+// TestMain runs crashChild instead of the tests when started as
+// TestUpdateKill9's child process.
+func TestMain(m *testing.M) {
+	if state := os.Getenv(envChild); state != "" {
+		crashChild(state)
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// crashChild updates tenant "acme" to the template in envTemplate and
+// kills itself with SIGKILL after envKillAfter steps that change the disk.
+func crashChild(state string) {
 	n, err := strconv.Atoi(os.Getenv(envKillAfter))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	tp, err := template.Load(os.Getenv(envTemplate))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	count := 0
 	hook = func(string) {
@@ -49,7 +56,8 @@ func TestCrashChild(t *testing.T) {
 		}
 	}
 	if err := Update(state, "acme", tp); err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 }
 
@@ -98,7 +106,7 @@ func TestUpdateKill9(t *testing.T) {
 	for round := range rounds {
 		target := 1 - current
 		after := 1 + rng.IntN(30) // an update here takes about 25 steps
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), envChild+"="+state, envTemplate+"="+tps[target].Dir,
 			envKillAfter+"="+strconv.Itoa(after))
 		out, err := cmd.CombinedOutput()
@@ -143,7 +151,7 @@ func TestUpdateKill9(t *testing.T) {
 	if killed < rounds/3 {
 		t.Fatalf("only %d of %d rounds were killed mid-update", killed, rounds)
 	}
-	t.Log(fmt.Sprintf("%d rounds, %d killed mid-update", rounds, killed))
+	t.Logf("%d rounds, %d killed mid-update", rounds, killed)
 }
 
 func cutTop(p string) (string, string, bool) {
