@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -20,11 +19,9 @@ import (
 	"talon/internal/policy"
 	"talon/internal/sandbox"
 	"talon/internal/store"
+	"talon/internal/tenantid"
 	"talon/protocol"
 )
-
-// tenantIDPattern keeps tenant ids to one safe path segment.
-var tenantIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
 // errNoTenant is what every tenant lookup failure looks like to a client:
 // an unknown tenant is indistinguishable from a bad token.
@@ -189,7 +186,7 @@ func (s *Server) lookup(id string) (*tenant, error) {
 	if id == "" {
 		return s.defaultTenant, nil
 	}
-	if !tenantIDPattern.MatchString(id) {
+	if !tenantid.Valid(id) {
 		return nil, errNoTenant
 	}
 	s.tenants.mu.Lock()

@@ -5,7 +5,7 @@
 //
 // Implementations live in internal/store (SQLite, the default) and
 // internal/store/pg (PostgreSQL); catalogtest is the conformance suite both
-// pass. This package imports only the standard library, so the stores can
+// pass. This package imports only the standard library and tenantid, so the stores can
 // depend on it without depending on the rest of the platform.
 //
 // # Rules

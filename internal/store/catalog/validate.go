@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"talon/internal/tenantid"
 )
 
 // The formats the databases' check constraints also enforce. A slug is
 // an agent id (lower case, as OpenClaw normalises them); a tenant id is the
-// gateway's.
-var (
-	slugPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	tenantIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-)
+// gateway's (tenantid).
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // CheckSlug reports whether s is a valid library slug.
 func CheckSlug(s string) error {
@@ -24,7 +23,7 @@ func CheckSlug(s string) error {
 
 // CheckTenantID reports whether id is a valid tenant id.
 func CheckTenantID(id string) error {
-	if !tenantIDPattern.MatchString(id) {
+	if !tenantid.Valid(id) {
 		return fmt.Errorf("tenant id %q: want 1-128 of A-Z a-z 0-9 _ - starting with a letter or digit: %w", id, ErrInvalid)
 	}
 	return nil
