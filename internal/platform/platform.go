@@ -1,0 +1,352 @@
+// Package platform is the workforce platform: the library of employee
+// templates, tenants, installing employees into tenants and keeping every
+// installation current (sync), and chat with a tenant's employee. It ties
+// together the templates on disk (platform/template), the files of each
+// tenant (platform/install), the catalog database (store/catalog: SQLite
+// or PostgreSQL) and the gateway, which it reaches only over the
+// WebSocket protocol (platform/relay).
+//
+// A Platform is safe for concurrent use. Operations on one tenant's files
+// are serialised by the installer; Sync runs tenants concurrently, with a
+// bound.
+package platform
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"talon/internal/platform/install"
+	"talon/internal/platform/relay"
+	"talon/internal/platform/template"
+	"talon/internal/store/catalog"
+)
+
+// Options configure a Platform.
+type Options struct {
+	// StateDir is the gateway's state dir: tenants are its tenants/<id>/.
+	StateDir string
+	// Templates is the directory of templates/<slug>/.
+	Templates string
+	// Store is the catalog database.
+	Store catalog.Store
+	// Relay carries chat to the gateway; nil means chat is unavailable.
+	Relay *relay.Relay
+	// SyncConcurrency bounds the tenants synced at once; 0 means 8.
+	SyncConcurrency int
+	Log             *slog.Logger
+}
+
+// Platform is the workforce platform over one gateway state dir.
+type Platform struct {
+	o Options
+
+	mu        sync.RWMutex
+	templates map[string]*template.Template
+	hashes    map[string]string
+	loadErrs  []error
+}
+
+// Errors a caller maps to its own (HTTP statuses, exit codes).
+var (
+	ErrNoTemplate   = errors.New("no such template")
+	ErrInstalled    = errors.New("already installed")
+	ErrNotInstalled = errors.New("not installed")
+	ErrNoChat       = errors.New("chat is not available: the platform has no gateway connection")
+)
+
+// New returns a Platform and loads the templates (Reload).
+func New(ctx context.Context, o Options) (*Platform, error) {
+	if o.Store == nil {
+		return nil, errors.New("platform: no catalog store")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.SyncConcurrency <= 0 {
+		o.SyncConcurrency = 8
+	}
+	p := &Platform{o: o}
+	if err := p.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Reload reads the templates again and records each in the library with
+// its content hash. A template that does not load is left out and
+// reported by LoadErrors; the others are served.
+func (p *Platform) Reload(ctx context.Context) error {
+	list, errs := template.LoadAll(p.o.Templates)
+	byslug := make(map[string]*template.Template, len(list))
+	hashes := make(map[string]string, len(list))
+	for _, t := range list {
+		h := Hash(t)
+		e := catalog.Entry{Slug: t.Slug, Name: t.Name, Description: t.Description, Emoji: t.Emoji, Category: t.Category,
+			DefaultModel: t.Model, Skills: t.Skills, Public: true, TemplateHash: h}
+		if err := p.o.Store.PutLibrary(ctx, e); err != nil {
+			return fmt.Errorf("recording template %s in the library: %w", t.Slug, err)
+		}
+		byslug[t.Slug], hashes[t.Slug] = t, h
+	}
+	for _, err := range errs {
+		p.o.Log.Error("template", "err", err)
+	}
+	p.mu.Lock()
+	p.templates, p.hashes, p.loadErrs = byslug, hashes, errs
+	p.mu.Unlock()
+	return nil
+}
+
+// LoadErrors are the templates the last Reload could not load.
+func (p *Platform) LoadErrors() []error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return append([]error(nil), p.loadErrs...)
+}
+
+// Hash is a template's content hash: its fields and every file it
+// installs. An installation whose hash differs is due for sync.
+func Hash(t *template.Template) string {
+	h := sha256.New()
+	meta, _ := json.Marshal(struct {
+		Slug, Name, Description, Emoji, Category, Model string
+		Skills, AlsoAllow, Plugins                       []string
+		Sandbox, Exec                                    any
+	}{t.Slug, t.Name, t.Description, t.Emoji, t.Category, t.Model, t.Skills, t.AlsoAllow, t.Plugins, t.Sandbox, t.Exec})
+	h.Write(meta)
+	for _, f := range append(t.Files(), t.Seed()...) {
+		fmt.Fprintf(h, "\x00%s\x00%o\x00%d\x00", f.Path, f.Mode, len(f.Data))
+		h.Write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (p *Platform) template(slug string) (*template.Template, string, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	t, ok := p.templates[slug]
+	if !ok {
+		return nil, "", fmt.Errorf("%w %q", ErrNoTemplate, slug)
+	}
+	return t, p.hashes[slug], nil
+}
+
+// Library lists the library's entries.
+func (p *Platform) Library(ctx context.Context) ([]catalog.Entry, error) {
+	return p.o.Store.Library(ctx)
+}
+
+// CreateTenant creates a tenant's directory and config (with a generated
+// gateway token, returned once) and records it in the catalog.
+func (p *Platform) CreateTenant(ctx context.Context, id, name string, env map[string]string) (install.Tenant, error) {
+	t, err := install.CreateTenant(p.o.StateDir, id, env)
+	if err != nil {
+		return install.Tenant{}, err
+	}
+	if err := p.o.Store.PutTenant(ctx, catalog.Tenant{ID: id, Name: name}); err != nil {
+		return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (its directory %s exists; delete the tenant to retry)", id, err, t.Dir)
+	}
+	return t, nil
+}
+
+// Tenants lists the tenants of the catalog.
+func (p *Platform) Tenants(ctx context.Context) ([]catalog.Tenant, error) {
+	return p.o.Store.Tenants(ctx)
+}
+
+// DeleteTenant removes a tenant from the catalog, then its directory.
+func (p *Platform) DeleteTenant(ctx context.Context, id string) error {
+	if err := p.o.Store.DeleteTenant(ctx, id); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	return install.DeleteTenant(p.o.StateDir, id)
+}
+
+// Install installs the employee slug for tenant: its files, its agent
+// entry and the plugins it needs, then the catalog record.
+func (p *Platform) Install(ctx context.Context, tenant, slug string) (catalog.Installation, error) {
+	t, hash, err := p.template(slug)
+	if err != nil {
+		return catalog.Installation{}, err
+	}
+	if _, err := p.installation(ctx, tenant, slug); err == nil {
+		return catalog.Installation{}, fmt.Errorf("%s for tenant %q: %w (sync updates it)", slug, tenant, ErrInstalled)
+	}
+	if err := install.Install(p.o.StateDir, tenant, t); err != nil {
+		return catalog.Installation{}, err
+	}
+	in := catalog.Installation{TenantID: tenant, Slug: slug, TemplateHash: hash, Status: catalog.StatusOK}
+	if err := p.o.Store.Install(ctx, in); err != nil {
+		return catalog.Installation{}, fmt.Errorf("recording the installation of %s for %q: %w", slug, tenant, err)
+	}
+	return p.installation(ctx, tenant, slug)
+}
+
+func (p *Platform) installation(ctx context.Context, tenant, slug string) (catalog.Installation, error) {
+	list, err := p.o.Store.Installations(ctx, catalog.Filter{TenantID: tenant, Slug: slug})
+	if err != nil {
+		return catalog.Installation{}, err
+	}
+	if len(list) == 0 {
+		return catalog.Installation{}, fmt.Errorf("%s for tenant %q: %w", slug, tenant, ErrNotInstalled)
+	}
+	return list[0], nil
+}
+
+// Installations lists installations matching f.
+func (p *Platform) Installations(ctx context.Context, f catalog.Filter) ([]catalog.Installation, error) {
+	return p.o.Store.Installations(ctx, f)
+}
+
+// Uninstall removes the employee's agent entry and workspace (its memory
+// too) and the catalog record.
+func (p *Platform) Uninstall(ctx context.Context, tenant, slug string) error {
+	if _, err := p.installation(ctx, tenant, slug); err != nil {
+		return err
+	}
+	if err := install.Uninstall(p.o.StateDir, tenant, slug); err != nil {
+		return err
+	}
+	return p.o.Store.Uninstall(ctx, tenant, slug)
+}
+
+// SyncResult is what a sync did, or would do, for one installation.
+type SyncResult struct {
+	Tenant  string          `json:"tenant"`
+	Slug    string          `json:"slug"`
+	Changes install.Changes `json:"-"`
+	// Summary lists the changes, one line each.
+	Summary []string `json:"changes"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Sync brings every installation of slug up to its template (dryRun:
+// only says what would change), tenants concurrently within the bound.
+// Each installation's outcome is recorded in the catalog (not on a dry
+// run); one tenant's failure does not stop the others.
+func (p *Platform) Sync(ctx context.Context, slug string, dryRun bool) ([]SyncResult, error) {
+	t, hash, err := p.template(slug)
+	if err != nil {
+		return nil, err
+	}
+	list, err := p.o.Store.Installations(ctx, catalog.Filter{Slug: slug})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SyncResult, len(list))
+	sem := make(chan struct{}, p.o.SyncConcurrency)
+	var wg sync.WaitGroup
+	for i, in := range list {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = p.syncOne(ctx, t, hash, in, dryRun)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+func (p *Platform) syncOne(ctx context.Context, t *template.Template, hash string, in catalog.Installation, dryRun bool) SyncResult {
+	r := SyncResult{Tenant: in.TenantID, Slug: in.Slug}
+	err := install.Recover(p.o.StateDir, in.TenantID)
+	if err == nil {
+		r.Changes, err = install.Plan(p.o.StateDir, in.TenantID, t)
+	}
+	if err == nil {
+		r.Summary = summarize(r.Changes)
+		if !dryRun && !r.Changes.Empty() {
+			err = install.Update(p.o.StateDir, in.TenantID, t)
+		}
+	}
+	if dryRun {
+		if err != nil {
+			r.Error = err.Error()
+		}
+		return r
+	}
+	rec := catalog.Installation{TenantID: in.TenantID, Slug: in.Slug, TemplateHash: hash, Status: catalog.StatusOK}
+	if err != nil {
+		r.Error = err.Error()
+		rec.TemplateHash, rec.Status, rec.Message = in.TemplateHash, catalog.StatusError, err.Error()
+		p.o.Log.Error("sync", "tenant", in.TenantID, "template", in.Slug, "err", err)
+	}
+	if uerr := p.o.Store.UpdateInstallation(ctx, rec); uerr != nil && r.Error == "" {
+		r.Error = fmt.Sprintf("recording the sync: %v", uerr)
+	}
+	return r
+}
+
+func summarize(c install.Changes) []string {
+	var out []string
+	for _, f := range c.Added {
+		out = append(out, "+ "+f)
+	}
+	for _, f := range c.Changed {
+		out = append(out, "~ "+f)
+	}
+	for _, f := range c.Removed {
+		out = append(out, "- "+f)
+	}
+	for _, cc := range c.Config {
+		out = append(out, "config "+cc.String())
+	}
+	return out
+}
+
+// SyncAll syncs every template that has installations, as the platform
+// does on start.
+func (p *Platform) SyncAll(ctx context.Context, dryRun bool) ([]SyncResult, error) {
+	list, err := p.o.Store.Installations(ctx, catalog.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	slugs := map[string]bool{}
+	for _, in := range list {
+		slugs[in.Slug] = true
+	}
+	ordered := make([]string, 0, len(slugs))
+	for s := range slugs {
+		ordered = append(ordered, s)
+	}
+	sort.Strings(ordered)
+	var out []SyncResult
+	for _, s := range ordered {
+		res, err := p.Sync(ctx, s, dryRun)
+		if errors.Is(err, ErrNoTemplate) {
+			out = append(out, SyncResult{Slug: s, Error: fmt.Sprintf("installed but its template is gone or does not load (%v)", err)})
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// Chat sends a user's message to the tenant's employee slug (its session
+// for that user) and reports the reply's events to on.
+func (p *Platform) Chat(ctx context.Context, tenant, slug, user, text string, on func(relay.Event)) (relay.Event, error) {
+	if p.o.Relay == nil {
+		return relay.Event{}, ErrNoChat
+	}
+	if _, err := p.installation(ctx, tenant, slug); err != nil {
+		return relay.Event{}, err
+	}
+	user = strings.TrimSpace(user)
+	if user == "" || len(user) > 128 || strings.ContainsAny(user, ": \t\n") {
+		return relay.Event{}, fmt.Errorf("invalid user %q: 1-128 characters, no spaces or colons", user)
+	}
+	key := "agent:" + slug + ":platform:" + strings.ToLower(user)
+	return p.o.Relay.Chat(ctx, relay.Message{Tenant: tenant, AgentID: slug, SessionKey: key, Text: text}, on)
+}
