@@ -118,8 +118,8 @@ func Hash(t *template.Template) string {
 	h := sha256.New()
 	meta, _ := json.Marshal(struct {
 		Slug, Name, Description, Emoji, Category, Model string
-		Skills, AlsoAllow, Plugins                       []string
-		Sandbox, Exec                                    any
+		Skills, AlsoAllow, Plugins                      []string
+		Sandbox, Exec                                   any
 	}{t.Slug, t.Name, t.Description, t.Emoji, t.Category, t.Model, t.Skills, t.AlsoAllow, t.Plugins, t.Sandbox, t.Exec})
 	h.Write(meta)
 	for _, f := range append(t.Files(), t.Seed()...) {
