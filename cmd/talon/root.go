@@ -22,7 +22,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newServeCmd("serve", "Run the gateway, platform and Studio (today: the gateway)"),
 		gw,
-		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
+		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newTemplatesCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
 	)
 	return root
 }
