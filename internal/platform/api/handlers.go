@@ -1,0 +1,232 @@
+package api
+
+import (
+	_ "embed"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"talon/internal/platform"
+	"talon/internal/store/catalog"
+	"talon/internal/tenantid"
+)
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+func (s *server) openAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIDoc)
+	return nil
+}
+
+func (s *server) library(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.p.Library(r.Context())
+	if err != nil {
+		return err
+	}
+	loadErrs := []string{}
+	for _, e := range s.p.LoadErrors() {
+		loadErrs = append(loadErrs, e.Error())
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"library": nonNil(list), "loadErrors": loadErrs})
+	return nil
+}
+
+func dryRun(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("dryRun")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badField("dryRun", "%q is not true or false", v)
+	}
+	return b, nil
+}
+
+func (s *server) syncAll(w http.ResponseWriter, r *http.Request) error {
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.p.SyncAll(r.Context(), dry)
+	if err != nil {
+		return err
+	}
+	return writeSync(w, dry, res)
+}
+
+func (s *server) syncOne(w http.ResponseWriter, r *http.Request) error {
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.p.Sync(r.Context(), r.PathValue("slug"), dry)
+	if err != nil {
+		return err
+	}
+	return writeSync(w, dry, res)
+}
+
+func writeSync(w http.ResponseWriter, dry bool, res []platform.SyncResult) error {
+	for i := range res {
+		if res[i].Summary == nil {
+			res[i].Summary = []string{}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dryRun": dry, "results": nonNil(res)})
+	return nil
+}
+
+func (s *server) tenants(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.p.Tenants(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tenants": nonNil(list)})
+	return nil
+}
+
+// envNameRE is the installer's rule for env names, checked here so a bad
+// name is a 400 naming the field rather than a failure of the install.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+type createTenantReq struct {
+	ID   string            `json:"id"`
+	Name string            `json:"name"`
+	Env  map[string]string `json:"env"`
+}
+
+func (q *createTenantReq) check() error {
+	switch {
+	case q.ID == "":
+		return badField("id", "is required")
+	case !tenantid.Valid(q.ID):
+		return badField("id", "%q is invalid: use letters, digits, _ and -, starting with a letter or digit, at most 128 characters", q.ID)
+	case utf8.RuneCountInString(q.Name) > 200 || strings.ContainsAny(q.Name, "\r\n"):
+		return badField("name", "must be one line of at most 200 characters")
+	}
+	for k, v := range q.Env {
+		if !envNameRE.MatchString(k) {
+			return badField("env", "name %q is invalid: use letters, digits and _, not starting with a digit", k)
+		}
+		if len(v) > 64<<10 {
+			return badField("env", "%s is longer than 64 KiB", k)
+		}
+	}
+	return nil
+}
+
+func (s *server) createTenant(w http.ResponseWriter, r *http.Request) error {
+	var q createTenantReq
+	if err := decode(r, &q); err != nil {
+		return err
+	}
+	if err := q.check(); err != nil {
+		return err
+	}
+	if q.Name == "" {
+		q.Name = q.ID
+	}
+	if _, err := s.tenant(r, q.ID); err == nil {
+		return errorf(http.StatusConflict, "exists", "tenant %q already exists", q.ID)
+	}
+	t, err := s.p.CreateTenant(r.Context(), q.ID, q.Name, q.Env)
+	if err != nil {
+		return err
+	}
+	rec, err := s.tenant(r, q.ID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/tenants/"+q.ID)
+	writeJSON(w, http.StatusCreated, map[string]any{"tenant": rec, "token": t.Token})
+	return nil
+}
+
+// tenant returns the catalog's tenant id: 404 when there is none. The
+// installer's own errors do not say "not found" in a way a caller can
+// test, so routes on a tenant ask the catalog first.
+func (s *server) tenant(r *http.Request, id string) (catalog.Tenant, error) {
+	list, err := s.p.Tenants(r.Context())
+	if err != nil {
+		return catalog.Tenant{}, err
+	}
+	for _, t := range list {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return catalog.Tenant{}, errorf(http.StatusNotFound, "no_tenant", "no tenant %q", id)
+}
+
+func (s *server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	_, known := s.tenant(r, id)
+	if err := s.p.DeleteTenant(r.Context(), id); err != nil {
+		var ae *apiError
+		if errors.As(known, &ae) {
+			// Neither the catalog nor the directory had it.
+			return errorf(http.StatusNotFound, "no_tenant", "no tenant %q (%v)", id, err)
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *server) installations(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.tenant(r, id); err != nil {
+		return err
+	}
+	list, err := s.p.Installations(r.Context(), catalog.Filter{TenantID: id})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"installations": nonNil(list)})
+	return nil
+}
+
+func (s *server) install(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var q struct {
+		Slug string `json:"slug"`
+	}
+	if err := decode(r, &q); err != nil {
+		return err
+	}
+	if q.Slug == "" {
+		return badField("slug", "is required")
+	}
+	if _, err := s.tenant(r, id); err != nil {
+		return err
+	}
+	in, err := s.p.Install(r.Context(), id, q.Slug)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/tenants/"+id+"/installations/"+q.Slug)
+	writeJSON(w, http.StatusCreated, in)
+	return nil
+}
+
+func (s *server) uninstall(w http.ResponseWriter, r *http.Request) error {
+	if err := s.p.Uninstall(r.Context(), r.PathValue("id"), r.PathValue("slug")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// nonNil makes an empty list [] in JSON rather than null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}
