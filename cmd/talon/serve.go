@@ -25,6 +25,9 @@ const defaultPort = 18789
 type serveFlags struct {
 	stateDir, configPath, bind, logLevel string
 	port                                 int
+	// platform runs the workforce platform beside the gateway (serve).
+	platform            bool
+	templates, database string
 }
 
 func newServeCmd(use, short string) *cobra.Command {
@@ -45,6 +48,11 @@ STATE/tenants/<id>/ and are selected with the X-Tenant-ID header.`,
 	fl.IntVar(&f.port, "port", 0, "port (default gateway.port, else 18789)")
 	fl.StringVar(&f.bind, "bind", "", "address to bind: an IP, or loopback / lan (default gateway.bind, else 127.0.0.1)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if use == "serve" {
+		f.platform = true
+		fl.StringVar(&f.templates, "templates", "templates", "the platform's employee templates, templates/<slug>/")
+		fl.StringVar(&f.database, "database", os.Getenv("TALON_PLATFORM_DATABASE"), "platform database: sqlite:[PATH] (default STATE/platform.db) or a postgres:// URL ($TALON_PLATFORM_DATABASE)")
+	}
 	return cmd
 }
 
@@ -74,7 +82,13 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	srv, err := gateway.New(gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log})
+	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log}
+	var late *lateAPI
+	if f.platform {
+		late = &lateAPI{}
+		opts.API = late
+	}
+	srv, err := gateway.New(opts)
 	if err != nil {
 		return err
 	}
@@ -87,12 +101,32 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("talon serving", "url", "http://"+ln.Addr().String(), "state", stateDir, "config", cfgPath, "config_exists", file.Exists)
+	var closePlatform func()
+	platformDone := make(chan struct{})
+	if f.platform {
+		go func() {
+			defer close(platformDone)
+			c, err := startPlatform(ctx, stateDir, f.templates, f.database, ln.Addr(), late, log)
+			if err != nil {
+				log.Error("the platform did not start; the gateway goes on", "err", err)
+				late.err.Store(&err)
+				return
+			}
+			closePlatform = c
+		}()
+	} else {
+		close(platformDone)
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing runs in flight")
+	<-platformDone
+	if closePlatform != nil {
+		closePlatform()
+	}
 	if err := srv.Shutdown(context.Background()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	HandshakeTimeout time.Duration
 	// TickInterval is the WS keepalive period; 0 means 30 s.
 	TickInterval time.Duration
+	// API, when set, serves /api/ (the workforce platform's REST API in
+	// `talon serve`); it does its own auth.
+	API http.Handler
 }
 
 // Server is the gateway.
@@ -118,6 +121,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.HandleFunc("GET /debug/runtime", s.handleDebugRuntime)
+	if s.opts.API != nil {
+		mux.Handle("/api/", s.opts.API)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if isWebSocket(r) {
 			s.handleWS(w, r)

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"talon/internal/config"
+	"talon/internal/platform"
+	"talon/internal/platform/api"
+	"talon/internal/platform/relay"
+	"talon/internal/tenantid"
+	"talon/protocol/client"
+)
+
+// adminTokenEnv holds the platform API's admin token in `talon serve`.
+const adminTokenEnv = "TALON_ADMIN_TOKEN"
+
+// lateAPI is the /api/ handler of `talon serve`: the gateway serves at
+// once and the platform joins when it has started (its catalog opened,
+// templates loaded), so it adds nothing to the gateway's start-up.
+type lateAPI struct {
+	h   atomic.Pointer[http.Handler]
+	err atomic.Pointer[error]
+}
+
+func (l *lateAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := l.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	msg := "the platform is starting"
+	if err := l.err.Load(); err != nil {
+		msg = "the platform did not start: " + (*err).Error()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintf(w, `{"error":{"code":"platform_unavailable","message":%q}}`, msg)
+}
+
+// startPlatform opens the catalog, loads the templates, mounts the REST
+// API on late, and syncs every installation, as `talon serve` does on
+// start. It returns what to close at shutdown.
+func startPlatform(ctx context.Context, stateDir, templates, database string, gw net.Addr, late *lateAPI, log *slog.Logger) (func(), error) {
+	st, err := platform.OpenStore(ctx, stateDir, database)
+	if err != nil {
+		return nil, err
+	}
+	url := "ws://" + loopbackOf(gw)
+	rl := relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
+		tok, err := tenantGatewayToken(stateDir, tenant)
+		if err != nil {
+			return nil, err
+		}
+		return client.Dial(ctx, url, client.Options{Token: tok, Tenant: tenant, ClientID: "talon-platform", Mode: "backend"})
+	})
+	p, err := platform.New(ctx, platform.Options{StateDir: stateDir, Templates: templates, Store: st, Relay: rl, Log: log.With("component", "platform")})
+	if err != nil {
+		rl.Close()
+		st.Close()
+		return nil, err
+	}
+	h := api.New(p, api.Options{
+		AdminToken: os.Getenv(adminTokenEnv), AdminTokenHint: "set " + adminTokenEnv + " in talon serve's environment",
+		TenantToken: func(id string) (string, error) { return tenantGatewayToken(stateDir, id) },
+		Log:         log.With("component", "platform-api"),
+	})
+	late.h.Store(&h)
+	res, err := p.SyncAll(ctx, false)
+	if err != nil {
+		log.Error("platform start-up sync", "err", err)
+	}
+	for _, r := range res {
+		if r.Error != "" {
+			log.Error("platform start-up sync", "tenant", r.Tenant, "template", r.Slug, "err", r.Error)
+		} else if len(r.Summary) > 0 {
+			log.Info("platform start-up sync", "tenant", r.Tenant, "template", r.Slug, "changes", len(r.Summary))
+		}
+	}
+	return func() { rl.Close(); st.Close() }, nil
+}
+
+// tenantToken is a tenant's gateway token, from its config.
+func tenantGatewayToken(stateDir, id string) (string, error) {
+	if !tenantid.Valid(id) {
+		return "", errors.New("no such tenant")
+	}
+	dir := filepath.Join(stateDir, "tenants", id)
+	path, ok := config.Find(dir)
+	if !ok {
+		return "", errors.New("no such tenant")
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return "", fmt.Errorf("reading tenant %q config: %w", id, err)
+	}
+	return f.Config.Gateway.Auth.Token, nil
+}
+
+// loopbackOf is addr with an unspecified host (0.0.0.0, ::) made
+// loopback: the platform talks to its own gateway over loopback.
+func loopbackOf(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
