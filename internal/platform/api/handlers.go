@@ -4,12 +4,12 @@ import (
 	_ "embed"
 	"errors"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"talon/internal/platform"
+	"talon/internal/platform/install"
 	"talon/internal/store/catalog"
 	"talon/internal/tenantid"
 )
@@ -91,10 +91,6 @@ func (s *server) tenants(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// envNameRE is the installer's rule for env names, checked here so a bad
-// name is a 400 naming the field rather than a failure of the install.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
 type createTenantReq struct {
 	ID   string            `json:"id"`
 	Name string            `json:"name"`
@@ -111,7 +107,9 @@ func (q *createTenantReq) check() error {
 		return badField("name", "must be one line of at most 200 characters")
 	}
 	for k, v := range q.Env {
-		if !envNameRE.MatchString(k) {
+		// The installer's rule, checked here so a bad name is a 400
+		// naming the field rather than a failure of the install.
+		if !install.ValidEnvName(k) {
 			return badField("env", "name %q is invalid: use letters, digits and _, not starting with a digit", k)
 		}
 		if len(v) > 64<<10 {
