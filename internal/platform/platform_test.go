@@ -3,22 +3,19 @@ package platform
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"talon/internal/gateway"
+	"talon/internal/gateway/gatewaytest"
 	"talon/internal/platform/install"
 	"talon/internal/platform/relay"
 	"talon/internal/store"
 	"talon/internal/store/catalog"
 	"talon/internal/store/pg"
 	"talon/internal/store/pg/pgtest"
-	"talon/internal/tools/core"
 	"talon/protocol/client"
 )
 
@@ -72,26 +69,12 @@ func newRig(t *testing.T, st catalog.Store) *rig {
 	t.Helper()
 	r := &rig{state: t.TempDir(), templates: t.TempDir(), tokens: map[string]string{}}
 	writeTemplate(t, r.templates, "helper", helperV1())
-	reg, err := core.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := gateway.New(gateway.Options{StateDir: r.state, Addr: "127.0.0.1:0", Tools: reg,
-		Env: func(string) string { return "" }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	url := "ws://" + ln.Addr().String()
+	url := gatewaytest.Start(t, r.state)
 	rl := relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
 		return client.Dial(ctx, url, client.Options{Token: r.tokens[tenant], Tenant: tenant, ClientID: "talon-platform", Mode: "backend"})
 	})
 	t.Cleanup(rl.Close)
+	var err error
 	r.p, err = New(context.Background(), Options{StateDir: r.state, Templates: r.templates, Store: st, Relay: rl})
 	if err != nil {
 		t.Fatal(err)

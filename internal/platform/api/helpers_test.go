@@ -13,12 +13,11 @@ import (
 	"testing"
 
 	"talon/internal/config"
-	"talon/internal/gateway"
+	"talon/internal/gateway/gatewaytest"
 	"talon/internal/platform"
 	"talon/internal/platform/relay"
 	"talon/internal/store"
 	"talon/internal/tenantid"
-	"talon/internal/tools/core"
 	"talon/protocol/client"
 )
 
@@ -38,22 +37,7 @@ func newEnv(t *testing.T, o Options) *env {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg, err := core.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(gateway.Options{StateDir: e.state, Addr: "127.0.0.1:0", Tools: reg,
-		Env: func(string) string { return "" }, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := gw.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go gw.Serve(ln)
-	t.Cleanup(func() { gw.Shutdown(context.Background()) })
-	wsURL := "ws://" + ln.Addr().String()
+	wsURL := gatewaytest.Start(t, e.state)
 	tokens := e.tenantToken
 	rl := relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
 		tok, err := tokens(tenant)

@@ -2,8 +2,6 @@ package relay
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"talon/internal/gateway"
-	"talon/internal/tools/core"
+	"talon/internal/gateway/gatewaytest"
 	"talon/protocol/client"
 )
 
@@ -31,22 +28,7 @@ func gatewayFor(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, "talon.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := core.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := gateway.New(gateway.Options{StateDir: state, Addr: "127.0.0.1:0", Tools: reg,
-		Env: func(string) string { return "" }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return "ws://" + ln.Addr().String()
+	return gatewaytest.Start(t, state)
 }
 
 func dialer(url string, dials *int, mu *sync.Mutex) Dial {
