@@ -112,17 +112,7 @@ allowed_hosts: ["127.0.0.1"]
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := p.turn(tt.cfg, tt.input)
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("answer lacks %q:\n%s", w, got)
-				}
-			}
-			for _, a := range tt.absent {
-				if strings.Contains(got, a) {
-					t.Errorf("answer has %q:\n%s", a, got)
-				}
-			}
+			checkAnswer(t, p.turn(tt.cfg, tt.input), tt.want, tt.absent)
 		})
 	}
 }
@@ -222,17 +212,7 @@ func TestMCPThroughTheRunner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := p.turn(tt.cfg, tt.input)
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("answer lacks %q:\n%s", w, got)
-				}
-			}
-			for _, a := range tt.absent {
-				if strings.Contains(got, a) {
-					t.Errorf("answer has %q:\n%s", a, got)
-				}
-			}
+			checkAnswer(t, p.turn(tt.cfg, tt.input), tt.want, tt.absent)
 		})
 	}
 }
@@ -255,5 +235,20 @@ func TestMemoryCore(t *testing.T) {
 	}
 	if got := p.turn(`{plugins: {slots: {memory: "none"}}}`, "/tools"); strings.Contains(got, "memory_search") {
 		t.Fatalf("with the memory slot off, tools = %s", got)
+	}
+}
+
+// checkAnswer checks an answer holds every want and none of absent.
+func checkAnswer(t *testing.T, got string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("answer lacks %q:\n%s", w, got)
+		}
+	}
+	for _, a := range absent {
+		if strings.Contains(got, a) {
+			t.Errorf("answer has %q:\n%s", a, got)
+		}
 	}
 }
