@@ -69,7 +69,7 @@ func Load(root *os.Root) (Set, []Warning) {
 			warns = append(warns, Warning{Path: file, Reason: err.Error()})
 			continue
 		}
-		s, err := Parse(file, data)
+		s, err := parseCached(file, data)
 		if err != nil {
 			warns = append(warns, asWarning(file, err))
 			continue
