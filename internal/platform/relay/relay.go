@@ -49,7 +49,7 @@ const redialWait = time.Second
 type conn struct {
 	mu       sync.Mutex
 	c        *client.Client
-	runs     map[string]chan protocol.Frame
+	runs     map[string]*run
 	lastDial time.Time
 	lastErr  error
 }
@@ -57,13 +57,32 @@ type conn struct {
 // Event is what a chat hears while its run goes.
 type Event struct {
 	// Kind is "delta" (Text is the reply so far, Delta what is new),
-	// "tool" (Tool says which tool started or returned), or the end:
-	// "final", "aborted" or "error" (Text the reply, or Error).
-	Kind  string `json:"kind"`
-	Text  string `json:"text,omitempty"`
-	Delta string `json:"delta,omitempty"`
-	Tool  *Tool  `json:"tool,omitempty"`
-	Error string `json:"error,omitempty"`
+	// "tool" (Tool says which tool started or returned), "approval" or
+	// "approval-resolved" (only for a Message with Approvals), or the
+	// end: "final", "aborted" or "error" (Text the reply, or Error).
+	Kind     string    `json:"kind"`
+	Text     string    `json:"text,omitempty"`
+	Delta    string    `json:"delta,omitempty"`
+	Tool     *Tool     `json:"tool,omitempty"`
+	Approval *Approval `json:"approval,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Approval is an exec approval of the chat's session: asked
+// (exec.approval.requested) or ended (exec.approval.resolved, Decision
+// "allow-once", "allow-always" or "deny", or "" when it expired).
+type Approval struct {
+	ID           string `json:"id"`
+	Command      string `json:"command,omitempty"`
+	Cwd          string `json:"cwd,omitempty"`
+	Host         string `json:"host,omitempty"`
+	Security     string `json:"security,omitempty"`
+	Ask          string `json:"ask,omitempty"`
+	AgentID      string `json:"agentId,omitempty"`
+	ResolvedPath string `json:"resolvedPath,omitempty"`
+	SessionKey   string `json:"sessionKey,omitempty"`
+	ExpiresAtMs  int64  `json:"expiresAtMs,omitempty"`
+	Decision     string `json:"decision,omitempty"`
 }
 
 // Tool is a tool call as a chat sees it.
@@ -82,6 +101,10 @@ type Message struct {
 	AgentID    string
 	SessionKey string
 	Text       string
+	// Approvals asks for the session's exec approvals while the run goes,
+	// as "approval" and "approval-resolved" events: a chat that shows
+	// them can have a person answer (exec.approval.resolve, by Call).
+	Approvals bool
 }
 
 // ErrClosed is returned once the relay is closed.
@@ -97,7 +120,7 @@ func (r *Relay) Chat(ctx context.Context, m Message, on func(Event)) (Event, err
 		return Event{}, err
 	}
 	runID := newRunID()
-	ch := tc.subscribe(runID)
+	ch := tc.subscribe(runID, m)
 	defer tc.unsubscribe(runID)
 	params := map[string]any{"sessionKey": m.SessionKey, "message": m.Text, "idempotencyKey": runID}
 	if m.AgentID != "" {
@@ -186,8 +209,44 @@ func decode(f protocol.Frame) (ev Event, end bool) {
 			}
 		}
 		return Event{Kind: "tool", Tool: t}, false
+	case protocol.EventApprovalRequest:
+		var p struct {
+			ID          string   `json:"id"`
+			Request     Approval `json:"request"`
+			ExpiresAtMs int64    `json:"expiresAtMs"`
+		}
+		if json.Unmarshal(f.Payload, &p) != nil || p.ID == "" {
+			return Event{}, false
+		}
+		a := p.Request
+		a.ID, a.ExpiresAtMs, a.Decision = p.ID, p.ExpiresAtMs, ""
+		return Event{Kind: "approval", Approval: &a}, false
+	case protocol.EventApprovalResolved:
+		var p struct {
+			ID       string  `json:"id"`
+			Decision *string `json:"decision"`
+		}
+		if json.Unmarshal(f.Payload, &p) != nil || p.ID == "" {
+			return Event{}, false
+		}
+		a := &Approval{ID: p.ID}
+		if p.Decision != nil {
+			a.Decision = *p.Decision
+		}
+		return Event{Kind: "approval-resolved", Approval: a}, false
 	}
 	return Event{}, false
+}
+
+// Call makes one request of the tenant's gateway on the tenant's shared
+// connection and decodes its payload into out (nil: ignored). A refused
+// call's error is a *protocol.Error with the gateway's message.
+func (r *Relay) Call(ctx context.Context, tenant, method string, params, out any) error {
+	tc, err := r.conn(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	return tc.client().Call(ctx, method, params, out)
 }
 
 // conn returns the tenant's open connection, dialling when there is none
@@ -200,7 +259,7 @@ func (r *Relay) conn(ctx context.Context, tenant string) (*conn, error) {
 	}
 	tc := r.conns[tenant]
 	if tc == nil {
-		tc = &conn{runs: map[string]chan protocol.Frame{}}
+		tc = &conn{runs: map[string]*run{}}
 		r.conns[tenant] = tc
 	}
 	r.mu.Unlock()
@@ -229,47 +288,83 @@ func (r *Relay) conn(ctx context.Context, tenant string) (*conn, error) {
 	return tc, nil
 }
 
-// route hands each event of c to the run it belongs to until c closes.
+// route hands each event of c to the runs it belongs to until c closes:
+// a run's own events by their runId, an exec approval to the runs of its
+// session that asked for approvals.
 func (tc *conn) route(c *client.Client) {
 	for f := range c.Events() {
-		var p struct {
-			RunID string `json:"runId"`
-		}
-		if json.Unmarshal(f.Payload, &p) != nil || p.RunID == "" {
-			continue
-		}
-		tc.mu.Lock()
-		ch := tc.runs[p.RunID]
-		tc.mu.Unlock()
-		if ch == nil {
-			continue
-		}
-		select {
-		case ch <- f:
-		default:
-			// A chat that stopped reading loses deltas, not its end,
-			// and does not hold up the tenant's other runs.
-			if _, end := decode(f); end {
-				go func() {
-					select {
-					case ch <- f:
-					case <-time.After(time.Minute):
-					}
-				}()
-			}
+		for _, ch := range tc.targets(f) {
+			deliver(ch, f)
 		}
 	}
+}
+
+// targets are the channels of the runs f belongs to.
+func (tc *conn) targets(f protocol.Frame) []chan protocol.Frame {
+	var p struct {
+		RunID   string `json:"runId"`
+		Request struct {
+			SessionKey string `json:"sessionKey"`
+		} `json:"request"`
+	}
+	if json.Unmarshal(f.Payload, &p) != nil {
+		return nil
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	switch f.Event {
+	case protocol.EventApprovalRequest, protocol.EventApprovalResolved:
+		// A resolved event may come without its request: every run that
+		// watches approvals hears it, and knows the ids it was shown.
+		var out []chan protocol.Frame
+		for _, r := range tc.runs {
+			if r.approvals && (p.Request.SessionKey == "" || p.Request.SessionKey == r.session) {
+				out = append(out, r.ch)
+			}
+		}
+		return out
+	}
+	if r := tc.runs[p.RunID]; p.RunID != "" && r != nil {
+		return []chan protocol.Frame{r.ch}
+	}
+	return nil
+}
+
+// deliver hands f to a run. A chat that stopped reading loses deltas,
+// not its end or an approval, and does not hold up the tenant's other
+// runs.
+func deliver(ch chan protocol.Frame, f protocol.Frame) {
+	select {
+	case ch <- f:
+		return
+	default:
+	}
+	if ev, end := decode(f); end || ev.Approval != nil {
+		go func() {
+			select {
+			case ch <- f:
+			case <-time.After(time.Minute):
+			}
+		}()
+	}
+}
+
+// run is one chat waiting for its events.
+type run struct {
+	ch        chan protocol.Frame
+	session   string
+	approvals bool
 }
 
 // runBuffer is how many events of one run wait unread.
 const runBuffer = 256
 
-func (tc *conn) subscribe(runID string) chan protocol.Frame {
-	ch := make(chan protocol.Frame, runBuffer)
+func (tc *conn) subscribe(runID string, m Message) chan protocol.Frame {
+	r := &run{ch: make(chan protocol.Frame, runBuffer), session: m.SessionKey, approvals: m.Approvals}
 	tc.mu.Lock()
-	tc.runs[runID] = ch
+	tc.runs[runID] = r
 	tc.mu.Unlock()
-	return ch
+	return r.ch
 }
 
 func (tc *conn) unsubscribe(runID string) {

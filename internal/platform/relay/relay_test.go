@@ -24,7 +24,9 @@ func gatewayFor(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := `{"gateway":{"auth":{"token":"` + token + `"}},"agents":{"list":[{"id":"main"},{"id":"helper"}]}}`
+	// "asker" runs commands on the host only once a person approves them.
+	cfg := `{"gateway":{"auth":{"token":"` + token + `"}},"agents":{"list":[{"id":"main"},{"id":"helper"},` +
+		`{"id":"asker","tools":{"exec":{"security":"allowlist","ask":"on-miss"}}}]}}`
 	if err := os.WriteFile(filepath.Join(dir, "talon.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +148,92 @@ func TestChatErrors(t *testing.T) {
 	r.Close()
 	if _, err := r.Chat(ctx, Message{Tenant: "acme", SessionKey: "agent:main:x", Text: "hi"}, nil); err != ErrClosed {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestChatApprovals: a chat that asks for approvals hears its session's
+// exec approval, answers it through Call, and the run goes on; a chat of
+// another session that asks too hears nothing of it.
+func TestChatApprovals(t *testing.T) {
+	url := gatewayFor(t)
+	var (
+		mu    sync.Mutex
+		dials int
+	)
+	r := New(dialer(url, &dials, &mu))
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// A bystander on another session watches approvals for the whole run
+	// of the first chat.
+	heard := make(chan []Event, 1)
+	started := make(chan struct{})
+	go func() {
+		var got []Event
+		close(started)
+		_, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "asker", SessionKey: "agent:asker:other", Text: `/call exec {"command":"sleep 1"}`, Approvals: true}, func(e Event) {
+			if e.Approval != nil {
+				got = append(got, e)
+				// Its own approval is denied so its run ends.
+				if e.Kind == "approval" {
+					_ = r.Call(ctx, "acme", "exec.approval.resolve", map[string]string{"id": e.Approval.ID, "decision": "deny"}, nil)
+				}
+			}
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		heard <- got
+	}()
+	<-started
+
+	var asked, resolved *Approval
+	end, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "asker", SessionKey: "agent:asker:main", Text: `/call exec {"command":"echo relay-approved"}`, Approvals: true}, func(e Event) {
+		switch e.Kind {
+		case "approval":
+			asked = e.Approval
+			if err := r.Call(ctx, "acme", "exec.approval.resolve", map[string]string{"id": e.Approval.ID, "decision": "allow-once"}, nil); err != nil {
+				t.Errorf("resolve: %v", err)
+			}
+		case "approval-resolved":
+			if asked != nil && e.Approval.ID == asked.ID {
+				resolved = e.Approval
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked == nil || asked.Command != "echo relay-approved" || asked.SessionKey != "agent:asker:main" || asked.AgentID != "asker" {
+		t.Fatalf("approval asked = %+v", asked)
+	}
+	if resolved == nil || resolved.Decision != "allow-once" {
+		t.Errorf("approval resolved = %+v", resolved)
+	}
+	// The exec tool answers at once that approval is pending (OpenClaw's
+	// shape); the outcome lands in the session later, as a system event.
+	if end.Kind != "final" || !strings.Contains(end.Text, "approval-pending") {
+		t.Errorf("end = %+v, want the pending approval", end)
+	}
+	for _, e := range <-heard {
+		if e.Kind == "approval" && e.Approval.SessionKey != "agent:asker:other" {
+			t.Errorf("the other session's chat heard %+v", e.Approval)
+		}
+	}
+
+	// Without Approvals a chat hears none, and a bad call is the
+	// gateway's own error.
+	var none []Event
+	_, _ = r.Chat(ctx, Message{Tenant: "acme", AgentID: "main", SessionKey: "agent:main:quiet", Text: "hi"}, func(e Event) {
+		if e.Approval != nil {
+			none = append(none, e)
+		}
+	})
+	if len(none) != 0 {
+		t.Errorf("a chat without Approvals heard %+v", none)
+	}
+	if err := r.Call(ctx, "acme", "exec.approval.resolve", map[string]string{"id": "nope", "decision": "deny"}, nil); err == nil {
+		t.Error("resolving an unknown approval: no error")
 	}
 }
