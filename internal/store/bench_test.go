@@ -48,3 +48,20 @@ func BenchmarkTranscript(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBeginTurn is the one durable commit of a stateless gateway
+// turn: a new session row with the user's message and the model's answer.
+func BenchmarkBeginTurn(b *testing.B) {
+	ctx := context.Background()
+	db := openTest(b)
+	msgs := []provider.Message{
+		{Role: provider.RoleUser, Content: "hi"},
+		{Role: provider.RoleAssistant, Content: "a short reply from the model"},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := db.BeginTurn(ctx, "main", "openai:"+NewID(), msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -22,9 +22,12 @@ type Record struct {
 
 // appendSQL inserts one message numbered after the session's last one.
 // The write transaction holds the database's write lock, so no one else
-// can take the same number.
+// can take the same number. The number is a scalar subquery of VALUES,
+// not INSERT … SELECT: selecting from the table being written makes
+// SQLite copy the rows into a temporary table first, a measurable share
+// of a turn's commit.
 const appendSQL = `INSERT INTO transcripts (session_id, seq, created_at, role, message)
-	SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4 FROM transcripts WHERE session_id = ?1`
+	VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcripts WHERE session_id = ?1), ?2, ?3, ?4)`
 
 // readSQL reads the last ?2 messages of a session (all for -1), in order.
 const readSQL = `SELECT seq, created_at, message FROM (
