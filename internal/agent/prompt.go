@@ -34,6 +34,8 @@ type promptInput struct {
 	// skills is the skill list section, skill.Set.Prompt's output: a
 	// complete "## Skills" section, or "" for none.
 	skills string
+	// files reads the bootstrap files; nil reads them from disk.
+	files *fileCache
 }
 
 // buildPrompt assembles the system prompt in OpenClaw's order: identity
@@ -66,14 +68,13 @@ func buildPrompt(in promptInput) (string, []string) {
 		if in.root == nil {
 			break
 		}
-		data, err := in.root.ReadFile(name)
+		text, err := in.files.read(in.root, name)
 		if err != nil {
 			if !isNotExist(err) {
 				problems = append(problems, fmt.Sprintf("reading %s: %v", name, err))
 			}
 			continue
 		}
-		text := strings.TrimSpace(string(data))
 		if text == "" {
 			continue
 		}

@@ -59,6 +59,9 @@ type Runner struct {
 	// approve: a command that needs approval falls back at once.
 	Approvals *approval.Service
 
+	// bootstrap keeps the workspaces' bootstrap files between turns.
+	bootstrap fileCache
+
 	ownApprovals     *approval.Service
 	ownApprovalsErr  error
 	ownApprovalsOnce sync.Once
@@ -205,7 +208,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	skills := r.loadSkills(ws, agentID)
 	system, _ := buildPrompt(promptInput{
 		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
-		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan),
+		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan), files: &r.bootstrap,
 		skills: skills.Prompt(func(name string) bool {
 			return slices.ContainsFunc(decision.Tools, func(t policy.Tool) bool { return t.Name == name })
 		}),

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"talon/internal/policy"
+	"talon/internal/provider"
+	"talon/internal/store"
+	"talon/internal/tools/core"
+)
+
+// old is a file time far enough in the past for the cache to keep what it
+// reads (see racyWindow); the edits below set times of their own, so that
+// each one changes what a stat shows whatever the file system's clock.
+var old = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func writeAt(t *testing.T, path, text string, mtime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBootstrapCacheSeesEdits: a bootstrap file changed between two turns
+// is in the second turn's prompt, however it changed, while an unchanged
+// one is not read again.
+func TestBootstrapCacheSeesEdits(t *testing.T) {
+	cases := []struct {
+		name       string
+		edit       func(t *testing.T, dir string)
+		want, lack string
+	}{
+		{"unchanged", func(*testing.T, string) {}, "## AGENTS.md\n\nbe brief", ""},
+		{"grown", func(t *testing.T, dir string) {
+			writeAt(t, filepath.Join(dir, "AGENTS.md"), "be brief, always", old)
+		}, "be brief, always", ""},
+		{"same size, new mtime", func(t *testing.T, dir string) {
+			writeAt(t, filepath.Join(dir, "AGENTS.md"), "be sharp", old.Add(time.Second))
+		}, "be sharp", "be brief"},
+		{"same size and mtime, replaced by rename", func(t *testing.T, dir string) {
+			tmp := filepath.Join(dir, "AGENTS.md.tmp")
+			writeAt(t, tmp, "be sharp", old)
+			if err := os.Rename(tmp, filepath.Join(dir, "AGENTS.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, "be sharp", "be brief"},
+		{"removed", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "AGENTS.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, "## SOUL.md", "## AGENTS.md"},
+		{"created", func(t *testing.T, dir string) {
+			writeAt(t, filepath.Join(dir, "MEMORY.md"), "the user likes tea", old)
+		}, "## MEMORY.md\n\nthe user likes tea", ""},
+		{"emptied", func(t *testing.T, dir string) {
+			writeAt(t, filepath.Join(dir, "AGENTS.md"), "", old.Add(time.Second))
+		}, "## SOUL.md", "## AGENTS.md"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeAt(t, filepath.Join(dir, "AGENTS.md"), "be brief", old)
+			writeAt(t, filepath.Join(dir, "SOUL.md"), "kind", old)
+			root := openTestRoot(t, dir)
+			cache := &fileCache{now: func() time.Time { return time.Now().Add(time.Hour) }}
+			in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache}
+			first, _ := buildPrompt(in)
+			if again, _ := buildPrompt(in); again != first || cache.reads != 2 {
+				t.Fatalf("a second turn read %d files in all, want the 2 of the first turn alone; prompts equal: %v", cache.reads, again == first)
+			}
+			c.edit(t, dir)
+			got, problems := buildPrompt(in)
+			if len(problems) > 0 {
+				t.Errorf("problems: %v", problems)
+			}
+			if !strings.Contains(got, c.want) || c.lack != "" && strings.Contains(got, c.lack) {
+				t.Errorf("after the edit the prompt should have %q and not %q:\n%s", c.want, c.lack, got)
+			}
+		})
+	}
+}
+
+// TestBootstrapCacheRacyEdit: with the real clock, a file rewritten with
+// the same size and its mtime put back right after a turn read it is read
+// again. Where the file system's clock ticks slower than these writes, its
+// ctime may not have moved either, and only racyWindow keeps this true.
+func TestBootstrapCacheRacyEdit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "AGENTS.md")
+	writeAt(t, path, "be brief", old)
+	root := openTestRoot(t, dir)
+	in := promptInput{root: root, maxChars: 100, agentID: "main", files: &fileCache{}}
+	for _, text := range []string{"be brief", "be sharp", "be quick"} {
+		writeAt(t, path, text, old)
+		if got, _ := buildPrompt(in); !strings.Contains(got, "## AGENTS.md\n\n"+text) {
+			t.Fatalf("prompt lacks %q:\n%s", text, got)
+		}
+	}
+}
+
+// systemRecorder is the model: inspect, keeping the system prompt of
+// each call.
+type systemRecorder struct{ systems []string }
+
+func (s *systemRecorder) Chat(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
+	s.systems = append(s.systems, req.System)
+	return provider.Inspect{}.Chat(ctx, req, onDelta)
+}
+
+// TestRunnerSeesBootstrapEdits: through the runner, which keeps one cache
+// for all its turns, an edit between two turns is in the next turn's
+// system prompt.
+func TestRunnerSeesBootstrapEdits(t *testing.T) {
+	state := t.TempDir()
+	ws := filepath.Join(state, "workspace")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, filepath.Join(ws, "SOUL.md"), "calm", old)
+	db, err := store.Open(filepath.Join(state, "talon.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	reg, err := core.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mustConfig(t, `{agents: {defaults: {workspace: "`+ws+`"}}}`)
+	model := &systemRecorder{}
+	r := &Runner{Config: cfg, Policy: policy.New(cfg), Tools: reg, Store: db, StateDir: state,
+		Resolve: func(string) (provider.Provider, string, error) { return model, provider.InspectModel, nil }}
+	r.bootstrap.now = func() time.Time { return time.Now().Add(time.Hour) }
+	for i, soul := range []string{"calm", "calm", "wild", "bold"} {
+		writeAt(t, filepath.Join(ws, "SOUL.md"), soul, old.Add(time.Duration(i)*time.Second))
+		if _, err := r.Run(context.Background(), Request{AgentID: "main", SessionKey: "agent:main:main", Owner: true,
+			Input: []provider.Message{{Role: provider.RoleUser, Content: "hi"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := model.systems[i]; !strings.Contains(got, "## SOUL.md\n\n"+soul) {
+			t.Errorf("turn %d: system prompt lacks SOUL.md %q:\n%s", i+1, soul, got)
+		}
+	}
+}
