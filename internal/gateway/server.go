@@ -61,7 +61,12 @@ type Server struct {
 	runs          runRegistry // chat.send and agent runs, idempotency caches
 	started       time.Time
 
+	// srvMu guards httpSrv and shut: Shutdown may come before Serve has
+	// built its http.Server (a test that ends at once), and then Serve
+	// must not start.
+	srvMu   sync.Mutex
 	httpSrv *http.Server
+	shut    bool
 	ready   chan struct{}
 	once    sync.Once
 }
@@ -158,14 +163,22 @@ func (s *Server) Listen() (net.Listener, error) {
 
 // Serve serves on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	s.httpSrv = &http.Server{
+	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.srvMu.Lock()
+	if s.shut {
+		s.srvMu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	s.httpSrv = hs
+	s.srvMu.Unlock()
 	s.once.Do(func() { close(s.ready) })
-	err := s.httpSrv.Serve(ln)
+	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -181,9 +194,13 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.ShutdownTimeout)
 	defer cancel()
+	s.srvMu.Lock()
+	s.shut = true
+	hs := s.httpSrv
+	s.srvMu.Unlock()
 	httpDone := make(chan error, 1)
-	if s.httpSrv != nil {
-		go func() { httpDone <- s.httpSrv.Shutdown(ctx) }()
+	if hs != nil {
+		go func() { httpDone <- hs.Shutdown(ctx) }()
 	} else {
 		httpDone <- nil
 	}
@@ -191,7 +208,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeWS(shutdownCloseText)
 	err := <-httpDone
 	if err != nil {
-		s.httpSrv.Close()
+		hs.Close()
 	}
 	s.closeTenants()
 	return err

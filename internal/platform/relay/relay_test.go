@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,17 +189,12 @@ func TestChatApprovals(t *testing.T) {
 	}()
 	<-started
 
-	var asked, resolved *Approval
+	var asked *Approval
 	end, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "asker", SessionKey: "agent:asker:main", Text: `/call exec {"command":"echo relay-approved"}`, Approvals: true}, func(e Event) {
-		switch e.Kind {
-		case "approval":
+		if e.Kind == "approval" {
 			asked = e.Approval
 			if err := r.Call(ctx, "acme", "exec.approval.resolve", map[string]string{"id": e.Approval.ID, "decision": "allow-once"}, nil); err != nil {
 				t.Errorf("resolve: %v", err)
-			}
-		case "approval-resolved":
-			if asked != nil && e.Approval.ID == asked.ID {
-				resolved = e.Approval
 			}
 		}
 	})
@@ -208,13 +204,13 @@ func TestChatApprovals(t *testing.T) {
 	if asked == nil || asked.Command != "echo relay-approved" || asked.SessionKey != "agent:asker:main" || asked.AgentID != "asker" {
 		t.Fatalf("approval asked = %+v", asked)
 	}
-	if resolved == nil || resolved.Decision != "allow-once" {
-		t.Errorf("approval resolved = %+v", resolved)
-	}
 	// The exec tool answers at once that approval is pending (OpenClaw's
 	// shape); the outcome lands in the session later, as a system event.
 	if end.Kind != "final" || !strings.Contains(end.Text, "approval-pending") {
 		t.Errorf("end = %+v, want the pending approval", end)
+	}
+	if !waitHistory(ctx, r, "agent:asker:main", "code 0)\\nrelay-approved") {
+		t.Error("the approved command's output never reached the session")
 	}
 	for _, e := range <-heard {
 		if e.Kind == "approval" && e.Approval.SessionKey != "agent:asker:other" {
@@ -236,4 +232,23 @@ func TestChatApprovals(t *testing.T) {
 	if err := r.Call(ctx, "acme", "exec.approval.resolve", map[string]string{"id": "nope", "decision": "deny"}, nil); err == nil {
 		t.Error("resolving an unknown approval: no error")
 	}
+}
+
+// waitHistory polls the session's history through Call until a message
+// holds want, or ctx ends.
+func waitHistory(ctx context.Context, r *Relay, key, want string) bool {
+	for ctx.Err() == nil {
+		var h struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := r.Call(ctx, "acme", "chat.history", map[string]string{"sessionKey": key}, &h); err == nil {
+			for _, m := range h.Messages {
+				if strings.Contains(string(m), want) {
+					return true
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }
