@@ -49,6 +49,9 @@ type ToolRow struct {
 	Plugin    string   `json:"plugin,omitempty"`
 	Available bool     `json:"available"`
 	Removal   *Removal `json:"removal,omitempty"`
+	// Fix is the one-line change that would keep a removed tool, or what
+	// it depends on when no config key can ("none in config: …").
+	Fix string `json:"fix,omitempty"`
 	// Tokens is what the tool's definition costs in a model request, when
 	// the caller knows its schema (Talon implements it); 0 otherwise.
 	Tokens int `json:"tokens,omitempty"`
@@ -124,6 +127,11 @@ func Explain(cfg *config.Config, ctx Context, candidates []Tool) Explanation {
 		x.Tools = append(x.Tools, row(Tool{Name: reg.Name, Plugin: reg.Plugin}, registry[reg.Name]))
 	}
 	a, idx := agentEntry(cfg, r.AgentID)
+	for i := range x.Tools {
+		if rm := x.Tools[i].Removal; rm != nil {
+			x.Tools[i].Fix = rowFix(cfg, *rm, idx)
+		}
+	}
 	x.Findings = append(x.Findings, runFindings(cfg, &ctx, &r, a, idx)...)
 	x.Findings = append(x.Findings, ConfigFindings(cfg, ctx.Plugins)...)
 	if x.Findings == nil {
@@ -212,6 +220,17 @@ func describeRemoval(rm Removal) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// rowFix is the fix of a removed tool's row: a plugin's own, else the
+// removal's.
+func rowFix(cfg *config.Config, rm Removal, idx int) string {
+	if rm.Stage == StagePlugin {
+		if f := pluginFinding(rm, idx); len(f) > 0 {
+			return f[0].Fix
+		}
+	}
+	return removalFix(cfg, rm, idx)
 }
 
 // removalFix is the one-line fix for a removal.

@@ -272,3 +272,46 @@ func TestRulesCandidateTools(t *testing.T) {
 		})
 	}
 }
+
+// Every removed row carries its fix, named tool or not: Studio shows it
+// beside the layer and key that removed the tool.
+func TestRulesExplainRowFix(t *testing.T) {
+	cases := []struct {
+		name, cfg, tool string
+		ctx             Context
+		fixHas          []string
+	}{
+		{"agent deny", `{"agents":{"list":[{"id":"main","tools":{"deny":["browser"]}}]}}`, "browser", ownerMain,
+			[]string{`remove "browser" from agents.list[0].tools.deny`}},
+		{"group deny", `{"tools":{"deny":["group:runtime"]}}`, "exec", ownerMain,
+			[]string{`"group:runtime"`, "tools.deny"}},
+		{"profile", `{"tools":{"profile":"minimal"}}`, "read", ownerMain,
+			[]string{`add "read" to the alsoAllow beside tools.profile`}},
+		{"owner only", `{}`, "cron", Context{SessionKey: "agent:main:main"},
+			[]string{"commands.ownerAllowFrom"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := Explain(mustConfig(t, c.cfg), c.ctx, stdTools())
+			for _, r := range x.Tools {
+				if r.Available && r.Fix != "" {
+					t.Errorf("%s is available but has fix %q", r.Name, r.Fix)
+				}
+				if !r.Available && r.Fix == "" {
+					t.Errorf("%s removed by %s without a fix", r.Name, r.Removal.Stage)
+				}
+				if r.Name != c.tool {
+					continue
+				}
+				if r.Available {
+					t.Fatalf("%s is available", c.tool)
+				}
+				for _, want := range c.fixHas {
+					if !strings.Contains(r.Fix, want) {
+						t.Errorf("fix %q lacks %q", r.Fix, want)
+					}
+				}
+			}
+		})
+	}
+}
