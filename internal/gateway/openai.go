@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/session"
+	"talon/internal/store"
 )
 
 // bodyReadTimeout bounds reading a request body.
@@ -261,7 +261,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 			return nil, http.StatusBadRequest, errInvalidRequest, "user: " + err.Error()
 		}
 	default:
-		req.key = session.OpenAIFresh(req.agent, newUUID())
+		req.key = session.OpenAIFresh(req.agent, store.NewID())
 		fresh = true
 	}
 
@@ -594,13 +594,4 @@ func firstHeader(r *http.Request, names ...string) string {
 	return ""
 }
 
-func completionID() string { return "chatcmpl_" + newUUID() }
-
-// newUUID returns a random version-4 UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func completionID() string { return "chatcmpl_" + store.NewID() }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -172,11 +173,13 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
 func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
 		id := NewID()
-		if len(id) != 36 || id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) {
+		if !uuidV4.MatchString(id) {
 			t.Fatalf("NewID() = %q is not a version 4 UUID", id)
 		}
 		if seen[id] {
