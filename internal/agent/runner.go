@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -593,10 +594,15 @@ func (r *Runner) openSandbox(ctx context.Context, p *sandbox.Plan) (*sandbox.Ses
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("creating workspace of agent %s: %w", p.AgentID, err)
-	}
+	// The workspace exists but on a first run: try it before creating it,
+	// a stat fewer per turn.
 	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("creating workspace of agent %s: %w", p.AgentID, err)
+		}
+		root, err = os.OpenRoot(dir)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening workspace of agent %s: %w", p.AgentID, err)
 	}

@@ -51,7 +51,10 @@ type Manager struct {
 	backends map[string]*backendState // by name and settings
 	boxes    map[string]*box          // by Spec.ID
 	seeded   map[string]bool          // sandbox workspaces seeded, by root
-	closed   bool
+	// hostSpecs are HostSpec's results by agent and workspace: every
+	// unsandboxed turn needs one, and its ID is a SHA-256.
+	hostSpecs map[[2]string]Spec
+	closed    bool
 }
 
 type backendState struct {
@@ -107,7 +110,7 @@ func (m *Manager) Host(p *Plan) (*Session, error) {
 		return nil, &Error{SessionKey: p.SessionKey, Backend: BackendHost, Err: fmt.Errorf("session %s is sandboxed: it must not run on the host", p.SessionKey)}
 	}
 	hp := *p
-	hp.Backend, hp.BackendSettings, hp.Spec = Setting{Value: BackendHost}, nil, p.HostSpec()
+	hp.Backend, hp.BackendSettings, hp.Spec = Setting{Value: BackendHost}, nil, m.hostSpec(p)
 	b, err := m.build(&hp)
 	if err != nil {
 		return nil, &Error{SessionKey: p.SessionKey, Backend: BackendHost, Err: err}
@@ -117,6 +120,29 @@ func (m *Manager) Host(p *Plan) (*Session, error) {
 	}
 	return &Session{plan: hp, backend: b, m: m}, nil
 }
+
+// hostSpec is p.HostSpec(), computed once per agent and workspace. The
+// spec has no mounts, so the copies handed out share no memory.
+func (m *Manager) hostSpec(p *Plan) Spec {
+	k := [2]string{p.AgentID, p.AgentWorkspace}
+	m.mu.Lock()
+	s, ok := m.hostSpecs[k]
+	m.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = p.HostSpec()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hostSpecs == nil || len(m.hostSpecs) >= maxHostSpecs {
+		m.hostSpecs = map[[2]string]Spec{} // agents come and go with the config: start over
+	}
+	m.hostSpecs[k] = s
+	return s
+}
+
+// maxHostSpecs bounds hostSpecs: a config's agents, many times over.
+const maxHostSpecs = 1024
 
 func backendKeyOf(key string) string {
 	if key == "" {
@@ -135,9 +161,12 @@ func (m *Manager) build(p *Plan) (Backend, error) {
 }
 
 func (m *Manager) state(p *Plan) (*backendState, error) {
-	settings, err := json.Marshal(p.BackendSettings)
-	if err != nil {
-		return nil, fmt.Errorf("encoding its settings: %w", err)
+	settings := []byte("null") // json.Marshal's, without its cost on every host turn
+	if p.BackendSettings != nil {
+		var err error
+		if settings, err = json.Marshal(p.BackendSettings); err != nil {
+			return nil, fmt.Errorf("encoding its settings: %w", err)
+		}
 	}
 	key := p.Backend.Value + "\x00" + string(settings)
 	m.mu.Lock()

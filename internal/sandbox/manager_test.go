@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -109,6 +110,35 @@ func TestManagerHost(t *testing.T) {
 	}
 	if _, err := a.Start(context.Background(), sandbox.Command{Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("Start after Close: %v", err)
+	}
+}
+
+// The host spec the manager keeps per agent and workspace follows a
+// config that moves the workspace or adds an agent: every Host session's
+// spec is the plan's own HostSpec, and runs in its workspace.
+func TestManagerHostSpecFollowsConfig(t *testing.T) {
+	state := t.TempDir()
+	m := sandbox.NewManager()
+	t.Cleanup(func() { m.Close() })
+	cases := []struct{ cfg, agent, root string }{
+		{`{}`, "main", filepath.Join(state, "workspace")},
+		{`{}`, "main", filepath.Join(state, "workspace")},
+		{`{agents: {defaults: {workspace: "` + state + `/moved"}}}`, "main", filepath.Join(state, "moved")},
+		{`{agents: {list: [{id: "main"}, {id: "ops"}]}}`, "ops", filepath.Join(state, "workspace-ops")},
+		{`{}`, "main", filepath.Join(state, "workspace")},
+	}
+	for i, c := range cases {
+		p := resolve(t, mustConfig(t, c.cfg), state, c.agent, "agent:"+c.agent+":main")
+		s, err := m.Host(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Plan().Spec, p.HostSpec(); got.Root != c.root || !reflect.DeepEqual(got, want) {
+			t.Errorf("%d: %s: spec %+v, want %+v in %s", i, c.cfg, got, want, c.root)
+		}
+		if pwd := strings.TrimSpace(run(t, s, "pwd")); pwd != c.root {
+			t.Errorf("%d: %s: commands run in %s, want %s", i, c.cfg, pwd, c.root)
+		}
 	}
 }
 
