@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -47,18 +48,21 @@ type promptInput struct {
 func buildPrompt(in promptInput) (string, []string) {
 	var b strings.Builder
 	var problems []string
-	fmt.Fprintf(&b, "You are agent %q, running in Talon.\n", in.agentID)
+	// Sized once, and no fmt: the prompt is built on every turn and runs
+	// to kilobytes, mostly tool lines and files.
+	b.Grow(promptSize(&in))
+	b.WriteString("You are agent " + strconv.Quote(in.agentID) + ", running in Talon.\n")
 	if in.sandbox != "" {
 		b.WriteString(in.sandbox + "\n")
 	}
 	if len(in.tools) > 0 {
 		b.WriteString("\n## Tools\n\nYou can call these tools:\n")
 		for _, t := range in.tools {
-			fmt.Fprintf(&b, "- %s: %s\n", t.Name, firstLine(t.Description))
+			b.WriteString("- " + t.Name + ": " + firstLine(t.Description) + "\n")
 		}
 	}
 	if sk := strings.TrimSpace(in.skills); sk != "" {
-		fmt.Fprintf(&b, "\n%s\n", sk)
+		b.WriteString("\n" + sk + "\n")
 	}
 	files := BootstrapFiles
 	if in.firstRun {
@@ -78,12 +82,23 @@ func buildPrompt(in promptInput) (string, []string) {
 		if text == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s\n\n%s\n", name, capText(text, in.maxChars))
+		b.WriteString("\n## " + name + "\n\n")
+		b.WriteString(capText(text, in.maxChars))
+		b.WriteString("\n")
 	}
 	if x := strings.TrimSpace(in.extra); x != "" {
-		fmt.Fprintf(&b, "\n## Instructions from the caller\n\n%s\n", x)
+		b.WriteString("\n## Instructions from the caller\n\n" + x + "\n")
 	}
 	return b.String(), problems
+}
+
+// promptSize guesses the prompt's length before its files are read.
+func promptSize(in *promptInput) int {
+	n := 1024 + len(in.sandbox) + len(in.skills) + len(in.extra)
+	for _, t := range in.tools {
+		n += len(t.Name) + min(len(t.Description), 256)
+	}
+	return n + 4096 // the bootstrap files, as the templates start them
 }
 
 // capText keeps the first max characters and says how many it dropped.
