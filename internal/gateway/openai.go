@@ -118,18 +118,43 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.runFailed(w, r, req, err)
 		return
 	}
-	msg2 := map[string]any{"role": "assistant", "content": contentOf(res)}
+	content := contentOf(res)
+	answer := completionMessage{Role: "assistant", Content: &content}
 	if len(res.ToolCalls) > 0 {
-		msg2["tool_calls"] = wireCalls(res.ToolCalls, false)
+		answer.ToolCalls = wireCalls(res.ToolCalls, false)
 		if res.Text == "" {
-			msg2["content"] = nil // as OpenAI sends it
+			answer.Content = nil // as OpenAI sends it
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": completionID(), "object": "chat.completion", "created": time.Now().Unix(), "model": modelEcho(req),
-		"choices": []any{map[string]any{"index": 0, "message": msg2, "finish_reason": res.FinishReason}},
-		"usage":   res.Usage,
+	writeJSON(w, http.StatusOK, completion{
+		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: modelEcho(req),
+		Choices: []completionChoice{{Message: answer, FinishReason: res.FinishReason}},
+		Usage:   res.Usage,
 	})
+}
+
+// completion is a chat.completion body. Structs rather than maps, which
+// encoding/json sorts on every turn; the fields are in sorted order, so
+// the bytes are those the maps gave.
+type completion struct {
+	Choices []completionChoice `json:"choices"`
+	Created int64              `json:"created"`
+	ID      string             `json:"id"`
+	Model   string             `json:"model"`
+	Object  string             `json:"object"`
+	Usage   provider.Usage     `json:"usage"`
+}
+
+type completionChoice struct {
+	FinishReason string            `json:"finish_reason"`
+	Index        int               `json:"index"`
+	Message      completionMessage `json:"message"`
+}
+
+type completionMessage struct {
+	Content   *string        `json:"content"` // nil: null
+	Role      string         `json:"role"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 // streamChat runs with streaming and relays deltas as chat.completion.chunk
@@ -229,11 +254,12 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 		req.agent = policy.NormalizeAgentID(h)
 	} else {
 		m := strings.TrimSpace(req.body.Model)
+		target := agentTargetPattern.FindStringSubmatch(m)
 		switch {
 		case m == "" || strings.EqualFold(m, "openclaw") || strings.EqualFold(m, "openclaw/default"):
 			req.agent = policy.DefaultAgentID(cfg)
-		case agentTargetPattern.MatchString(m):
-			req.agent = strings.ToLower(agentTargetPattern.FindStringSubmatch(m)[1])
+		case target != nil:
+			req.agent = strings.ToLower(target[1])
 		default:
 			return nil, http.StatusBadRequest, errInvalidRequest, "Invalid `model`. Use `openclaw` or `openclaw/<agentId>`."
 		}
