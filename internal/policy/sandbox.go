@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"talon/internal/config"
@@ -121,18 +122,20 @@ func ResolveSandboxSettings(cfg *config.Config, agentID string) SandboxSettings 
 	if a != nil {
 		s = a.Sandbox
 	}
-	pick := func(agentVal, defVal, agentKey, defKey, fallback string) (string, string) {
+	// The agent's keys are built only when used: every turn resolves these
+	// settings, and most agents set none of them.
+	ak := func(field string) string { return "agents.list[" + strconv.Itoa(i) + "].sandbox." + field }
+	pick := func(agentVal, defVal, field, fallback string) (string, string) {
 		switch {
 		case agentVal != "":
-			return agentVal, agentKey
+			return agentVal, ak(field)
 		case defVal != "":
-			return defVal, defKey
+			return defVal, "agents.defaults.sandbox." + field
 		}
 		return fallback, ""
 	}
-	ak := fmt.Sprintf("agents.list[%d].sandbox.", i)
 	var out SandboxSettings
-	out.Mode, out.ModeKey = pick(s.Mode, d.Mode, ak+"mode", "agents.defaults.sandbox.mode", ModeOff)
+	out.Mode, out.ModeKey = pick(s.Mode, d.Mode, "mode", ModeOff)
 	switch out.Mode {
 	case ModeNonMain, ModeAll:
 	case ModePathsOnly:
@@ -140,10 +143,12 @@ func ResolveSandboxSettings(cfg *config.Config, agentID string) SandboxSettings 
 	default:
 		out.Mode = ModeOff
 	}
-	out.Scope, out.ScopeKey = pick(s.Scope, d.Scope, ak+"scope", "agents.defaults.sandbox.scope", "")
+	out.Scope, out.ScopeKey = pick(s.Scope, d.Scope, "scope", "")
 	if out.Scope == "" {
-		per, key := s.PerSession, ak+"perSession"
-		if per == nil {
+		per, key := s.PerSession, ""
+		if per != nil {
+			key = ak("perSession")
+		} else {
 			per, key = d.PerSession, "agents.defaults.sandbox.perSession"
 		}
 		switch {
@@ -155,9 +160,9 @@ func ResolveSandboxSettings(cfg *config.Config, agentID string) SandboxSettings 
 			out.Scope = "agent"
 		}
 	}
-	out.WorkspaceAccess, out.AccessKey = pick(s.WorkspaceAccess, d.WorkspaceAccess, ak+"workspaceAccess", "agents.defaults.sandbox.workspaceAccess", AccessNone)
-	out.WorkspaceRoot, out.RootKey = pick(s.WorkspaceRoot, d.WorkspaceRoot, ak+"workspaceRoot", "agents.defaults.sandbox.workspaceRoot", "")
-	out.Backend, out.BackendKey = pick(s.Backend, d.Backend, ak+"backend", "agents.defaults.sandbox.backend", "")
+	out.WorkspaceAccess, out.AccessKey = pick(s.WorkspaceAccess, d.WorkspaceAccess, "workspaceAccess", AccessNone)
+	out.WorkspaceRoot, out.RootKey = pick(s.WorkspaceRoot, d.WorkspaceRoot, "workspaceRoot", "")
+	out.Backend, out.BackendKey = pick(s.Backend, d.Backend, "backend", "")
 	return out
 }
 

@@ -245,7 +245,7 @@ func workspacesRoot(st *policy.SandboxSettings, stateDir string) string {
 
 // reason explains the sandboxed answer in one sentence.
 func reason(p *Plan, asked string) string {
-	mode := fmt.Sprintf("mode %q (%s)", p.Mode.Value, orDefault(p.Mode.Key))
+	mode := "mode " + strconv.Quote(p.Mode.Value) + " (" + orDefault(p.Mode.Key) + ")" // every turn: no fmt
 	if p.Mode.Value != p.EffectiveMode {
 		mode += fmt.Sprintf(", read as %q,", p.EffectiveMode)
 	}
