@@ -27,7 +27,19 @@ const adminTokenEnv = "TALON_ADMIN_TOKEN"
 // templates loaded), so it adds nothing to the gateway's start-up.
 type lateAPI struct {
 	h   atomic.Pointer[http.Handler]
+	p   atomic.Pointer[platform.Platform]
 	err atomic.Pointer[error]
+}
+
+// platform is the platform once started, for Studio.
+func (l *lateAPI) platform() (*platform.Platform, error) {
+	if p := l.p.Load(); p != nil {
+		return p, nil
+	}
+	if err := l.err.Load(); err != nil {
+		return nil, fmt.Errorf("the platform did not start: %w", *err)
+	}
+	return nil, errors.New("the platform is starting; reload in a moment")
 }
 
 func (l *lateAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +84,7 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 		Log:         log.With("component", "platform-api"),
 	})
 	late.h.Store(&h)
+	late.p.Store(p)
 	res, err := p.SyncAll(ctx, false)
 	if err != nil {
 		log.Error("platform start-up sync", "err", err)

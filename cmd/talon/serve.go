@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"talon/internal/config"
 	"talon/internal/gateway"
+	"talon/internal/platform/relay"
 	"talon/internal/tools/core"
 )
 
@@ -83,10 +86,23 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		return err
 	}
 	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log}
-	var late *lateAPI
+	var (
+		late      *lateAPI
+		studioURL atomic.Pointer[string]
+		ui        *relay.Relay
+		admin     string
+		generated bool
+	)
 	if f.platform {
 		late = &lateAPI{}
 		opts.API = late
+		var st http.Handler
+		st, ui, admin, generated, err = studioFor(stateDir, cfgPath, &studioURL, late.platform, log)
+		if err != nil {
+			return err
+		}
+		defer ui.Close()
+		opts.UI = st
 	}
 	srv, err := gateway.New(opts)
 	if err != nil {
@@ -101,6 +117,17 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("talon serving", "url", "http://"+ln.Addr().String(), "state", stateDir, "config", cfgPath, "config_exists", file.Exists)
+	if f.platform {
+		u := "ws://" + loopbackOf(ln.Addr())
+		studioURL.Store(&u)
+		if generated {
+			// Printed once, for the person who started Talon: without
+			// TALON_ADMIN_TOKEN this is the only way into Studio.
+			fmt.Fprintf(cmd.ErrOrStderr(), "Studio: http://%s/ — sign in with the admin token %s (made for this run; set %s to choose one)\n", loopbackOf(ln.Addr()), admin, adminTokenEnv)
+		} else {
+			log.Info("studio", "url", "http://"+loopbackOf(ln.Addr())+"/", "sign_in", "the admin token in "+adminTokenEnv)
+		}
+	}
 	var closePlatform func()
 	platformDone := make(chan struct{})
 	if f.platform {

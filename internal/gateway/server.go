@@ -46,6 +46,9 @@ type Options struct {
 	// API, when set, serves /api/ (the workforce platform's REST API in
 	// `talon serve`); it does its own auth.
 	API http.Handler
+	// UI, when set, serves every other path that is not a WebSocket
+	// upgrade (Studio in `talon serve`); it does its own auth.
+	UI http.Handler
 }
 
 // Server is the gateway.
@@ -132,6 +135,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if isWebSocket(r) {
 			s.handleWS(w, r)
+			return
+		}
+		if s.opts.UI != nil {
+			s.opts.UI.ServeHTTP(w, r)
 			return
 		}
 		writeError(w, http.StatusNotFound, errNotFound, "not found")

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+
+	"talon/internal/config"
+	"talon/internal/platform"
+	"talon/internal/platform/relay"
+	"talon/internal/studio"
+	"talon/protocol/client"
+)
+
+// studioFor builds Studio for `talon serve`. It reaches the gateway over
+// loopback through its own relay (url is set once the gateway listens),
+// each tenant with its own token: the default tenant's from
+// TALON_GATEWAY_TOKEN or its config, another's from its config. The
+// admin token is TALON_ADMIN_TOKEN, else one made now, which the caller
+// prints (generated says so).
+func studioFor(stateDir, cfgPath string, url *atomic.Pointer[string], plat func() (*platform.Platform, error), log *slog.Logger) (s *studio.Server, rl *relay.Relay, admin string, generated bool, err error) {
+	admin = os.Getenv(adminTokenEnv)
+	if admin == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, nil, "", false, fmt.Errorf("making Studio's admin token: %w", err)
+		}
+		admin, generated = hex.EncodeToString(b), true
+	}
+	token := func(tenant string) (string, error) {
+		if tenant != "" {
+			return tenantGatewayToken(stateDir, tenant)
+		}
+		if t := os.Getenv("TALON_GATEWAY_TOKEN"); t != "" {
+			return t, nil
+		}
+		f, err := config.Load(cfgPath)
+		if err != nil {
+			return "", err
+		}
+		return f.Config.Gateway.Auth.Token, nil
+	}
+	rl = relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
+		u := url.Load()
+		if u == nil {
+			return nil, fmt.Errorf("the gateway is not listening yet")
+		}
+		o := client.Options{Tenant: tenant, ClientID: "talon-studio", Mode: "ui"}
+		tok, err := token(tenant)
+		if err != nil {
+			return nil, err
+		}
+		o.Token = tok
+		if tenant == "" && tok == "" {
+			// A default tenant with a password instead of a token.
+			if f, err := config.Load(cfgPath); err == nil {
+				o.Password = f.Config.Gateway.Auth.Password
+			}
+		}
+		return client.Dial(ctx, *u, o)
+	})
+	s, err = studio.New(studio.Options{Relay: rl, TenantToken: token, AdminToken: admin, Platform: plat, Log: log.With("component", "studio")})
+	if err != nil {
+		rl.Close()
+		if !generated {
+			err = fmt.Errorf("%s: %w", adminTokenEnv, err)
+		}
+		return nil, nil, "", false, err
+	}
+	return s, rl, admin, generated, nil
+}

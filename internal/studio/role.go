@@ -1,0 +1,227 @@
+package studio
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"talon/internal/sandbox"
+)
+
+// setRole applies an execution role: exec.approvals.set, config.patch
+// and sessions.patch, each against the base it read. Everything is read
+// and computed before the first write; when a later write fails the
+// earlier ones are put back, so a role is applied whole or not at all
+// (the page says so when putting back fails too).
+func (s *Server) setRole(q *req) {
+	q.r.Body = http.MaxBytesReader(q.w, q.r.Body, 16<<10)
+	id := q.r.PathValue("agent")
+	role, ok := roleByID(q.r.PostFormValue("role"))
+	if !ok {
+		s.showAgent(q, http.StatusBadRequest, fmt.Sprintf("%q is not an execution role: choose conservative, collaborative or autonomous.", q.r.PostFormValue("role")), nil)
+		return
+	}
+	l, err := s.agents(q)
+	if err != nil {
+		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, errText(err))
+		return
+	}
+	a, ok := l.find(id)
+	if !ok {
+		s.fail(q.w, q.r, q.sess, http.StatusNotFound, fmt.Sprintf("There is no agent %q in %s.", id, q.tenantLabel()))
+		return
+	}
+	plan, err := s.planRole(q, a.ID, role)
+	if err != nil {
+		s.showAgent(q, http.StatusBadGateway, "Nothing changed: "+errText(err), nil)
+		return
+	}
+	if changed, err := s.applyRole(q, plan); err != nil {
+		s.showAgent(q, http.StatusBadGateway, err.Error(), nil)
+	} else {
+		s.showAgent(q, http.StatusOK, "", changed)
+	}
+}
+
+// rolePlan is the three writes of a role, with what undoes each.
+type rolePlan struct {
+	role Role
+	// approvals: the file to write and the one to put back.
+	approvals, approvalsBefore map[string]any
+	approvalsHash              string
+	approvalsChange            bool
+	// config: agents.list after and before.
+	list, listBefore []any
+	configHash       string
+	configChange     bool
+	// session: the main session's patch; it is the last write, so
+	// nothing needs putting back after it.
+	session map[string]any
+}
+
+func (s *Server) planRole(q *req, id string, role Role) (*rolePlan, error) {
+	p := &rolePlan{role: role}
+	var ap approvalsSnapshot
+	if err := s.call(q, "exec.approvals.get", nil, &ap); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.approvalsBefore, err = object(ap.File, "the approvals file"); err != nil {
+		return nil, err
+	}
+	if p.approvals, err = object(ap.File, "the approvals file"); err != nil {
+		return nil, err
+	}
+	p.approvalsHash = ap.Hash
+	agents, _ := p.approvals["agents"].(map[string]any)
+	if agents == nil {
+		agents = map[string]any{}
+		p.approvals["agents"] = agents
+	}
+	entry, _ := agents[id].(map[string]any)
+	if entry == nil {
+		entry = map[string]any{}
+	}
+	if entry["security"] != role.Security || entry["ask"] != role.Ask {
+		entry["security"], entry["ask"] = role.Security, role.Ask
+		agents[id] = entry
+		p.approvalsChange = true
+	}
+
+	var snap configSnapshot
+	if err := s.call(q, "config.get", nil, &snap); err != nil {
+		return nil, err
+	}
+	if !snap.Valid {
+		return nil, fmt.Errorf("the config at %s is not valid; fix it first (talon doctor says how)", snap.Path)
+	}
+	before, err := snap.tree()
+	if err != nil {
+		return nil, err
+	}
+	after, err := snap.tree()
+	if err != nil {
+		return nil, err
+	}
+	p.configHash = snap.Hash
+	p.listBefore, _ = dig(before, "agents")["list"].([]any)
+	p.list, _ = dig(after, "agents")["list"].([]any)
+	e := agentEntry(after, id)
+	if e == nil {
+		// The implicit default agent gets an entry of its own.
+		e = map[string]any{"id": id}
+		p.list = append(p.list, e)
+	}
+	p.configChange = applyRoleTools(e, role)
+
+	var sx sandbox.Explanation
+	if err := s.call(q, "sandbox.explain", map[string]string{"agentId": id}, &sx); err != nil {
+		return nil, err
+	}
+	// Seed 002: a sandboxed agent's commands stay in the sandbox whatever
+	// the role; the others run on the gateway host under the approvals
+	// policy.
+	host := "gateway"
+	if sx.Plan.Sandboxed {
+		host = "sandbox"
+	}
+	key := sx.Plan.MainSessionKey
+	p.session = map[string]any{"key": key, "execHost": host, "execSecurity": role.Security, "execAsk": role.Ask}
+	return p, nil
+}
+
+// applyRole makes the writes and returns what changed, one line each.
+func (s *Server) applyRole(q *req, p *rolePlan) ([]string, error) {
+	var done []string
+	var undo []func() error
+	fail := func(step string, err error) error {
+		var lost []string
+		for i := len(undo) - 1; i >= 0; i-- {
+			if uerr := undo[i](); uerr != nil {
+				lost = append(lost, uerr.Error())
+			}
+		}
+		if len(lost) > 0 {
+			return fmt.Errorf("%s failed (%s), and putting back what was already written failed too: %s. Written: %s",
+				step, errText(err), strings.Join(lost, "; "), strings.Join(done, "; "))
+		}
+		return fmt.Errorf("Nothing changed: %s failed: %s", step, errText(err))
+	}
+	if p.approvalsChange {
+		var res struct {
+			Hash string `json:"hash"`
+		}
+		if err := s.call(q, "exec.approvals.set", map[string]any{"file": p.approvals, "baseHash": p.approvalsHash}, &res); err != nil {
+			return nil, fail("writing the exec approvals", err)
+		}
+		done = append(done, fmt.Sprintf("exec approvals: security %s, ask %s", p.role.Security, p.role.Ask))
+		undo = append(undo, func() error {
+			return s.call(q, "exec.approvals.set", map[string]any{"file": p.approvalsBefore, "baseHash": res.Hash}, nil)
+		})
+	}
+	if p.configChange {
+		var res struct {
+			Hash string `json:"hash"`
+		}
+		if err := s.call(q, "config.patch", map[string]any{"raw": agentsPatch(p.list), "baseHash": p.configHash}, &res); err != nil {
+			return nil, fail("changing the agent's tools in the config", err)
+		}
+		verb := "granted"
+		if !p.role.Runtime {
+			verb = "denied"
+		}
+		done = append(done, "runtime tools (exec, process): "+verb+" ("+runtimeGroup+")")
+		undo = append(undo, func() error {
+			return s.call(q, "config.patch", map[string]any{"raw": agentsPatch(p.listBefore), "baseHash": res.Hash}, nil)
+		})
+	}
+	if err := s.call(q, "sessions.patch", p.session, nil); err != nil {
+		return nil, fail("setting the main session's exec settings", err)
+	}
+	done = append(done, fmt.Sprintf("main session %s: execHost %s, execSecurity %s, execAsk %s", p.session["key"], p.session["execHost"], p.role.Security, p.role.Ask))
+	return done, nil
+}
+
+// agentsPatch is a config merge patch replacing agents.list (a merge
+// patch replaces arrays whole, so the list goes in full).
+func agentsPatch(list []any) string {
+	if list == nil {
+		list = []any{}
+	}
+	b, _ := json.Marshal(map[string]any{"agents": map[string]any{"list": list}})
+	return string(b)
+}
+
+// ensureRepair runs the sandbox allow-list repair once per tenant and
+// Studio process, on the first page of the tenant, and returns the
+// notices of what it changed (kept, so every page of the tenant shows
+// them).
+func (s *Server) ensureRepair(q *req) []string {
+	s.repair.mu.Lock()
+	defer s.repair.mu.Unlock()
+	if o := s.repair.done[q.tenant]; o != nil {
+		return o.Notices
+	}
+	var snap configSnapshot
+	if err := s.call(q, "config.get", nil, &snap); err != nil || !snap.Valid {
+		return nil // tried again on the next page
+	}
+	cfg, err := snap.tree()
+	if err != nil {
+		return nil
+	}
+	ids, list := sandboxRepairs(cfg)
+	o := &repairOutcome{}
+	if len(ids) > 0 {
+		if err := s.call(q, "config.patch", map[string]any{"raw": agentsPatch(list), "baseHash": snap.Hash}, nil); err != nil {
+			s.log.Warn("studio: sandbox allow-list repair", "tenant", q.tenant, "err", err)
+			return []string{"Studio could not repair the empty sandbox allow lists of " + strings.Join(ids, ", ") + ": " + errText(err)}
+		}
+		for _, id := range ids {
+			o.Notices = append(o.Notices, repairNotice(id))
+		}
+	}
+	s.repair.done[q.tenant] = o
+	return o.Notices
+}
