@@ -21,9 +21,9 @@ import (
 )
 
 const (
-	adminToken  = "studio-admin-token-0123"
-	acmeToken   = "acme-gateway-token"
-	defaultTok  = "default-gateway-token"
+	adminToken = "studio-admin-token-0123"
+	acmeToken  = "acme-gateway-token"
+	defaultTok = "default-gateway-token"
 )
 
 // env is a Studio in front of a real in-process gateway (state dir with

@@ -249,7 +249,9 @@ func TestSandboxRepair(t *testing.T) {
 		Agents struct {
 			List []struct {
 				ID    string
-				Tools struct{ Sandbox struct{ Tools struct{ Allow []string } } }
+				Tools struct {
+					Sandbox struct{ Tools struct{ Allow []string } }
+				}
 			}
 		}
 	}
