@@ -1,0 +1,136 @@
+package studio
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	m, err := object(json.RawMessage(s), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestApplyRoleTools(t *testing.T) {
+	cons, _ := roleByID("conservative")
+	collab, _ := roleByID("collaborative")
+	cases := []struct {
+		name    string
+		entry   string
+		role    Role
+		want    string
+		changed bool
+	}{
+		{"grant on a bare entry", `{"id":"a"}`, collab, `{"id":"a","tools":{"alsoAllow":["group:runtime"]}}`, true},
+		{"grant lifts the deny, keeps the rest", `{"id":"a","tools":{"deny":["browser","group:runtime"]}}`, collab,
+			`{"id":"a","tools":{"alsoAllow":["group:runtime"],"deny":["browser"]}}`, true},
+		{"grant into an allow list, not beside it", `{"id":"a","tools":{"allow":["read"]}}`, collab,
+			`{"id":"a","tools":{"allow":["read","group:runtime"]}}`, true},
+		{"grant twice changes nothing", `{"id":"a","tools":{"alsoAllow":["group:runtime"]}}`, collab,
+			`{"id":"a","tools":{"alsoAllow":["group:runtime"]}}`, false},
+		{"deny", `{"id":"a","tools":{"alsoAllow":["web_fetch","group:runtime"]}}`, cons,
+			`{"id":"a","tools":{"alsoAllow":["web_fetch"],"deny":["group:runtime"]}}`, true},
+		{"deny keeps numbers as written", `{"id":"a","tools":{"exec":{"timeoutSec":1800}}}`, cons,
+			`{"id":"a","tools":{"deny":["group:runtime"],"exec":{"timeoutSec":1800}}}`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := decode(t, c.entry)
+			if got := applyRoleTools(e, c.role); got != c.changed {
+				t.Errorf("changed = %v", got)
+			}
+			b, _ := json.Marshal(e)
+			if string(b) != c.want {
+				t.Errorf("got  %s\nwant %s", b, c.want)
+			}
+		})
+	}
+}
+
+func TestCurrentRole(t *testing.T) {
+	cases := []struct {
+		st     roleState
+		role   string
+		custom bool
+	}{
+		{roleState{Security: "deny", Ask: "off", RuntimeDenied: true}, "conservative", false},
+		{roleState{Security: "allowlist", Ask: "on-miss", RuntimeGranted: true}, "collaborative", false},
+		{roleState{Security: "full", Ask: "off", RuntimeGranted: true}, "autonomous", false},
+		// The approvals say autonomous but exec is denied: custom, and
+		// the page says what differs.
+		{roleState{Security: "full", Ask: "off", RuntimeDenied: true}, "", true},
+		{roleState{}, "", true},
+	}
+	for _, c := range cases {
+		id, detail := currentRole(c.st)
+		if id != c.role || (detail != "") != c.custom {
+			t.Errorf("%+v: %q %q", c.st, id, detail)
+		}
+	}
+}
+
+func TestSandboxRepairs(t *testing.T) {
+	cases := []struct {
+		name, cfg string
+		want      []string
+	}{
+		{"agent's own mode", `{"agents":{"list":[{"id":"a","sandbox":{"mode":"all"},"tools":{"sandbox":{"tools":{"allow":[]}}}}]}}`, []string{"a"}},
+		{"defaults' mode", `{"agents":{"defaults":{"sandbox":{"mode":"ALL"}},"list":[{"id":"a","tools":{"sandbox":{"tools":{"allow":[]}}}}]}}`, []string{"a"}},
+		{"non-main is not always sandboxed", `{"agents":{"list":[{"id":"a","sandbox":{"mode":"non-main"},"tools":{"sandbox":{"tools":{"allow":[]}}}}]}}`, nil},
+		{"a list with items", `{"agents":{"list":[{"id":"a","sandbox":{"mode":"all"},"tools":{"sandbox":{"tools":{"allow":["exec"]}}}}]}}`, nil},
+		{"absent list", `{"agents":{"list":[{"id":"a","sandbox":{"mode":"all"}}]}}`, nil},
+		{"no agents", `{}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ids, list := sandboxRepairs(decode(t, c.cfg))
+			if len(ids) != len(c.want) || (len(ids) > 0 && ids[0] != c.want[0]) {
+				t.Fatalf("ids %v, want %v", ids, c.want)
+			}
+			if len(ids) > 0 {
+				b, _ := json.Marshal(list)
+				if want := `"allow":["*"]`; !strings.Contains(string(b), want) {
+					t.Errorf("list %s lacks %s", b, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSessionFor(t *testing.T) {
+	cases := []struct {
+		key, want string
+		ok        bool
+	}{
+		{"", "agent:a:main", true},
+		{"agent:a:main", "agent:a:main", true},
+		{"agent:a:studio:x", "agent:a:studio:x", true},
+		{"agent:a:", "", false},
+		{"agent:b:main", "", false},
+		{"global", "", false},
+		{"agent:a:x y", "", false},
+	}
+	for _, c := range cases {
+		got, err := sessionFor(c.key, "a", "agent:a:main")
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("%q: %q %v", c.key, got, err)
+		}
+	}
+	if got, err := sessionFor("global", "a", "global"); got != "global" || err != nil {
+		t.Errorf("global scope: %q %v", got, err)
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"/agents": "/agents", "": "", "//evil": "", "https://evil": "", "/\\evil": "", "/a\r\nSet-Cookie: x": "",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q", in, got)
+		}
+	}
+}
