@@ -178,7 +178,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		input = append(slices.Clip(req.History), req.Input...)
 	}
 	history = replayable(append(history, input...))
-	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, pending: slices.Clip(input)}
+	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, fresh: req.Fresh, pending: slices.Clip(input)}
 
 	// The sandbox decides the tool list too (workspaceAccess ro), so the
 	// policy gets the plan's answer rather than working it out again.
@@ -452,6 +452,7 @@ type transcript struct {
 	agentID   string
 	key       string
 	sessionID string
+	fresh     bool // the key is new (Request.Fresh)
 	pending   []provider.Message
 }
 
@@ -477,7 +478,11 @@ func (t *transcript) flush(ctx context.Context) error {
 		return nil
 	}
 	if t.sessionID == "" {
-		id, err := t.r.Store.BeginTurn(ctx, t.agentID, t.key, t.pending...)
+		begin := t.r.Store.BeginTurn
+		if t.fresh {
+			begin = t.r.Store.BeginFreshTurn
+		}
+		id, err := begin(ctx, t.agentID, t.key, t.pending...)
 		if err != nil {
 			return err
 		}

@@ -50,18 +50,26 @@ func BenchmarkTranscript(b *testing.B) {
 }
 
 // BenchmarkBeginTurn is the one durable commit of a stateless gateway
-// turn: a new session row with the user's message and the model's answer.
+// turn: a new session row with the user's message and the model's answer,
+// by BeginTurn and by BeginFreshTurn, which the runner uses for it.
 func BenchmarkBeginTurn(b *testing.B) {
-	ctx := context.Background()
-	db := openTest(b)
 	msgs := []provider.Message{
 		{Role: provider.RoleUser, Content: "hi"},
 		{Role: provider.RoleAssistant, Content: "a short reply from the model"},
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := db.BeginTurn(ctx, "main", "openai:"+NewID(), msgs...); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name  string
+		begin func(*DB, context.Context, string, string, ...provider.Message) (string, error)
+	}{{"upsert", (*DB).BeginTurn}, {"fresh", (*DB).BeginFreshTurn}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			db := openTest(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.begin(db, ctx, "main", "openai:"+NewID(), msgs...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

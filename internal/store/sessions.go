@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"talon/internal/provider"
 	"talon/internal/session"
 )
@@ -106,10 +108,28 @@ const touchSQL = `INSERT INTO sessions (agent_id, key, session_id, label, update
 		entry = json_set(entry, '$.updatedAt', max(updated_at, excluded.updated_at))
 	RETURNING session_id`
 
+// createSQL is touchSQL's insert alone, for a session known to be new: no
+// conflict clause and no RETURNING, whose row SQLite buffers in a
+// temporary table; together a measurable share of a stateless turn.
+const createSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
+	VALUES (?1, ?2, ?3, NULL, ?4, json_object('sessionId', ?3, 'updatedAt', ?4))`
+
 // BeginTurn records a turn on a session in one durable transaction: it
 // creates the session (or raises its updatedAt to now) and appends msgs to
 // its transcript, and returns the session's transcript id.
 func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
+	return db.beginTurn(ctx, agent, key, false, msgs)
+}
+
+// BeginFreshTurn is BeginTurn for a session key the caller has just minted
+// from a random id, so that no session can have it yet (a stateless HTTP
+// request). It is cheaper and has the same effect; should the key exist
+// after all, it does what BeginTurn does.
+func (db *DB) BeginFreshTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
+	return db.beginTurn(ctx, agent, key, true, msgs)
+}
+
+func (db *DB) beginTurn(ctx context.Context, agent, key string, fresh bool, msgs []provider.Message) (string, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return "", fmt.Errorf("beginning a turn: %w", err)
@@ -117,6 +137,25 @@ func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider
 	now := ms(db.now())
 	var id string
 	err = db.write(ctx, func(tx *sql.Tx) error {
+		if fresh {
+			// A taken key fails the statement alone (SQLite rolls back the
+			// statement, not the transaction): the upsert then does what
+			// BeginTurn does. Other errors may have ended the transaction.
+			id = NewID()
+			stmt := tx.StmtContext(ctx, db.createStmt)
+			_, err := stmt.ExecContext(ctx, a, k, id, now)
+			stmt.Close()
+			switch constraintCode(err) {
+			case 0:
+				if err != nil {
+					return err
+				}
+				return db.appendTx(ctx, tx, id, msgs)
+			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			default:
+				return err
+			}
+		}
 		stmt := tx.StmtContext(ctx, db.touchStmt)
 		defer stmt.Close()
 		if err := stmt.QueryRowContext(ctx, a, k, NewID(), now).Scan(&id); err != nil {

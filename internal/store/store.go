@@ -32,6 +32,7 @@ type DB struct {
 	getStmtW      *sql.Stmt // on w
 	putStmt       *sql.Stmt // on w
 	touchStmt     *sql.Stmt // on w
+	createStmt    *sql.Stmt // on w
 	readAfterStmt *sql.Stmt // on r
 
 	tails *tails
@@ -58,7 +59,7 @@ func Open(path string) (*DB, error) {
 	}{
 		{&db.appendStmt, w, appendSQL}, {&db.readStmt, r, readSQL},
 		{&db.getStmt, r, getEntrySQL}, {&db.getStmtW, w, getEntrySQL}, {&db.putStmt, w, putEntrySQL},
-		{&db.touchStmt, w, touchSQL}, {&db.readAfterStmt, r, readAfterSQL},
+		{&db.touchStmt, w, touchSQL}, {&db.createStmt, w, createSQL}, {&db.readAfterStmt, r, readAfterSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -77,7 +78,7 @@ func (db *DB) Path() string { return db.path }
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.readAfterStmt} {
+	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.readAfterStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
