@@ -290,7 +290,7 @@ func (s *Server) chatSend(q *req) {
 			send("tool", e.Tool)
 		case "approval":
 			var b bytes.Buffer
-			if err := s.pages["fragments"].ExecuteTemplate(&b, "approval", s.card(q, *e.Approval, key)); err != nil {
+			if err := s.fragmentTo(&b, "approval", s.card(q, *e.Approval, key)); err != nil {
 				s.log.Error("studio: rendering an approval card", "err", err)
 				return
 			}

@@ -134,3 +134,21 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
+
+// Every page and fragment parses (they are parsed at the first request).
+func TestTemplatesParse(t *testing.T) {
+	pages, err := parsePages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"page", "messages", "approval", "approval-answered"} {
+		if pages["agent"].Lookup(name) == nil {
+			t.Errorf("no template %q", name)
+		}
+	}
+	for _, p := range []string{"agent", "agents", "chat", "error", "sessions", "signin", "tenants"} {
+		if pages[p] == nil || pages[p].Lookup("content") == nil {
+			t.Errorf("page %q has no content", p)
+		}
+	}
+}
