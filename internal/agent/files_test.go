@@ -33,18 +33,17 @@ func writeAt(t *testing.T, path, text string, mtime time.Time) {
 // is in the second turn's prompt, however it changed, while an unchanged
 // one is not read again.
 func TestBootstrapCacheSeesEdits(t *testing.T) {
+	rewrite := func(name, text string, mtime time.Time) func(*testing.T, string) {
+		return func(t *testing.T, dir string) { writeAt(t, filepath.Join(dir, name), text, mtime) }
+	}
 	cases := []struct {
 		name       string
 		edit       func(t *testing.T, dir string)
 		want, lack string
 	}{
 		{"unchanged", func(*testing.T, string) {}, "## AGENTS.md\n\nbe brief", ""},
-		{"grown", func(t *testing.T, dir string) {
-			writeAt(t, filepath.Join(dir, "AGENTS.md"), "be brief, always", old)
-		}, "be brief, always", ""},
-		{"same size, new mtime", func(t *testing.T, dir string) {
-			writeAt(t, filepath.Join(dir, "AGENTS.md"), "be sharp", old.Add(time.Second))
-		}, "be sharp", "be brief"},
+		{"grown", rewrite("AGENTS.md", "be brief, always", old), "be brief, always", ""},
+		{"same size, new mtime", rewrite("AGENTS.md", "be sharp", old.Add(time.Second)), "be sharp", "be brief"},
 		{"same size and mtime, replaced by rename", func(t *testing.T, dir string) {
 			tmp := filepath.Join(dir, "AGENTS.md.tmp")
 			writeAt(t, tmp, "be sharp", old)
@@ -57,12 +56,8 @@ func TestBootstrapCacheSeesEdits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "## SOUL.md", "## AGENTS.md"},
-		{"created", func(t *testing.T, dir string) {
-			writeAt(t, filepath.Join(dir, "MEMORY.md"), "the user likes tea", old)
-		}, "## MEMORY.md\n\nthe user likes tea", ""},
-		{"emptied", func(t *testing.T, dir string) {
-			writeAt(t, filepath.Join(dir, "AGENTS.md"), "", old.Add(time.Second))
-		}, "## SOUL.md", "## AGENTS.md"},
+		{"created", rewrite("MEMORY.md", "the user likes tea", old), "## MEMORY.md\n\nthe user likes tea", ""},
+		{"emptied", rewrite("AGENTS.md", "", old.Add(time.Second)), "## SOUL.md", "## AGENTS.md"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
