@@ -32,7 +32,7 @@ const (
 )
 
 // installHint is what every "missing client" message ends with.
-const installHint = "./scripts/test.sh installs it (as root: apt-get install -y curl nodejs npm, then npm ci in e2e/node and in e2e/openclaw-cli)"
+const installHint = "./scripts/test.sh installs it (as root: apt-get install -y curl nodejs npm chromium, then npm ci in e2e/node and in e2e/openclaw-cli)"
 
 var (
 	repoRoot string // the module root, found from this file

