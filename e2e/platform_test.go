@@ -34,18 +34,7 @@ func TestPlatformThroughServe(t *testing.T) {
 		}
 	}
 	const admin = "platform-admin-secret"
-	p, err := talonproc.Start(talonproc.Options{
-		Bin: talonBin, StateDir: dir, ReadyTimeout: readyTimeout,
-		Env: append(cleanEnv("TALON_GATEWAY_TOKEN", "TALON_ADMIN_TOKEN", "TALON_PLATFORM_DATABASE", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"), "TALON_ADMIN_TOKEN="+admin),
-		Args: func(port int) []string {
-			return []string{"serve", "--state-dir", dir, "--port", strconv.Itoa(port), "--templates", tpl}
-		},
-	})
-	if err != nil {
-		t.Fatalf("starting talon serve: %v", err)
-	}
-	s := &server{dir: dir, base: p.URL, proc: p}
-	t.Cleanup(func() { s.stop(t) })
+	s := startPlatformServer(t, dir, tpl, admin)
 
 	call := func(method, path, token, body string) (int, string) {
 		t.Helper()
@@ -64,20 +53,8 @@ func TestPlatformThroughServe(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	// The platform starts after the gateway serves: wait for it.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, body := call("GET", "/api/library", admin, "")
-		if code == 200 {
-			if !strings.Contains(body, `"slug":"helper"`) {
-				t.Fatalf("library: %s", body)
-			}
-			break
-		}
-		if code != 503 || time.Now().After(deadline) {
-			t.Fatalf("library: %d %s\n%s", code, body, s.proc.Log)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if library := waitPlatform(t, s, admin); !strings.Contains(library, `"slug":"helper"`) {
+		t.Fatalf("library: %s", library)
 	}
 	if code, _ := call("GET", "/api/tenants", "", ""); code != 401 {
 		t.Errorf("without a token: %d, want 401", code)
@@ -119,5 +96,48 @@ func TestPlatformThroughServe(t *testing.T) {
 	}
 	if last != "final" || !strings.Contains(data, "read") || !strings.Contains(data, "exec") {
 		t.Fatalf("chat ended with %s: %s\n%s", last, data, s.proc.Log)
+	}
+}
+
+// startPlatformServer starts `talon serve --templates templates` on state
+// dir with the platform's admin token, like startServerIn.
+func startPlatformServer(t *testing.T, dir, templates, admin string) *server {
+	t.Helper()
+	p, err := talonproc.Start(talonproc.Options{
+		Bin: talonBin, StateDir: dir, ReadyTimeout: readyTimeout,
+		Env: append(cleanEnv("TALON_GATEWAY_TOKEN", "TALON_ADMIN_TOKEN", "TALON_PLATFORM_DATABASE", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"), "TALON_ADMIN_TOKEN="+admin),
+		Args: func(port int) []string {
+			return []string{"serve", "--state-dir", dir, "--port", strconv.Itoa(port), "--templates", templates}
+		},
+	})
+	if err != nil {
+		t.Fatalf("starting talon serve: %v", err)
+	}
+	s := &server{dir: dir, base: p.URL, proc: p}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// waitPlatform waits for the workforce platform, which starts after the
+// gateway serves, to answer GET /api/library, and returns the answer.
+func waitPlatform(t *testing.T, s *server, admin string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", s.base+"/api/library", nil)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return string(body)
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("the platform's library: %d %s\n%s", resp.StatusCode, body, s.proc.Log)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
