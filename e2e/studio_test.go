@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromiumPath is Debian's Chromium, which studio.mjs drives.
+const chromiumPath = "/usr/bin/chromium"
+
+// studioTimeout bounds the whole browser run (about 20 s on a laptop).
+const studioTimeout = 4 * time.Minute
+
+// TestStudioInChromium walks Studio in Debian's Chromium with
+// playwright-core (e2e/node/studio.mjs): sign-in, a tenant with an
+// employee installed, synced and uninstalled, the tenant's own sign-in,
+// the sandbox allow-list repair, an agent created with the keyboard, its
+// tool table changing with the execution role, a chat with the inspect
+// model whose command is approved from the card, sessions, and the main
+// pages at phone width. Screenshots of every page go to
+// $TALON_E2E_ARTIFACTS/studio (else e2e/artifacts/studio). Afterwards the
+// state dir must hold what the pages said they wrote.
+func TestStudioInChromium(t *testing.T) {
+	needCommands(t, "node")
+	if _, err := os.Stat(chromiumPath); err != nil {
+		missing(t, "Debian's Chromium is not at %s", chromiumPath)
+	}
+	needNodePackage(t, nodeDir(), "playwright-core")
+	// playwright-core 1.65 needs Node 20 (Debian 12's nodejs is 18).
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		t.Fatalf("node --version: %v", err)
+	}
+	v := strings.TrimSpace(string(out))
+	if major, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(v, ".")[0], "v")); major < 20 {
+		missing(t, "playwright-core needs Node 20 or newer; node is %s", v)
+	}
+
+	shots := studioArtifacts(t)
+	dir := t.TempDir()
+	cfg := `{"agents":{"list":[{"id":"main"},{"id":"boxed","sandbox":{"mode":"all"},"tools":{"sandbox":{"tools":{"allow":[]}}}}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "talon.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const admin = "studio-e2e-admin-token"
+	s := startPlatformServer(t, dir, filepath.Join(repoRoot, "templates"), admin)
+	waitPlatform(t, s, admin)
+
+	t.Logf("screenshots: %s", shots)
+	var report struct {
+		Agent       string   `json:"agent"`
+		Steps       []string `json:"steps"`
+		Screenshots []string `json:"screenshots"`
+	}
+	env := append(cleanEnv("STUDIO_*"), "STUDIO_URL="+s.base, "STUDIO_ADMIN_TOKEN="+admin, "STUDIO_SCREENSHOTS="+shots)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("talon serve's log:\n%s", s.proc.Log)
+		}
+	})
+	runNode(t, studioTimeout, env, &report, "studio.mjs")
+	for _, st := range report.Steps {
+		t.Logf("passed: %s", st)
+	}
+	t.Logf("%d screenshots in %s", len(report.Screenshots), shots)
+
+	// What the pages said they wrote is on disk.
+	var talon struct {
+		Agents struct {
+			List []struct {
+				ID    string `json:"id"`
+				Tools struct {
+					Sandbox struct {
+						Tools struct {
+							Allow []string `json:"allow"`
+						} `json:"tools"`
+					} `json:"sandbox"`
+				} `json:"tools"`
+			} `json:"list"`
+		} `json:"agents"`
+	}
+	readJSON(t, filepath.Join(dir, "talon.json"), &talon)
+	var ids []string
+	for _, a := range talon.Agents.List {
+		ids = append(ids, a.ID)
+		if a.ID == "boxed" && !slices.Equal(a.Tools.Sandbox.Tools.Allow, []string{"*"}) {
+			t.Errorf("talon.json: boxed's tools.sandbox.tools.allow = %q, want [\"*\"] (the repair)", a.Tools.Sandbox.Tools.Allow)
+		}
+	}
+	if !slices.Contains(ids, report.Agent) {
+		t.Errorf("talon.json: agents %q, want %s (created in Studio) among them", ids, report.Agent)
+	}
+	var approvals struct {
+		Agents map[string]struct {
+			Security string `json:"security"`
+			Ask      string `json:"ask"`
+		} `json:"agents"`
+	}
+	readJSON(t, filepath.Join(dir, "exec-approvals.json"), &approvals)
+	// The last role applied is Collaborative.
+	if got := approvals.Agents[report.Agent]; got.Security != "allowlist" || got.Ask != "on-miss" {
+		t.Errorf("exec-approvals.json: agent %s has security %q, ask %q; want allowlist, on-miss (Collaborative)", report.Agent, got.Security, got.Ask)
+	}
+}
+
+// studioArtifacts is the screenshot directory, emptied of an earlier
+// run's screenshots.
+func studioArtifacts(t *testing.T) string {
+	t.Helper()
+	root := os.Getenv("TALON_E2E_ARTIFACTS")
+	if root == "" {
+		root = filepath.Join(repoRoot, "e2e", "artifacts")
+	}
+	dir := filepath.Join(root, "studio")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
