@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"talon/internal/provider"
@@ -37,6 +39,8 @@ type promptInput struct {
 	skills string
 	// files reads the bootstrap files; nil reads them from disk.
 	files *fileCache
+	// memo keeps built prompts; nil builds every time.
+	memo *promptMemo
 }
 
 // buildPrompt assembles the system prompt in OpenClaw's order: identity
@@ -46,11 +50,37 @@ type promptInput struct {
 // that the files, which the agent's owner writes, can refer to both.
 // Unreadable files are skipped and reported.
 func buildPrompt(in promptInput) (string, []string) {
-	var b strings.Builder
+	names := BootstrapFiles
+	if in.firstRun {
+		names = append(names[:len(names):len(names)], FirstRunFile)
+	}
 	var problems []string
-	// Sized once, and no fmt: the prompt is built on every turn and runs
-	// to kilobytes, mostly tool lines and files.
-	b.Grow(promptSize(&in))
+	texts := make([]string, len(names))
+	for i, name := range names {
+		if in.root == nil {
+			break
+		}
+		text, err := in.files.read(in.root, name)
+		if err != nil && !isNotExist(err) {
+			problems = append(problems, fmt.Sprintf("reading %s: %v", name, err))
+		}
+		texts[i] = text
+	}
+	if p, ok := in.memo.get(&in, texts); ok {
+		return p, problems
+	}
+	p := assemblePrompt(&in, names, texts)
+	in.memo.put(&in, texts, p)
+	return p, problems
+}
+
+// assemblePrompt writes the prompt of buildPrompt, given the texts of the
+// bootstrap files names ("" for a missing one).
+func assemblePrompt(in *promptInput, names, texts []string) string {
+	var b strings.Builder
+	// Sized once, and no fmt: the prompt runs to kilobytes, mostly tool
+	// lines and files.
+	b.Grow(promptSize(in))
 	b.WriteString("You are agent " + strconv.Quote(in.agentID) + ", running in Talon.\n")
 	if in.sandbox != "" {
 		b.WriteString(in.sandbox + "\n")
@@ -64,32 +94,79 @@ func buildPrompt(in promptInput) (string, []string) {
 	if sk := strings.TrimSpace(in.skills); sk != "" {
 		b.WriteString("\n" + sk + "\n")
 	}
-	files := BootstrapFiles
-	if in.firstRun {
-		files = append(files[:len(files):len(files)], FirstRunFile)
-	}
-	for _, name := range files {
-		if in.root == nil {
-			break
-		}
-		text, err := in.files.read(in.root, name)
-		if err != nil {
-			if !isNotExist(err) {
-				problems = append(problems, fmt.Sprintf("reading %s: %v", name, err))
-			}
-			continue
-		}
+	for i, text := range texts {
 		if text == "" {
 			continue
 		}
-		b.WriteString("\n## " + name + "\n\n")
+		b.WriteString("\n## " + names[i] + "\n\n")
 		b.WriteString(capText(text, in.maxChars))
 		b.WriteString("\n")
 	}
 	if x := strings.TrimSpace(in.extra); x != "" {
 		b.WriteString("\n## Instructions from the caller\n\n" + x + "\n")
 	}
-	return b.String(), problems
+	return b.String()
+}
+
+// promptMemo keeps the last prompt built for each agent with what it was
+// built from. A turn's prompt is nearly always its agent's previous one:
+// comparing the parts, rather than writing kilobytes again, spares the
+// turn the copy and the garbage. Every part is compared, so a change in
+// any of them (a file, a tool, the caller's text) builds the prompt anew.
+// A nil memo builds every time.
+type promptMemo struct {
+	mu sync.Mutex
+	m  map[string]*builtPrompt
+}
+
+type builtPrompt struct {
+	in    promptInput // its root, files and memo unused
+	texts []string
+	out   string
+}
+
+// maxMemoPrompts bounds the memo: a config's agents, many times over.
+const maxMemoPrompts = 256
+
+func (m *promptMemo) get(in *promptInput, texts []string) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.m[in.agentID]
+	if b == nil || !samePromptInput(&b.in, in) || !slices.Equal(b.texts, texts) {
+		return "", false
+	}
+	return b.out, true
+}
+
+func (m *promptMemo) put(in *promptInput, texts []string, out string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxMemoPrompts {
+		m.m = map[string]*builtPrompt{}
+	}
+	kept := *in
+	kept.tools = slices.Clone(in.tools) // the caller's slice may grow in place
+	m.m[in.agentID] = &builtPrompt{in: kept, texts: texts, out: out}
+}
+
+// samePromptInput compares what assemblePrompt reads of two inputs.
+func samePromptInput(a, b *promptInput) bool {
+	if a.firstRun != b.firstRun || a.maxChars != b.maxChars || a.extra != b.extra || a.agentID != b.agentID ||
+		a.sandbox != b.sandbox || a.skills != b.skills || len(a.tools) != len(b.tools) {
+		return false
+	}
+	for i := range a.tools {
+		if a.tools[i].Name != b.tools[i].Name || a.tools[i].Description != b.tools[i].Description {
+			return false
+		}
+	}
+	return true
 }
 
 // promptSize guesses the prompt's length before its files are read.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"talon/internal/provider"
 	"talon/internal/skill"
@@ -74,5 +76,56 @@ func TestBuildPromptSkills(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPromptMemo: with the memo, each turn's prompt is the one built
+// without it, whichever part changed since the turn before; an unchanged
+// turn gets the kept string itself.
+func TestPromptMemo(t *testing.T) {
+	dir := t.TempDir()
+	writeAt(t, filepath.Join(dir, "AGENTS.md"), "be brief", old)
+	root := openTestRoot(t, dir)
+	files := &fileCache{now: func() time.Time { return time.Now().Add(time.Hour) }}
+	base := promptInput{root: root, maxChars: 100, agentID: "main", files: files,
+		tools: []provider.ToolSpec{{Name: "read", Description: "Read a file."}}}
+	steps := []struct {
+		name   string
+		change func(in *promptInput)
+		same   bool // the prompt of the step before
+	}{
+		{"first", func(*promptInput) {}, false},
+		{"again", func(*promptInput) {}, true},
+		{"file edited", func(*promptInput) { writeAt(t, filepath.Join(dir, "AGENTS.md"), "be sharp", old.Add(time.Second)) }, false},
+		{"file created", func(*promptInput) { writeAt(t, filepath.Join(dir, "USER.md"), "Ann", old) }, false},
+		{"tool description", func(in *promptInput) { in.tools = []provider.ToolSpec{{Name: "read", Description: "Read."}} }, false},
+		{"tool added", func(in *promptInput) {
+			in.tools = append(in.tools, provider.ToolSpec{Name: "write", Description: "Write."})
+		}, false},
+		{"caller text", func(in *promptInput) { in.extra = "in French" }, false},
+		{"first run", func(in *promptInput) { in.firstRun = true }, false},
+		{"cap", func(in *promptInput) { in.maxChars = 3 }, false},
+		{"skills", func(in *promptInput) { in.skills = "## Skills\n\n- demo" }, false},
+		{"sandbox", func(in *promptInput) { in.sandbox = "You work in a sandbox." }, false},
+		{"other agent", func(in *promptInput) { in.agentID = "ops" }, false},
+		{"unchanged", func(*promptInput) {}, true},
+	}
+	memo := &promptMemo{}
+	in := base
+	var prev string
+	for _, s := range steps {
+		s.change(&in)
+		plain := in
+		plain.memo = nil
+		want, _ := buildPrompt(plain)
+		in.memo = memo
+		got, _ := buildPrompt(in)
+		if got != want {
+			t.Errorf("%s: memo gave\n%s\nwant\n%s", s.name, got, want)
+		}
+		if kept := prev != "" && unsafe.StringData(got) == unsafe.StringData(prev); kept != s.same {
+			t.Errorf("%s: the kept prompt returned: %v, want %v", s.name, kept, s.same)
+		}
+		prev = got
 	}
 }

@@ -60,8 +60,10 @@ type Runner struct {
 	// approve: a command that needs approval falls back at once.
 	Approvals *approval.Service
 
-	// bootstrap keeps the workspaces' bootstrap files between turns.
+	// bootstrap keeps the workspaces' bootstrap files between turns, and
+	// prompts the system prompts built from them.
 	bootstrap fileCache
+	prompts   promptMemo
 
 	ownApprovals     *approval.Service
 	ownApprovalsErr  error
@@ -209,7 +211,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	skills := r.loadSkills(ws, agentID)
 	system, _ := buildPrompt(promptInput{
 		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
-		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan), files: &r.bootstrap,
+		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan), files: &r.bootstrap, memo: &r.prompts,
 		skills: skills.Prompt(func(name string) bool {
 			return slices.ContainsFunc(decision.Tools, func(t policy.Tool) bool { return t.Name == name })
 		}),
