@@ -1,6 +1,7 @@
 package studio
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,11 +25,10 @@ type repairOutcome struct {
 	Notices []string
 }
 
-// sandboxRepairs returns the indexes into agents.list that need the
-// repair and sets their allow list to ["*"] in list (decoded JSON).
-func sandboxRepairs(cfg map[string]any) (ids []string, list []any) {
+// sandboxRepairs returns the ids of the agents that need the repair.
+func sandboxRepairs(cfg map[string]any) (ids []string) {
 	agents, _ := cfg["agents"].(map[string]any)
-	list, _ = agents["list"].([]any)
+	list, _ := agents["list"].([]any)
 	defMode := sandboxMode(agents["defaults"])
 	for _, it := range list {
 		entry, _ := it.(map[string]any)
@@ -42,16 +42,25 @@ func sandboxRepairs(cfg map[string]any) (ids []string, list []any) {
 		if mode != "all" {
 			continue
 		}
-		st := dig(entry, "tools", "sandbox", "tools")
-		allow, isList := st["allow"].([]any)
-		if !isList || len(allow) != 0 {
+		allow, isList := dig(entry, "tools", "sandbox", "tools")["allow"].([]any)
+		id, _ := entry["id"].(string)
+		if !isList || len(allow) != 0 || id == "" {
 			continue
 		}
-		st["allow"] = []any{"*"}
-		id, _ := entry["id"].(string)
 		ids = append(ids, id)
 	}
-	return ids, list
+	return ids
+}
+
+// repairPatch is the config merge patch of the repair: agents.list is
+// merged by id, so it names only the repaired entries.
+func repairPatch(ids []string) string {
+	list := make([]any, len(ids))
+	for i, id := range ids {
+		list[i] = map[string]any{"id": id, "tools": map[string]any{"sandbox": map[string]any{"tools": map[string]any{"allow": []string{"*"}}}}}
+	}
+	b, _ := json.Marshal(map[string]any{"agents": map[string]any{"list": list}})
+	return string(b)
 }
 
 func sandboxMode(v any) string {

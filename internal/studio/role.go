@@ -51,10 +51,11 @@ type rolePlan struct {
 	approvals, approvalsBefore map[string]any
 	approvalsHash              string
 	approvalsChange            bool
-	// config: agents.list after and before.
-	list, listBefore []any
-	configHash       string
-	configChange     bool
+	// config: the merge patches of the agent's tools, and of putting
+	// them back.
+	toolsPatch, toolsUndo string
+	configHash            string
+	configChange          bool
 	// session: the main session's patch; it is the last write, so
 	// nothing needs putting back after it.
 	session map[string]any
@@ -105,15 +106,19 @@ func (s *Server) planRole(q *req, id string, role Role) (*rolePlan, error) {
 		return nil, err
 	}
 	p.configHash = snap.Hash
-	p.listBefore, _ = dig(before, "agents")["list"].([]any)
-	p.list, _ = dig(after, "agents")["list"].([]any)
+	var toolsBefore map[string]any
+	if e := agentEntry(before, id); e != nil {
+		toolsBefore, _ = e["tools"].(map[string]any)
+	}
 	e := agentEntry(after, id)
 	if e == nil {
 		// The implicit default agent gets an entry of its own.
 		e = map[string]any{"id": id}
-		p.list = append(p.list, e)
 	}
 	p.configChange = applyRoleTools(e, role)
+	toolsAfter, _ := e["tools"].(map[string]any)
+	p.toolsPatch = entryPatch(id, "tools", diffKeys(toolsBefore, toolsAfter))
+	p.toolsUndo = entryPatch(id, "tools", diffKeys(toolsAfter, toolsBefore))
 
 	var sx sandbox.Explanation
 	if err := s.call(q, "sandbox.explain", map[string]string{"agentId": id}, &sx); err != nil {
@@ -164,7 +169,7 @@ func (s *Server) applyRole(q *req, p *rolePlan) ([]string, error) {
 		var res struct {
 			Hash string `json:"hash"`
 		}
-		if err := s.call(q, "config.patch", map[string]any{"raw": agentsPatch(p.list), "baseHash": p.configHash}, &res); err != nil {
+		if err := s.call(q, "config.patch", map[string]any{"raw": p.toolsPatch, "baseHash": p.configHash}, &res); err != nil {
 			return nil, fail("changing the agent's tools in the config", err)
 		}
 		verb := "granted"
@@ -173,7 +178,7 @@ func (s *Server) applyRole(q *req, p *rolePlan) ([]string, error) {
 		}
 		done = append(done, "runtime tools (exec, process): "+verb+" ("+runtimeGroup+")")
 		undo = append(undo, func() error {
-			return s.call(q, "config.patch", map[string]any{"raw": agentsPatch(p.listBefore), "baseHash": res.Hash}, nil)
+			return s.call(q, "config.patch", map[string]any{"raw": p.toolsUndo, "baseHash": res.Hash}, nil)
 		})
 	}
 	if err := s.call(q, "sessions.patch", p.session, nil); err != nil {
@@ -183,14 +188,35 @@ func (s *Server) applyRole(q *req, p *rolePlan) ([]string, error) {
 	return done, nil
 }
 
-// agentsPatch is a config merge patch replacing agents.list (a merge
-// patch replaces arrays whole, so the list goes in full).
-func agentsPatch(list []any) string {
-	if list == nil {
-		list = []any{}
-	}
-	b, _ := json.Marshal(map[string]any{"agents": map[string]any{"list": list}})
+// entryPatch is a config merge patch of one agents.list entry: the
+// gateway merges list elements by id, so the patch names the entry and
+// only the key it changes; a nil value in v deletes that key.
+func entryPatch(id, key string, v map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"agents": map[string]any{"list": []any{map[string]any{"id": id, key: v}}}})
 	return string(b)
+}
+
+// diffKeys is the merge patch that turns object a into b, one level
+// deep: keys b changes or adds with b's value, keys it drops as null.
+func diffKeys(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out[k] = nil
+		}
+	}
+	for k, v := range b {
+		if old, ok := a[k]; !ok || !sameJSON(old, v) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
 // ensureRepair runs the sandbox allow-list repair once per tenant and
@@ -211,10 +237,10 @@ func (s *Server) ensureRepair(q *req) []string {
 	if err != nil {
 		return nil
 	}
-	ids, list := sandboxRepairs(cfg)
+	ids := sandboxRepairs(cfg)
 	o := &repairOutcome{}
 	if len(ids) > 0 {
-		if err := s.call(q, "config.patch", map[string]any{"raw": agentsPatch(list), "baseHash": snap.Hash}, nil); err != nil {
+		if err := s.call(q, "config.patch", map[string]any{"raw": repairPatch(ids), "baseHash": snap.Hash}, nil); err != nil {
 			s.log.Warn("studio: sandbox allow-list repair", "tenant", q.tenant, "err", err)
 			return []string{"Studio could not repair the empty sandbox allow lists of " + strings.Join(ids, ", ") + ": " + errText(err)}
 		}

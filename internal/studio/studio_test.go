@@ -231,6 +231,22 @@ func TestRoles(t *testing.T) {
 	if e.fileOf("talon.json") != cfg || e.fileOf("exec-approvals.json") != ap {
 		t.Error("re-applying the role rewrote the files")
 	}
+	// The implicit default agent, whose deny list the round trip
+	// empties: the key goes (the gateway merges agents.list by id, so
+	// only a null deletes it), and exec comes back.
+	for _, role := range []string{"conservative", "collaborative"} {
+		if res, body := b.post("/agents/main/role", url.Values{"role": {role}}); res.StatusCode != http.StatusOK || !strings.Contains(body, "Execution role applied") {
+			t.Fatalf("main %s: %d\n%s", role, res.StatusCode, body)
+		}
+	}
+	_, body := b.get("/agents/main")
+	if !strings.Contains(body, `class="ok" data-tool="exec"`) || !strings.Contains(body, `value="collaborative" checked`) {
+		t.Errorf("main after conservative then collaborative:\n%s", body)
+	}
+	if strings.Contains(e.fileOf("talon.json"), `"deny": [
+            "group:runtime"`) {
+		t.Errorf("group:runtime still denied:\n%s", e.fileOf("talon.json"))
+	}
 }
 
 // The one-shot repair of an always-sandboxed agent's empty sandbox allow
