@@ -161,7 +161,9 @@ if (chat && form) {
       // The server's rendering of the turn replaces the live one.
       await since();
       live.replaceChildren();
-      input.focus();
+      // A command waiting for an answer comes first; else back to typing.
+      const waiting = approvals.querySelector("article.approval:not(.answered) button");
+      (waiting || input).focus();
     }
   }
 
