@@ -32,6 +32,7 @@ const (
 type env struct {
 	t     *testing.T
 	state string
+	s     *Server
 	srv   *httptest.Server
 }
 
@@ -88,7 +89,7 @@ func newEnv(t *testing.T, defaultConfig string) *env {
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &env{t: t, state: state, srv: srv}
+	return &env{t: t, state: state, s: s, srv: srv}
 }
 
 func write(t *testing.T, path, content string) {

@@ -3,6 +3,7 @@ package studio
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -289,4 +290,49 @@ func TestSandboxRepair(t *testing.T) {
 	if e.fileOf("talon.json") != cfg {
 		t.Error("the repair ran twice")
 	}
+}
+
+// A role whose config write fails leaves nothing written: the approvals
+// written before it are put back.
+func TestRoleAllOrNothing(t *testing.T) {
+	e := newEnv(t, `{"agents":{"list":[{"id":"main"},{"id":"worker"}]}}`)
+	q := &req{w: httptest.NewRecorder(), r: httptest.NewRequest(http.MethodPost, "/agents/worker/role", nil), sess: &session{admin: true}}
+	role, _ := roleByID("autonomous")
+	plan, err := e.s.planRole(q, "worker", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, before := e.fileOf("talon.json"), approvalsOf(t, e)
+	// Someone else changes the config between the read and the write.
+	plan.configHash = strings.Repeat("0", 64)
+	_, err = e.s.applyRole(q, plan)
+	if err == nil || !strings.Contains(err.Error(), "Nothing changed") || !strings.Contains(err.Error(), "config") {
+		t.Fatalf("applyRole: %v", err)
+	}
+	// The approvals were written (the file exists now) and put back.
+	if e.fileOf("exec-approvals.json") == "" {
+		t.Fatal("the approvals were never written, so nothing was put back")
+	}
+	if after := approvalsOf(t, e); after != before {
+		t.Errorf("approvals for worker %q, were %q", after, before)
+	}
+	if e.fileOf("talon.json") != cfg {
+		t.Error("the config changed")
+	}
+}
+
+// approvalsOf is worker's entry in the approvals file, as JSON.
+func approvalsOf(t *testing.T, e *env) string {
+	t.Helper()
+	raw := e.fileOf("exec-approvals.json")
+	if raw == "" {
+		return ""
+	}
+	var f struct {
+		Agents map[string]json.RawMessage `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(raw), &f); err != nil {
+		t.Fatal(err)
+	}
+	return string(f.Agents["worker"])
 }
