@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +56,71 @@ func (s *session) Admin() bool { return s.admin }
 type sessions struct {
 	mu sync.Mutex
 	m  map[string]*session
+	// fails are the recent failed sign-ins per client address.
+	fails map[string][]time.Time
+}
+
+// Failed sign-ins: an address with maxFails failures in failWindow is
+// refused (429) until the oldest of them leaves the window, so a token
+// cannot be guessed at network speed.
+const (
+	maxFails   = 10
+	failWindow = time.Minute
+)
+
+// throttled reports how long addr must wait before its next try.
+func (ss *sessions) throttled(addr string, now time.Time) time.Duration {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	recent := ss.recent(addr, now)
+	if len(recent) < maxFails {
+		return 0
+	}
+	return recent[0].Add(failWindow).Sub(now)
+}
+
+// failed records a failed sign-in of addr.
+func (ss *sessions) failed(addr string, now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.fails == nil {
+		ss.fails = map[string][]time.Time{}
+	}
+	if len(ss.fails) > maxSessions {
+		for a := range ss.fails {
+			if len(ss.recent(a, now)) == 0 {
+				delete(ss.fails, a)
+			}
+		}
+	}
+	ss.fails[addr] = append(ss.recent(addr, now), now)
+}
+
+// recent are addr's failures inside the window; mu is held.
+func (ss *sessions) recent(addr string, now time.Time) []time.Time {
+	l := ss.fails[addr]
+	i := 0
+	for i < len(l) && now.Sub(l[i]) >= failWindow {
+		i++
+	}
+	l = l[i:]
+	if len(l) == 0 {
+		delete(ss.fails, addr)
+	} else {
+		ss.fails[addr] = l
+	}
+	return l
+}
+
+// clientAddr is the address failures are counted by: the peer's IP (a
+// proxy in front would need its forwarded header trusted; Studio binds
+// loopback by default and trusts none).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 func (ss *sessions) add(admin bool, tenant string) *session {
@@ -161,6 +229,12 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		p := &page{Title: "Sign in", HasPlatform: s.o.Platform != nil, Error: msg, Data: d}
 		s.render(w, status, "signin", p)
 	}
+	addr := clientAddr(r)
+	if wait := s.auth.throttled(addr, time.Now()); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		again(http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins from your address: try again in %d s.", int(wait.Seconds())+1))
+		return
+	}
 	switch {
 	case token == "":
 		again(http.StatusBadRequest, "Enter a token: the admin token, or a tenant's gateway token.")
@@ -180,6 +254,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		if err != nil || want == "" || !equal(token, want) {
 			// One answer for an unknown tenant, a tenant without a
 			// token and a wrong token: none tells which it was.
+			s.auth.failed(addr, time.Now())
 			again(http.StatusUnauthorized, "That token does not sign in to "+tenantName(tenant)+".")
 			return
 		}

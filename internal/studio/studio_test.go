@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSignIn(t *testing.T) {
@@ -335,4 +336,25 @@ func approvalsOf(t *testing.T, e *env) string {
 		t.Fatal(err)
 	}
 	return string(f.Agents["worker"])
+}
+
+// Guessing tokens is slowed: after maxFails failures in a minute an
+// address is refused, even with the right token, until the window moves.
+func TestSignInThrottle(t *testing.T) {
+	e := newEnv(t, "")
+	b := &browser{e: e, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	for i := range maxFails {
+		if res, _ := b.postRaw("/signin", url.Values{"token": {"guess"}}, ""); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, res.StatusCode)
+		}
+	}
+	res, body := b.postRaw("/signin", url.Values{"token": {adminToken}}, "")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || !strings.Contains(body, "Too many failed sign-ins") {
+		t.Fatalf("after %d failures: %d %q\n%s", maxFails, res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	// The window is the rule, not the count alone.
+	now := time.Now()
+	if e.s.auth.throttled("127.0.0.1", now.Add(failWindow)) != 0 {
+		t.Error("still throttled once the failures are a minute old")
+	}
 }
