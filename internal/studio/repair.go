@@ -21,8 +21,24 @@ type repairs struct {
 	done map[string]*repairOutcome
 }
 
+// repairOutcome is one tenant's: its own lock, so that a slow gateway
+// holds up only that tenant's first page.
 type repairOutcome struct {
+	mu      sync.Mutex
+	ran     bool
 	Notices []string
+}
+
+// of returns the tenant's outcome, created on first use.
+func (r *repairs) of(tenant string) *repairOutcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.done[tenant]
+	if o == nil {
+		o = &repairOutcome{}
+		r.done[tenant] = o
+	}
+	return o
 }
 
 // sandboxRepairs returns the ids of the agents that need the repair.

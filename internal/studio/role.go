@@ -224,9 +224,10 @@ func sameJSON(a, b any) bool {
 // notices of what it changed (kept, so every page of the tenant shows
 // them).
 func (s *Server) ensureRepair(q *req) []string {
-	s.repair.mu.Lock()
-	defer s.repair.mu.Unlock()
-	if o := s.repair.done[q.tenant]; o != nil {
+	o := s.repair.of(q.tenant)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ran {
 		return o.Notices
 	}
 	var snap configSnapshot
@@ -238,7 +239,6 @@ func (s *Server) ensureRepair(q *req) []string {
 		return nil
 	}
 	ids := sandboxRepairs(cfg)
-	o := &repairOutcome{}
 	if len(ids) > 0 {
 		if err := s.call(q, "config.patch", map[string]any{"raw": repairPatch(ids), "baseHash": snap.Hash}, nil); err != nil {
 			s.log.Warn("studio: sandbox allow-list repair", "tenant", q.tenant, "err", err)
@@ -248,6 +248,6 @@ func (s *Server) ensureRepair(q *req) []string {
 			o.Notices = append(o.Notices, repairNotice(id))
 		}
 	}
-	s.repair.done[q.tenant] = o
+	o.ran = true
 	return o.Notices
 }
