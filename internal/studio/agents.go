@@ -84,6 +84,23 @@ func (s *Server) agents(q *req) (agentsList, error) {
 	return l, err
 }
 
+// pathAgent finds the agent the URL names; when it cannot, it shows why
+// (the gateway unreachable, or no such agent) and reports false.
+func (s *Server) pathAgent(q *req) (agentInfo, agentsList, bool) {
+	id := q.r.PathValue("agent")
+	l, err := s.agents(q)
+	if err != nil {
+		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, errText(err))
+		return agentInfo{}, l, false
+	}
+	a, ok := l.find(id)
+	if !ok || id == "" {
+		s.fail(q.w, q.r, q.sess, http.StatusNotFound, fmt.Sprintf("There is no agent %q in %s.", id, q.tenantLabel()))
+		return agentInfo{}, l, false
+	}
+	return a, l, true
+}
+
 // find returns the agent id (normalised as the gateway does) in l.
 func (l agentsList) find(id string) (agentInfo, bool) {
 	id = policy.NormalizeAgentID(id)
@@ -317,15 +334,8 @@ func (s *Server) agentPage(q *req) { s.showAgent(q, http.StatusOK, "", nil) }
 // showAgent renders the agent's page, with an error or a list of what a
 // change did.
 func (s *Server) showAgent(q *req, status int, errMsg string, changed []string) {
-	id := q.r.PathValue("agent")
-	l, err := s.agents(q)
-	if err != nil {
-		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, errText(err))
-		return
-	}
-	a, ok := l.find(id)
-	if !ok || id == "" {
-		s.fail(q.w, q.r, q.sess, http.StatusNotFound, fmt.Sprintf("There is no agent %q in %s.", id, q.tenantLabel()))
+	a, _, ok := s.pathAgent(q)
+	if !ok {
 		return
 	}
 	v := agentView{Agent: a, Roles: Roles, Created: q.r.URL.Query().Get("created") == "1", Changed: changed}

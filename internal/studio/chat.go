@@ -88,15 +88,8 @@ func (l agentsList) mainKeyOf(id string) string {
 
 // chatAgent resolves the agent and session of a chat request.
 func (s *Server) chatAgent(q *req, key string) (agentInfo, string, bool) {
-	id := q.r.PathValue("agent")
-	l, err := s.agents(q)
-	if err != nil {
-		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, errText(err))
-		return agentInfo{}, "", false
-	}
-	a, ok := l.find(id)
-	if !ok || id == "" {
-		s.fail(q.w, q.r, q.sess, http.StatusNotFound, fmt.Sprintf("There is no agent %q in %s.", id, q.tenantLabel()))
+	a, l, ok := s.pathAgent(q)
+	if !ok {
 		return agentInfo{}, "", false
 	}
 	sk, err := sessionFor(key, a.ID, l.mainKeyOf(a.ID))
@@ -215,11 +208,10 @@ func compact(raw json.RawMessage) string {
 // chatSince answers the chat script's poll: the messages after seq, as
 // HTML, with the last seq in X-Last-Seq.
 func (s *Server) chatSince(q *req) {
-	a, key, ok := s.chatAgent(q, q.r.URL.Query().Get("session"))
+	_, key, ok := s.chatAgent(q, q.r.URL.Query().Get("session"))
 	if !ok {
 		return
 	}
-	_ = a
 	after, err := strconv.ParseInt(q.r.URL.Query().Get("after"), 10, 64)
 	if err != nil || after < 0 {
 		http.Error(q.w, "after must be a message number (0 or more)", http.StatusBadRequest)

@@ -16,20 +16,13 @@ import (
 // (the page says so when putting back fails too).
 func (s *Server) setRole(q *req) {
 	q.r.Body = http.MaxBytesReader(q.w, q.r.Body, 16<<10)
-	id := q.r.PathValue("agent")
 	role, ok := roleByID(q.r.PostFormValue("role"))
 	if !ok {
 		s.showAgent(q, http.StatusBadRequest, fmt.Sprintf("%q is not an execution role: choose conservative, collaborative or autonomous.", q.r.PostFormValue("role")), nil)
 		return
 	}
-	l, err := s.agents(q)
-	if err != nil {
-		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, errText(err))
-		return
-	}
-	a, ok := l.find(id)
+	a, _, ok := s.pathAgent(q)
 	if !ok {
-		s.fail(q.w, q.r, q.sess, http.StatusNotFound, fmt.Sprintf("There is no agent %q in %s.", id, q.tenantLabel()))
 		return
 	}
 	plan, err := s.planRole(q, a.ID, role)

@@ -46,6 +46,27 @@ func (s *Server) platform() (*platform.Platform, error) {
 	return s.o.Platform()
 }
 
+// platformFor returns the platform and a context bounded by
+// platformTimeout for one change; without a platform it shows the page
+// saying why, with v (the form as typed), and reports false.
+func (s *Server) platformFor(q *req, v *tenantsView) (*platform.Platform, context.Context, context.CancelFunc, bool) {
+	pl, err := s.platform()
+	if err != nil {
+		s.showTenants(q, http.StatusServiceUnavailable, "", v, nil)
+		return nil, nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(q.r.Context(), platformTimeout)
+	return pl, ctx, cancel, true
+}
+
+// changeStatus is the status of a refused platform change.
+func changeStatus(err error) int {
+	if errors.Is(err, platform.ErrNoTemplate) {
+		return http.StatusNotFound
+	}
+	return http.StatusConflict
+}
+
 func (s *Server) tenantsPage(q *req) { s.showTenants(q, http.StatusOK, "", nil, nil) }
 
 // showTenants renders the page; v carries what a form did.
@@ -109,12 +130,10 @@ func (s *Server) createTenant(q *req) {
 		s.showTenants(q, http.StatusBadRequest, err.Error(), v, nil)
 		return
 	}
-	pl, err := s.platform()
-	if err != nil {
-		s.showTenants(q, http.StatusServiceUnavailable, "", v, nil)
+	pl, ctx, cancel, ok := s.platformFor(q, v)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(q.r.Context(), platformTimeout)
 	defer cancel()
 	t, err := pl.CreateTenant(ctx, f.ID, f.Name, nil)
 	if err != nil {
@@ -166,19 +185,13 @@ func (s *Server) uninstall(q *req) {
 
 // platformDo runs one platform change and shows the page with its outcome.
 func (s *Server) platformDo(q *req, do func(context.Context, *platform.Platform) error, what, done string) {
-	pl, err := s.platform()
-	if err != nil {
-		s.showTenants(q, http.StatusServiceUnavailable, "", nil, nil)
+	pl, ctx, cancel, ok := s.platformFor(q, nil)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(q.r.Context(), platformTimeout)
 	defer cancel()
 	if err := do(ctx, pl); err != nil {
-		status := http.StatusConflict
-		if errors.Is(err, platform.ErrNoTemplate) {
-			status = http.StatusNotFound
-		}
-		s.showTenants(q, status, what+": "+err.Error(), nil, nil)
+		s.showTenants(q, changeStatus(err), what+": "+err.Error(), nil, nil)
 		return
 	}
 	s.showTenants(q, http.StatusOK, "", nil, []string{done})
@@ -194,20 +207,14 @@ func (s *Server) sync(q *req) {
 		s.showTenants(q, http.StatusBadRequest, fmt.Sprintf("%q is not an employee of the library.", slug), nil, nil)
 		return
 	}
-	pl, err := s.platform()
-	if err != nil {
-		s.showTenants(q, http.StatusServiceUnavailable, "", nil, nil)
+	pl, ctx, cancel, ok := s.platformFor(q, nil)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(q.r.Context(), platformTimeout)
 	defer cancel()
 	res, err := pl.Sync(ctx, slug, dry)
 	if err != nil {
-		status := http.StatusConflict
-		if errors.Is(err, platform.ErrNoTemplate) {
-			status = http.StatusNotFound
-		}
-		s.showTenants(q, status, "Syncing "+slug+": "+err.Error(), nil, nil)
+		s.showTenants(q, changeStatus(err), "Syncing "+slug+": "+err.Error(), nil, nil)
 		return
 	}
 	v := &tenantsView{Sync: res, SyncSlug: slug, SyncDryRun: dry}
