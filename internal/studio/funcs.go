@@ -13,7 +13,6 @@ var funcs = template.FuncMap{
 	"join":     strings.Join,
 	"roleOf":   roleByIDName,
 	"msTime":   msTime,
-	"hasItems": func(l []string) bool { return len(l) > 0 },
 }
 
 func roleByIDName(id string) string {
