@@ -9,10 +9,10 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"avatar":   avatar,
-	"join":     strings.Join,
-	"roleOf":   roleByIDName,
-	"msTime":   msTime,
+	"avatar": avatar,
+	"join":   strings.Join,
+	"roleOf": roleByIDName,
+	"msTime": msTime,
 }
 
 func roleByIDName(id string) string {
