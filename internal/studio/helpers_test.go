@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/config"
 	"talon/internal/gateway/gatewaytest"
 	"talon/internal/platform"
 	"talon/internal/platform/relay"
@@ -45,27 +46,24 @@ func newEnv(t *testing.T, defaultConfig string) *env {
 	write(t, filepath.Join(state, "talon.json"), defaultConfig)
 	write(t, filepath.Join(state, "tenants", "acme", "talon.json"), `{"gateway":{"auth":{"token":"`+acmeToken+`"}}}`)
 	url := gatewaytest.Start(t, state)
-	tokens := map[string]string{"": defaultTok, "acme": acmeToken}
+	// The default tenant's token is Studio's to check (its config has
+	// none: the gateway on loopback needs none); a tenant's is in its
+	// config, as the platform writes it.
 	tokenOf := func(tenant string) (string, error) {
 		if tenant == "" {
 			return defaultTok, nil
 		}
-		cfg, err := os.ReadFile(filepath.Join(state, "tenants", tenant, "talon.json"))
+		f, err := config.Load(filepath.Join(state, "tenants", tenant, "talon.json"))
 		if err != nil {
 			return "", err
 		}
-		if m := regexp.MustCompile(`"token":\s*"([^"]+)"`).FindSubmatch(cfg); m != nil {
-			return string(m[1]), nil
-		}
-		return tokens[tenant], nil
+		return f.Config.Gateway.Auth.Token, nil
 	}
 	rl := relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
 		tok, err := tokenOf(tenant)
 		if err != nil {
 			return nil, err
 		}
-		// The default tenant has no token configured: on loopback the
-		// gateway needs none.
 		if tenant == "" {
 			tok = ""
 		}

@@ -156,12 +156,7 @@ func TestChatErrors(t *testing.T) {
 // exec approval, answers it through Call, and the run goes on; a chat of
 // another session that asks too hears nothing of it.
 func TestChatApprovals(t *testing.T) {
-	url := gatewayFor(t)
-	var (
-		mu    sync.Mutex
-		dials int
-	)
-	r := New(dialer(url, &dials, &mu))
+	r := New(dialer(gatewayFor(t), new(int), new(sync.Mutex)))
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
