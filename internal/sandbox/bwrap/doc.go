@@ -65,8 +65,8 @@
 // cannot create such a cgroup, Check fails and says so. Run as any other
 // user, the sandbox's user is that user outside, and RLIMIT_NPROC holds.
 //
-// Landlock is the second layer, from ABI 2 on (go-landlock's system
-// calls; every filesystem right the kernel's ABI knows is handled): the
+// Landlock is the second layer, from ABI 2 on (its raw system calls;
+// every filesystem right the kernel's ABI knows is handled): the
 // command may read and execute only under /usr, /etc, /proc, the
 // /bin-like directories and read-only mounts, may write only under
 // /workspace, /tmp, /dev and read-write mounts, cannot connect to unix
