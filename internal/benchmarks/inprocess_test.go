@@ -50,7 +50,7 @@ func BenchmarkTurnInProcess(b *testing.B) {
 					b.Error(err)
 				}
 			}()
-			measurePairs(b, s, false, llm, "http://"+ln.Addr().String(), func() string { return "(in process: log discarded)" })
+			measurePairs(b, s, false, llm, "http://"+ln.Addr().String(), 0, func() string { return "(in process: log discarded)" })
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"talon/internal/bench"
 	"talon/internal/fakellm"
+	"talon/internal/procfs"
 )
 
 // minPairs is the fewest measured pairs a run makes, whatever b.N, so the
@@ -66,15 +67,18 @@ func benchTurns(b *testing.B, shape sessionShape, stream bool) {
 	writeConfig(b, state, llm.BaseURL())
 	g, _ := startGateway(b, bin, state)
 	defer stopGateway(b, g)
-	measurePairs(b, shape, stream, llm, g.URL, g.Log.String)
+	measurePairs(b, shape, stream, llm, g.URL, g.Cmd.Process.Pid, g.Log.String)
 	b.ReportMetric(rssMB(b, g), "rss-MB-after")
 }
 
 // measurePairs runs the warm-up and then max(b.N, minPairs) measured
 // pairs (bench.MeasurePairs: direct, then through the gateway at gwURL,
-// alternating) and reports the metrics. gwLog returns the gateway's log
-// for failure messages.
-func measurePairs(b *testing.B, shape sessionShape, stream bool, llm *fakellm.Server, gwURL string, gwLog func() string) {
+// alternating) and reports the metrics. gwPID, when not 0, is the
+// gateway's process: its CPU time over the measured pairs, per turn, is
+// reported too (gw-cpu-µs/turn: everything the gateway spends, runtime and
+// GC included, and far steadier than the latencies on a shared machine).
+// gwLog returns the gateway's log for failure messages.
+func measurePairs(b *testing.B, shape sessionShape, stream bool, llm *fakellm.Server, gwURL string, gwPID int, gwLog func() string) {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConnsPerHost: 4, DisableCompression: true, IdleConnTimeout: time.Minute}}
 	defer client.CloseIdleConnections()
@@ -105,11 +109,25 @@ func measurePairs(b *testing.B, shape sessionShape, stream bool, llm *fakellm.Se
 	}
 	n := max(b.N, minPairs)
 	before := llm.Chats()
+	cpu := func() float64 {
+		if gwPID == 0 {
+			return 0
+		}
+		s, err := procfs.CPUSeconds(gwPID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	cpuBefore := cpu()
 	b.ResetTimer()
 	p, err := bench.MeasurePairs(n, a, gw)
 	b.StopTimer()
 	if err != nil {
 		b.Fatalf("%v\ngateway log:\n%s", err, gwLog())
+	}
+	if gwPID != 0 {
+		b.ReportMetric((cpu()-cpuBefore)*1e6/float64(n), "gw-cpu-µs/turn")
 	}
 	if calls := llm.Chats() - before; calls != int64(2*n) {
 		b.Fatalf("the fake LLM answered %d chats for %d pairs, want %d (one upstream call per gateway turn)", calls, n, 2*n)

@@ -74,6 +74,39 @@ func Descendants(pid int) ([]int, error) {
 	return out, nil
 }
 
+// CPUSeconds is the CPU time (user + system) the process has used, from
+// /proc/PID/stat, at its 10 ms resolution (USER_HZ is 100 on Linux).
+func CPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the CPU time of %d: %w", pid, err)
+	}
+	return parseCPUSeconds(string(data))
+}
+
+// parseCPUSeconds reads utime and stime, fields 14 and 15 of a stat line.
+// The command name, field 2, is in parentheses and may hold spaces and
+// parentheses itself, so the fields are counted after its last ')'.
+func parseCPUSeconds(stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parsing /proc stat: no ')' after the command name in %q", stat)
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3, the state
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parsing /proc stat: %d fields after the command name, want at least 13", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("parsing /proc stat: CPU ticks %q", s)
+		}
+		ticks += n
+	}
+	return float64(ticks) / 100, nil
+}
+
 // OpenFiles counts the process's open file descriptors (sockets included).
 func OpenFiles(pid int) (int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -86,4 +87,49 @@ func TestMissingProcess(t *testing.T) {
 	if _, err := Descendants(pid); err == nil {
 		t.Error("Descendants succeeded")
 	}
+}
+
+func TestParseCPUSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       float64
+		err        string
+	}{
+		{"plain", "42 (talon) S 1 42 42 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 9 0", 1.75, ""},
+		{"name with spaces and parens", "42 (a (b) c) R 1 42 42 0 -1 0 0 0 0 0 7 3 0 0", 0.10, ""},
+		{"no name", "42 talon S 1", 0, "no ')'"},
+		{"short", "42 (talon) S 1 42", 0, "fields after the command name"},
+		{"bad ticks", "42 (talon) S 1 42 42 0 -1 0 0 0 0 0 x 3 0 0", 0, `CPU ticks "x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseCPUSeconds(tc.stat)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("= %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCPUSecondsOfSelf(t *testing.T) {
+	before, err := CPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until the 10 ms clock ticks over: the reading must grow.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		now, err := CPUSeconds(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > before {
+			return
+		}
+	}
+	t.Fatal("the CPU time did not grow in 5 s of spinning")
 }
