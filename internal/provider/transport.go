@@ -45,6 +45,13 @@ var sharedHTTPClient = sync.OnceValue(func() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// A request body longer than the write buffer (4 KB by default)
+		// goes out in two writes, its rest through a new buffer of up to
+		// 32 KB per request (net/http reads it through an io.LimitReader).
+		// A buffer that holds a typical request (10–30 KB: the system
+		// prompt and the tool schemas) sends it in one write without that
+		// copy. HTTP/2 connections do not use it.
+		WriteBufferSize: 32 << 10,
 	}}
 })
 
