@@ -469,16 +469,23 @@ func (t *transcript) fail(ctx context.Context, err error, partial string) error 
 		reason = provider.StopAborted
 	}
 	t.add(provider.Message{Role: provider.RoleAssistant, Content: partial, StopReason: reason, Error: err.Error()})
-	if ferr := t.flush(context.WithoutCancel(ctx)); ferr != nil {
+	if ferr := t.flush(ctx); ferr != nil {
 		return errors.Join(err, fmt.Errorf("recording the failed turn of %s: %w", t.key, ferr))
 	}
 	return err
 }
 
+// flush commits the pending messages. The commit does not watch ctx: what
+// the model has answered is recorded whole even when the client leaves
+// meanwhile (a run that is cancelled stops at its next model or tool call,
+// and fail records that), and modernc's driver would otherwise start a
+// goroutine per SQL statement to interrupt SQLite on cancellation, four a
+// turn.
 func (t *transcript) flush(ctx context.Context) error {
 	if t.sessionID != "" && len(t.pending) == 0 {
 		return nil
 	}
+	ctx = context.WithoutCancel(ctx)
 	if t.sessionID == "" {
 		begin := t.r.Store.BeginTurn
 		if t.fresh {
