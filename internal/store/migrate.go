@@ -38,6 +38,27 @@ BEGIN
 	SELECT RAISE(ABORT, 'transcripts are append-only');
 END;
 `,
+	// 2: every turn writes a session row, so each B-tree on sessions is a
+	// page more in every commit. The table is keyed by its primary key
+	// (WITHOUT ROWID: the rowid table and the key's index were two
+	// B-trees), and sessions_by_id, which no query used, is gone.
+	`
+CREATE TABLE sessions_v2 (
+	agent_id   TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	session_id TEXT    NOT NULL,
+	label      TEXT,
+	updated_at INTEGER NOT NULL,
+	entry      TEXT    NOT NULL,
+	PRIMARY KEY (agent_id, key)
+) WITHOUT ROWID;
+INSERT INTO sessions_v2 (agent_id, key, session_id, label, updated_at, entry)
+	SELECT agent_id, key, session_id, label, updated_at, entry FROM sessions;
+DROP TABLE sessions;
+ALTER TABLE sessions_v2 RENAME TO sessions;
+CREATE INDEX sessions_by_time  ON sessions (agent_id, updated_at DESC, key);
+CREATE INDEX sessions_by_label ON sessions (agent_id, label) WHERE label IS NOT NULL;
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

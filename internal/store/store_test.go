@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"talon/internal/provider"
+	"talon/internal/sqlitedb"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // crashEnv names the database a re-executed test binary appends to until
@@ -186,5 +190,84 @@ func TestNewID(t *testing.T) {
 			t.Fatalf("NewID() repeated %q", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestMigrationFromV1 opens a store written by schema version 1 (sessions
+// as a rowid table with sessions_by_id): its sessions, labels and
+// transcripts come through migration 2, which leaves sessions keyed by
+// its primary key and without the unused index.
+func TestMigrationFromV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "talon.db")
+	ctx := context.Background()
+	sdb, err := sqlitedb.Open(path, sqlitedb.Options{What: "store", Synchronous: "FULL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = writeTx(ctx, sdb.W, func(tx *sql.Tx) error {
+		if err := applyMigrations(ctx, tx, "schema_migrations", migrations[:1], time.UnixMilli(1)); err != nil {
+			return err
+		}
+		for i, label := range []any{nil, "work", nil} {
+			key := fmt.Sprintf("agent:main:s%d", i)
+			entry := fmt.Sprintf(`{"sessionId":"id-%d","updatedAt":%d}`, i, 100+i)
+			if label != nil {
+				entry = fmt.Sprintf(`{"sessionId":"id-%d","updatedAt":%d,"label":%q}`, i, 100+i, label)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sessions VALUES ('main', ?, ?, ?, ?, ?)`,
+				key, fmt.Sprintf("id-%d", i), label, 100+i, entry); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO transcripts VALUES (?, 1, 0, 'user', ?)`,
+				fmt.Sprintf("id-%d", i), fmt.Sprintf(`{"role":"user","content":"q%d"}`, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := migrationVersions(t, db); len(got) != SchemaVersion {
+		t.Fatalf("schema_migrations = %v, want 1..%d", got, SchemaVersion)
+	}
+	rows, err := db.ListSessions(ctx, "main", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, r.Key+"="+r.Entry.SessionID)
+	}
+	if want := []string{"agent:main:s2=id-2", "agent:main:s1=id-1", "agent:main:s0=id-0"}; !cmp.Equal(keys, want) {
+		t.Errorf("sessions after the migration %v, want %v (newest first)", keys, want)
+	}
+	if e, err := db.GetSession(ctx, "main", "agent:main:s1"); err != nil || e.Label != "work" {
+		t.Errorf("labelled session: %+v, %v", e, err)
+	}
+	if msgs, err := db.Transcript(ctx, "id-0", 0); err != nil || len(msgs) != 1 || msgs[0].Content != "q0" {
+		t.Errorf("transcript after the migration: %v, %v", msgs, err)
+	}
+	var schema string
+	if err := db.r.QueryRow(`SELECT group_concat(sql, ';') FROM sqlite_schema WHERE tbl_name = 'sessions'`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(schema, "WITHOUT ROWID") || strings.Contains(schema, "sessions_by_id") ||
+		!strings.Contains(schema, "sessions_by_time") || !strings.Contains(schema, "sessions_by_label") {
+		t.Errorf("sessions schema after the migration:\n%s", schema)
+	}
+	// The primary key still refuses a second row for the same session.
+	if _, err := db.BeginFreshTurn(ctx, "main", "agent:main:s0", provider.Message{Role: provider.RoleUser, Content: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := db.ListSessions(ctx, "main", 0, 0); len(rows) != 3 {
+		t.Errorf("%d sessions after a turn on an existing key, want 3", len(rows))
 	}
 }
