@@ -218,3 +218,20 @@ func TestBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestServeFlagErrors: a bad --fsync-window stops serve and gateway before
+// anything starts, with the accepted range.
+func TestServeFlagErrors(t *testing.T) {
+	for _, cmd := range []string{"serve", "gateway"} {
+		for _, c := range []struct{ value, want string }{
+			{"-1s", "--fsync-window -1s: want 0 (fsync every commit) up to 1m0s"},
+			{"2h", "--fsync-window 2h0m0s: want 0"},
+			{"soon", `invalid argument "soon" for "--fsync-window"`},
+		} {
+			_, errOut, code := talon(t, "", cmd, "--state-dir", t.TempDir(), "--fsync-window", c.value)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Errorf("%s --fsync-window %s: exit %d, %q; want 2 and %q", cmd, c.value, code, errOut, c.want)
+			}
+		}
+	}
+}

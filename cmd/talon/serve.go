@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,9 +26,19 @@ import (
 // defaultPort is OpenClaw's gateway port.
 const defaultPort = 18789
 
+// defaultFsyncWindow bounds what a power cut can take from the session
+// stores; fsyncing every commit instead adds the disk's flush (≈ 0.1–0.2
+// ms here) to every turn (BENCHMARKS.md).
+const defaultFsyncWindow = 100 * time.Millisecond
+
+// maxFsyncWindow keeps a typo from leaving commits unsynced for hours.
+const maxFsyncWindow = time.Minute
+
 type serveFlags struct {
 	stateDir, configPath, bind, logLevel string
 	port                                 int
+	// fsyncWindow is how long an answered turn may wait for the disk.
+	fsyncWindow time.Duration
 	// platform runs the workforce platform beside the gateway (serve).
 	platform            bool
 	templates, database string
@@ -51,6 +62,8 @@ STATE/tenants/<id>/ and are selected with the X-Tenant-ID header.`,
 	fl.IntVar(&f.port, "port", 0, "port (default gateway.port, else 18789)")
 	fl.StringVar(&f.bind, "bind", "", "address to bind: an IP, or loopback / lan (default gateway.bind, else 127.0.0.1)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.DurationVar(&f.fsyncWindow, "fsync-window", defaultFsyncWindow,
+		"how long an answered turn's transcript may wait for its fsync: a power cut can lose at most this much (a killed process loses nothing); 0 fsyncs every commit before answering")
 	if use == "serve" {
 		f.platform = true
 		fl.StringVar(&f.templates, "templates", "templates", "the platform's employee templates, templates/<slug>/")
@@ -63,6 +76,9 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	if f.fsyncWindow < 0 || f.fsyncWindow > maxFsyncWindow {
+		return fmt.Errorf("--fsync-window %s: want 0 (fsync every commit) up to %s", f.fsyncWindow, maxFsyncWindow)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	stateDir, err := resolveStateDir(f.stateDir)
@@ -85,7 +101,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log}
+	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log, SyncWindow: f.fsyncWindow}
 	var (
 		late      *lateAPI
 		studioURL atomic.Pointer[string]

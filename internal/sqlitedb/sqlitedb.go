@@ -1,7 +1,9 @@
 // Package sqlitedb opens a SQLite database file (modernc.org/sqlite: pure
 // Go, no cgo) the way Talon's databases use one: created with mode 0600 in
 // a 0700 directory, in WAL mode, with a single writer connection whose
-// transactions begin IMMEDIATE, and a pool of read-only connections.
+// transactions begin IMMEDIATE, a pool of read-only connections, and, when
+// asked, a syncer that fsyncs the log within a window after each commit
+// instead of in every commit.
 // Package store (sessions) and package memory (the memory index) open
 // their files through it.
 //
@@ -39,6 +41,10 @@ type Options struct {
 	Synchronous string
 	// Pragmas are set on every connection, such as "foreign_keys(1)".
 	Pragmas []string
+	// SyncWindow, with Synchronous NORMAL, bounds how long a commit the
+	// caller reports with Committed waits for its fsync (see walSyncer);
+	// 0 leaves syncing to SQLite alone.
+	SyncWindow time.Duration
 }
 
 // DB is one database file: W is its single writer connection, R its pool
@@ -47,6 +53,8 @@ type DB struct {
 	Path string // absolute
 	W    *sql.DB
 	R    *sql.DB
+
+	syncer *walSyncer // nil without a SyncWindow
 }
 
 // Open opens the database at path, creating it and its parent directories
@@ -62,6 +70,9 @@ func Open(path string, o Options) (*DB, error) {
 	case "FULL", "NORMAL":
 	default:
 		return nil, fmt.Errorf("opening %s: synchronous must be FULL or NORMAL, not %q", o.What, o.Synchronous)
+	}
+	if o.SyncWindow < 0 || o.SyncWindow > 0 && o.Synchronous != "NORMAL" {
+		return nil, fmt.Errorf("opening %s: a sync window (%s) needs synchronous NORMAL and a duration ≥ 0", o.What, o.SyncWindow)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -108,10 +119,34 @@ func Open(path string, o Options) (*DB, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	return &DB{Path: abs, W: w, R: r}, nil
+	db := &DB{Path: abs, W: w, R: r}
+	if o.SyncWindow > 0 {
+		db.syncer = newWALSyncer(abs, o.SyncWindow)
+	}
+	return db, nil
 }
 
-// Close closes both connection pools.
+// Committed tells the database's syncer, if it has one, that a write
+// transaction has committed: its fsync is then due within the window.
+func (db *DB) Committed() {
+	if db.syncer != nil {
+		db.syncer.committed()
+	}
+}
+
+// Syncs is how many fsyncs the syncer has made; 0 without one.
+func (db *DB) Syncs() int64 {
+	if db.syncer == nil {
+		return 0
+	}
+	return db.syncer.syncs.Load()
+}
+
+// Close syncs what the syncer has not yet and closes both connection
+// pools.
 func (db *DB) Close() error {
+	if db.syncer != nil {
+		db.syncer.close()
+	}
 	return errors.Join(db.R.Close(), db.W.Close())
 }

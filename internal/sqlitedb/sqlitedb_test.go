@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOpen(t *testing.T) {
@@ -51,14 +52,17 @@ func TestOpen(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	for _, c := range []struct {
 		name, path, sync, want string
+		window                 time.Duration
 	}{
-		{"empty", "", "FULL", "opening test db: empty path"},
-		{"question mark", filepath.Join(t.TempDir(), "a?b.db"), "FULL", "may not contain '?'"},
-		{"directory in the way", t.TempDir(), "FULL", "opening test db"},
-		{"bad synchronous", filepath.Join(t.TempDir(), "x.db"), "OFF", "synchronous must be FULL or NORMAL"},
+		{"empty", "", "FULL", "opening test db: empty path", 0},
+		{"question mark", filepath.Join(t.TempDir(), "a?b.db"), "FULL", "may not contain '?'", 0},
+		{"directory in the way", t.TempDir(), "FULL", "opening test db", 0},
+		{"bad synchronous", filepath.Join(t.TempDir(), "x.db"), "OFF", "synchronous must be FULL or NORMAL", 0},
+		{"sync window with FULL", filepath.Join(t.TempDir(), "x.db"), "FULL", "a sync window (1s) needs synchronous NORMAL", time.Second},
+		{"negative sync window", filepath.Join(t.TempDir(), "x.db"), "NORMAL", "a sync window (-1s) needs", -time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			db, err := Open(c.path, Options{What: "test db", Synchronous: c.sync})
+			db, err := Open(c.path, Options{What: "test db", Synchronous: c.sync, SyncWindow: c.window})
 			if err == nil {
 				db.Close()
 				t.Fatalf("Open(%q) succeeded", c.path)
@@ -68,4 +72,52 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSyncWindow: commits reported with Committed are fsynced, the first
+// at once and then at most one fsync per window however many commits come
+// meanwhile; Close makes the last one. A database without a window has no
+// syncer and Committed does nothing.
+func TestSyncWindow(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{What: "test db", Synchronous: "NORMAL", SyncWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.W.Exec("CREATE TABLE t (a)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Committed()
+	// The first commit's fsync is not held back: wait for it (the bound
+	// only keeps a broken syncer from hanging the test).
+	for deadline := time.Now().Add(time.Minute); db.syncer.syncs.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no fsync a minute after the first commit")
+		}
+	}
+	for i := range 100 {
+		if _, err := db.W.Exec("INSERT INTO t VALUES (?)", i); err != nil {
+			t.Fatal(err)
+		}
+		db.Committed()
+	}
+	if n := db.syncer.syncs.Load(); n != 1 {
+		t.Fatalf("%d fsyncs within the hour's window, want 1 (the next waits for the window)", n)
+	}
+	syncer := db.syncer
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncer.syncs.Load(); n != 2 {
+		t.Fatalf("%d fsyncs after Close, want 2: Close syncs what is pending", n)
+	}
+
+	plain, err := Open(filepath.Join(t.TempDir(), "y.db"), Options{What: "test db", Synchronous: "FULL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if plain.syncer != nil {
+		t.Fatal("a syncer without a window")
+	}
+	plain.Committed()
 }

@@ -15,9 +15,15 @@
 //
 // # Durability
 //
-// The database runs in WAL mode with synchronous=FULL: when a write method
-// returns nil, its transaction is in the WAL and fsynced, so it survives
-// kill -9 and power loss. Every write is one transaction — all or nothing.
+// The database runs in WAL mode. When a write method returns nil, its
+// transaction is in the WAL file, so it survives kill -9 (and any other end
+// of the process). Open fsyncs it before the method returns as well
+// (synchronous=FULL), so it survives a power cut too; OpenWith with a
+// SyncWindow w commits with synchronous=NORMAL and has the log fsynced at
+// most w later (package sqlitedb's syncer), so a power cut or a kernel
+// crash can lose the last w of commits but never leaves a torn one, and
+// commits stop waiting for the disk. `talon serve` uses 100 ms
+// (--fsync-window). Every write is one transaction — all or nothing.
 // Transcripts are append-only: rows are never updated (a trigger refuses
 // it), each session's messages are numbered 1, 2, 3, … without gaps, and
 // resetting a session starts a new transcript under a new session id while

@@ -24,6 +24,7 @@ type DB struct {
 	path string
 	w    *sql.DB // exactly one connection: all writes
 	r    *sql.DB // read-only connections
+	sdb  *sqlitedb.DB
 
 	// Prepared once: parsing SQL costs more than running these.
 	appendStmt    *sql.Stmt // on w
@@ -38,15 +39,34 @@ type DB struct {
 	tails *tails
 }
 
-// Open opens the database at path, creating it (mode 0600, parent
+// Options say how to open a store.
+type Options struct {
+	// SyncWindow is how long an acknowledged commit may wait for the disk.
+	// 0 fsyncs every commit before it returns (SQLite's synchronous=FULL):
+	// a commit survives a power cut once it has returned. A window w
+	// commits with synchronous=NORMAL and fsyncs the write-ahead log at
+	// most w after each commit (sqlitedb's syncer): a commit survives the
+	// process being killed at once, and a power cut or kernel crash after
+	// w, and commits no longer wait for the disk.
+	SyncWindow time.Duration
+}
+
+// Open opens the database at path with every commit fsynced; see OpenWith.
+func Open(path string) (*DB, error) { return OpenWith(path, Options{}) }
+
+// OpenWith opens the database at path, creating it (mode 0600, parent
 // directories 0700) if needed, and brings its schema up to date.
-func Open(path string) (*DB, error) {
-	sdb, err := sqlitedb.Open(path, sqlitedb.Options{What: "store", Synchronous: "FULL", Pragmas: []string{"foreign_keys(1)"}})
+func OpenWith(path string, o Options) (*DB, error) {
+	so := sqlitedb.Options{What: "store", Synchronous: "FULL", Pragmas: []string{"foreign_keys(1)"}}
+	if o.SyncWindow != 0 {
+		so.Synchronous, so.SyncWindow = "NORMAL", o.SyncWindow
+	}
+	sdb, err := sqlitedb.Open(path, so)
 	if err != nil {
 		return nil, err
 	}
 	abs, w, r := sdb.Path, sdb.W, sdb.R
-	db := &DB{Now: time.Now, path: abs, w: w, r: r, tails: newTails(defaultTailBytes)}
+	db := &DB{Now: time.Now, path: abs, w: w, r: r, sdb: sdb, tails: newTails(defaultTailBytes)}
 	ctx := context.Background()
 	if err := db.migrate(ctx); err != nil {
 		sdb.Close()
@@ -83,7 +103,7 @@ func (db *DB) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	return errors.Join(append(errs, db.r.Close(), db.w.Close())...)
+	return errors.Join(append(errs, db.sdb.Close())...)
 }
 
 func (db *DB) now() time.Time {
@@ -96,7 +116,11 @@ func (db *DB) now() time.Time {
 // write runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // write connection) and commits it if fn returns nil.
 func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	return writeTx(ctx, db.w, fn)
+	if err := writeTx(ctx, db.w, fn); err != nil {
+		return err
+	}
+	db.sdb.Committed()
+	return nil
 }
 
 // writeTx runs fn in a transaction on w and commits it if fn returns nil.

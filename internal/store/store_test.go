@@ -271,3 +271,50 @@ func TestMigrationFromV1(t *testing.T) {
 		t.Errorf("%d sessions after a turn on an existing key, want 3", len(rows))
 	}
 }
+
+// TestOpenWithSyncWindow: a store with a sync window commits with
+// synchronous=NORMAL and has its syncer fsync the log after a turn; the
+// default store fsyncs every commit (FULL).
+func TestOpenWithSyncWindow(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		window time.Duration
+		want   int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{{"every commit", 0, 2}, {"window", 50 * time.Millisecond, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := OpenWith(filepath.Join(t.TempDir(), "talon.db"), Options{SyncWindow: c.window})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var syn int
+			if err := db.w.QueryRow("PRAGMA synchronous").Scan(&syn); err != nil || syn != c.want {
+				t.Fatalf("synchronous = %d (%v), want %d", syn, err, c.want)
+			}
+			ctx := context.Background()
+			id, err := db.BeginFreshTurn(ctx, "main", "agent:main:x", provider.Message{Role: provider.RoleUser, Content: "hi"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msgs, err := db.Transcript(ctx, id, 0); err != nil || len(msgs) != 1 {
+				t.Fatalf("transcript %v, %v", msgs, err)
+			}
+			if c.window == 0 {
+				if n := db.sdb.Syncs(); n != 0 {
+					t.Fatalf("%d syncer fsyncs without a window", n)
+				}
+				return
+			}
+			// The turn's commit reached the syncer (the bound only keeps a
+			// broken one from hanging the test).
+			for deadline := time.Now().Add(time.Minute); db.sdb.Syncs() == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("no fsync a minute after the turn's commit")
+				}
+			}
+		})
+	}
+	if _, err := OpenWith(filepath.Join(t.TempDir(), "talon.db"), Options{SyncWindow: -time.Second}); err == nil {
+		t.Fatal("a negative sync window was accepted")
+	}
+}
