@@ -145,3 +145,54 @@ func TestRunnerSeesBootstrapEdits(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapCacheMissingFiles: the bootstrap files a workspace lacks
+// cost one stat of its directory a turn, not one each, and a file created
+// later, under any name, is in the next turn's prompt.
+func TestBootstrapCacheMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeAt(t, filepath.Join(dir, "SOUL.md"), "kind", old)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	root := openTestRoot(t, dir)
+	cache := &fileCache{now: func() time.Time { return time.Now().Add(time.Hour) }}
+	in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache}
+	buildPrompt(in)
+	before := cache.stats
+	if got, _ := buildPrompt(in); !strings.Contains(got, "## SOUL.md\n\nkind") {
+		t.Fatalf("prompt lacks SOUL.md:\n%s", got)
+	}
+	if n := cache.stats - before; n != 2 {
+		t.Fatalf("a turn made %d stats, want 2: the directory and SOUL.md", n)
+	}
+	for _, name := range BootstrapFiles {
+		if name == "SOUL.md" {
+			continue
+		}
+		writeAt(t, filepath.Join(dir, name), "new "+name, old)
+		got, _ := buildPrompt(in)
+		if !strings.Contains(got, "## "+name+"\n\nnew "+name) {
+			t.Fatalf("%s created between turns is not in the prompt:\n%s", name, got)
+		}
+	}
+}
+
+// TestBootstrapCacheRacyCreate: with the real clock, a file created right
+// after a turn found it missing is in the next turn's prompt: the
+// directory changed too recently for its stamp to vouch for the absence.
+func TestBootstrapCacheRacyCreate(t *testing.T) {
+	dir := t.TempDir()
+	root := openTestRoot(t, dir)
+	cache := &fileCache{}
+	in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache}
+	buildPrompt(in)
+	for _, name := range []string{"AGENTS.md", "USER.md", "HEARTBEAT.md"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("hello "+name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := buildPrompt(in); !strings.Contains(got, "hello "+name) {
+			t.Fatalf("prompt lacks %s:\n%s", name, got)
+		}
+	}
+}

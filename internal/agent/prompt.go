@@ -56,11 +56,12 @@ func buildPrompt(in promptInput) (string, []string) {
 	}
 	var problems []string
 	texts := make([]string, len(names))
+	var dir dirStamp
 	for i, name := range names {
 		if in.root == nil {
 			break
 		}
-		text, err := in.files.read(in.root, name)
+		text, err := in.files.read(in.root, name, &dir)
 		if err != nil && !isNotExist(err) {
 			problems = append(problems, fmt.Sprintf("reading %s: %v", name, err))
 		}
