@@ -271,7 +271,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config) *agent.Runner {
 const StoreFile = "talon.db"
 
 func (s *Server) openStore(dir string) (*store.DB, error) {
-	db, err := store.OpenWith(filepath.Join(dir, StoreFile), store.Options{SyncWindow: s.opts.SyncWindow})
+	db, err := store.OpenWith(filepath.Join(dir, StoreFile), store.Options{SyncWindow: s.opts.SyncWindow, Log: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("opening the session store: %w", err)
 	}

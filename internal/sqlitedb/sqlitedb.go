@@ -21,6 +21,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,6 +46,8 @@ type Options struct {
 	// caller reports with Committed waits for its fsync (see walSyncer);
 	// 0 leaves syncing to SQLite alone.
 	SyncWindow time.Duration
+	// Log receives the syncer's failures; nil means slog.Default().
+	Log *slog.Logger
 }
 
 // DB is one database file: W is its single writer connection, R its pool
@@ -121,7 +124,7 @@ func Open(path string, o Options) (*DB, error) {
 	r.SetMaxIdleConns(n)
 	db := &DB{Path: abs, W: w, R: r}
 	if o.SyncWindow > 0 {
-		db.syncer = newWALSyncer(abs, o.SyncWindow)
+		db.syncer = newWALSyncer(abs, o.SyncWindow, o.Log)
 	}
 	return db, nil
 }

@@ -28,11 +28,15 @@ type walSyncer struct {
 	stop   chan struct{}
 	done   chan struct{}
 	syncs  atomic.Int64 // fsyncs made, for tests
+	log    *slog.Logger
 }
 
-func newWALSyncer(dbPath string, window time.Duration) *walSyncer {
+func newWALSyncer(dbPath string, window time.Duration, log *slog.Logger) *walSyncer {
+	if log == nil {
+		log = slog.Default()
+	}
 	s := &walSyncer{
-		path: dbPath + "-wal", window: window,
+		path: dbPath + "-wal", window: window, log: log,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go s.loop()
@@ -87,7 +91,7 @@ func (s *walSyncer) sync() {
 	if err != nil {
 		// Nobody waits for this fsync to answer; the log is where a disk
 		// that stopped taking writes shows.
-		slog.Error("syncing the database's write-ahead log", "path", s.path, "err", err)
+		s.log.Error("syncing the database's write-ahead log", "path", s.path, "err", err)
 		return
 	}
 	s.syncs.Add(1)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"talon/internal/sqlitedb"
@@ -49,6 +50,9 @@ type Options struct {
 	// process being killed at once, and a power cut or kernel crash after
 	// w, and commits no longer wait for the disk.
 	SyncWindow time.Duration
+	// Log receives what the syncer cannot do (a failed fsync); nil means
+	// slog.Default().
+	Log *slog.Logger
 }
 
 // Open opens the database at path with every commit fsynced; see OpenWith.
@@ -59,7 +63,7 @@ func Open(path string) (*DB, error) { return OpenWith(path, Options{}) }
 func OpenWith(path string, o Options) (*DB, error) {
 	so := sqlitedb.Options{What: "store", Synchronous: "FULL", Pragmas: []string{"foreign_keys(1)"}}
 	if o.SyncWindow != 0 {
-		so.Synchronous, so.SyncWindow = "NORMAL", o.SyncWindow
+		so.Synchronous, so.SyncWindow, so.Log = "NORMAL", o.SyncWindow, o.Log
 	}
 	sdb, err := sqlitedb.Open(path, so)
 	if err != nil {
