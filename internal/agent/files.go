@@ -156,9 +156,10 @@ func (c *fileCache) read(root *os.Root, name string, dir *dirStamp) (string, err
 }
 
 // rememberMissing keeps that the file of key was missing at the time at,
-// if the directory's stamp, taken after that, is old enough to be sure no
-// name was created in it since: a creation would have stamped it with a
-// time after at.
+// with this turn's stamp of its directory, if the directory's times are
+// racyWindow older than at: a name created (or renamed) there after at
+// stamps the directory with a later time, so an unchanged stamp means the
+// file is still missing.
 func (c *fileCache) rememberMissing(root *os.Root, key fileKey, at time.Time, dir *dirStamp) {
 	ds, ok := c.dirStamp(root, dir)
 	c.mu.Lock()
