@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,6 +29,11 @@ type Options struct {
 	// never turn it on where a model chooses the URLs in production. Local
 	// names (localhost, *.local, ...) stay refused: tests use 127.0.0.1.
 	AllowLoopback bool
+	// Allow are exact address and port pairs let through although their
+	// address is blocked: services the operator names on purpose (a model
+	// server on 127.0.0.1:11434), never a range. Only a literal address
+	// or a resolved one that equals an entry passes; the port must match.
+	Allow []netip.AddrPort
 	// Resolver looks up host names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// DialTimeout bounds one TCP connect; 0 means 10 s.
@@ -66,12 +74,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		return nil, fmt.Errorf("netguard: dial %s: port %q is not a number from 0 to 65535", addr, portStr)
 	}
 	literal, isIP, err := checkHost(host, d.opts)
-	if err != nil {
+	if err != nil && !d.opts.excepted(err, uint16(port)) {
 		return nil, err
 	}
 	addrs := []netip.Addr{literal}
 	if !isIP {
-		if addrs, err = d.resolve(ctx, lookup, host); err != nil {
+		if addrs, err = d.resolve(ctx, lookup, host, uint16(port)); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +100,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	return nil, fmt.Errorf("netguard: dial %s: %w", addr, errors.Join(errs...))
 }
 
-func (d *Dialer) resolve(ctx context.Context, network, host string) ([]netip.Addr, error) {
+func (d *Dialer) resolve(ctx context.Context, network, host string, port uint16) ([]netip.Addr, error) {
 	r := d.opts.Resolver
 	if r == nil {
 		r = net.DefaultResolver
@@ -108,7 +116,7 @@ func (d *Dialer) resolve(ctx context.Context, network, host string) ([]netip.Add
 		// Go's resolver returns A records in IPv4-mapped form; dial them as
 		// IPv4 so the network "tcp4" still works.
 		addrs[i] = a.Unmap()
-		if err := checkAddr(host, addrs[i], d.opts); err != nil {
+		if err := checkAddr(host, addrs[i], d.opts); err != nil && !d.opts.excepted(err, port) {
 			return nil, err
 		}
 	}
@@ -131,6 +139,55 @@ func (d *Dialer) CheckRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("netguard: refusing redirect to scheme %q, only http and https", s)
 	}
 	_, _, err := checkHost(req.URL.Hostname(), d.opts)
+	if err != nil && d.opts.excepted(err, urlPort(req.URL)) {
+		return nil
+	}
+	return err
+}
+
+// excepted reports whether err refuses an address that opts.Allow lets
+// through on port.
+func (o *Options) excepted(err error, port uint16) bool {
+	var re *RefusedError
+	if len(o.Allow) == 0 || !errors.As(err, &re) || !re.Addr.IsValid() {
+		return false
+	}
+	return slices.Contains(o.Allow, netip.AddrPortFrom(re.Addr.Unmap(), port))
+}
+
+// urlPort is u's port, or its scheme's default (0 when unknown).
+func urlPort(u *url.URL) uint16 {
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	switch u.Scheme {
+	case "http":
+		return 80
+	case "https":
+		return 443
+	}
+	return 0
+}
+
+// CheckURL is what can be known of a URL before it is dialled: an http or
+// https URL without credentials whose host CheckHost accepts, or whose
+// literal address and port opts.Allow names. A name still meets the
+// connect-time check of a Dialer built with the same opts.
+func CheckURL(raw string, opts Options) error {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return fmt.Errorf("netguard: malformed URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("netguard: scheme %q refused, only http and https", u.Scheme)
+	}
+	if u.User != nil {
+		return errors.New("netguard: credentials in the URL are refused")
+	}
+	_, _, err = checkHost(u.Hostname(), opts)
+	if err != nil && opts.excepted(err, urlPort(u)) {
+		return nil
+	}
 	return err
 }
 

@@ -379,3 +379,80 @@ func FuzzCheckHost(f *testing.F) {
 		}
 	})
 }
+
+// Options.Allow lets through exactly the address and port it names: a
+// literal, a resolved name, a redirect; another port of the same address,
+// or a neighbour, stays refused.
+func TestAllowExactAddrPort(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hop" {
+			http.Redirect(w, r, "http://"+r.Host+"/", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	ap := netip.MustParseAddrPort(strings.TrimPrefix(srv.URL, "http://"))
+	r := &fakeResolver{answers: map[string][]string{"model.example": {ap.Addr().String()}}}
+	c := NewClient(Options{Allow: []netip.AddrPort{ap}, Resolver: r})
+	for _, u := range []string{srv.URL + "/", srv.URL + "/hop", fmt.Sprintf("http://model.example:%d/", ap.Port())} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Errorf("GET %s: %v", u, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "ok" {
+			t.Errorf("GET %s = %q", u, body)
+		}
+	}
+	d := NewDialer(Options{Allow: []netip.AddrPort{ap}})
+	for _, addr := range []string{
+		netip.AddrPortFrom(ap.Addr(), ap.Port()+1).String(),
+		fmt.Sprintf("127.0.0.2:%d", ap.Port()),
+		fmt.Sprintf("[::1]:%d", ap.Port()),
+		fmt.Sprintf("localhost:%d", ap.Port()),
+	} {
+		conn, err := d.DialContext(context.Background(), "tcp", addr)
+		if conn != nil {
+			conn.Close()
+		}
+		if err == nil {
+			t.Errorf("DialContext(%s) connected; want refused", addr)
+		}
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	allow := Options{Allow: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:11434")}}
+	for _, tc := range []struct {
+		url  string
+		opts Options
+		want string // "" for accepted
+	}{
+		{"https://api.example.com/v1", Options{}, ""},
+		{"http://127.0.0.1:11434/v1", allow, ""},
+		{"http://127.0.0.1:11435/v1", allow, "loopback address"},
+		{"http://127.0.0.1:11434/v1", Options{}, "loopback address"},
+		{"http://0x7f.1:11434/", Options{}, "loopback address"},
+		{"http://[::1]:8080/", Options{}, "loopback address"},
+		{"http://169.254.169.254/latest", Options{}, "cloud metadata"},
+		{"http://10.1.2.3/", Options{}, "private address"},
+		{"http://localhost:11434/", allow, "localhost"},
+		{"http://svc.internal/", Options{}, "local-network names"},
+		{"https://user:pw@api.example.com/", Options{}, "credentials in the URL"},
+		{"ftp://api.example.com/", Options{}, `scheme "ftp"`},
+		{"file:///etc/passwd", Options{}, `scheme "file"`},
+		{"http://%zz/", Options{}, "malformed URL"},
+		{"http:///nohost", Options{}, "empty host"},
+	} {
+		err := CheckURL(tc.url, tc.opts)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckURL(%q) = %v; want accepted", tc.url, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckURL(%q) = %v; want an error containing %q", tc.url, err, tc.want)
+		}
+	}
+}
