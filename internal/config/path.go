@@ -45,3 +45,9 @@ func plainKey(key string) bool {
 	}
 	return true
 }
+
+// JoinKey is the path of member key under parent, as issues show it.
+func JoinKey(parent, key string) string { return joinKey(parent, key) }
+
+// JoinIndex is the path of item i of the array at parent.
+func JoinIndex(parent string, i int) string { return joinIndex(parent, i) }

@@ -33,6 +33,9 @@ type Config struct {
 	Env      *Raw               `json:"env"`
 	// MCP is Talon's own: the MCP servers whose tools agents may use.
 	MCP MCP `json:"mcp"`
+	// Tenants is Talon's own, read from the operator's root config only:
+	// the ceiling every tenant config is held to (internal/ceiling).
+	Tenants Tenants `json:"tenants"`
 
 	// OpenClaw sections Talon keeps but does not act on.
 	Meta        *Raw `json:"meta" talon:"unused"`
@@ -259,6 +262,54 @@ type MCPServer struct {
 	// ToolTimeoutMs bounds one tool call.
 	StartupTimeoutMs *int `json:"startupTimeoutMs"`
 	ToolTimeoutMs    *int `json:"toolTimeoutMs"`
+}
+
+// Tenants is Talon's `tenants` section: what the operator lets tenant
+// configs set. Every field is a ceiling; absent means Talon's strict
+// default (internal/ceiling documents each one).
+type Tenants struct {
+	Sandbox TenantSandbox `json:"sandbox"`
+	Network TenantNetwork `json:"network"`
+	// MCP are servers the operator declares; a tenant may turn one on by
+	// naming it in its own mcp.servers, which is the only way a tenant's
+	// MCP server runs a program.
+	MCP     MCP           `json:"mcp"`
+	Plugins TenantPlugins `json:"plugins"`
+	Models  TenantModels  `json:"models"`
+}
+
+// TenantSandbox is `tenants.sandbox`.
+type TenantSandbox struct {
+	// Backends a tenant's sandboxes may use; default bwrap and docker.
+	Backends List `json:"backends"`
+	// Network lets tenant sandboxes have network; default false.
+	Network *bool `json:"network"`
+	// Limits are the largest sandbox.limits a tenant may set; each absent
+	// one is Talon's default for that limit.
+	Limits *SandboxLimits `json:"limits"`
+}
+
+// TenantNetwork is `tenants.network`.
+type TenantNetwork struct {
+	// AllowHosts are "IP:port" pairs that tenants' outbound URLs (model
+	// providers, MCP servers, api-tools, web_fetch) may reach although
+	// the address is private or loopback.
+	AllowHosts List `json:"allowHosts"`
+}
+
+// TenantPlugins is `tenants.plugins`.
+type TenantPlugins struct {
+	// Allow are the compiled-in plugins a tenant may turn on; absent
+	// means all of them.
+	Allow List `json:"allow"`
+}
+
+// TenantModels is `tenants.models`.
+type TenantModels struct {
+	// OperatorKeys lets tenants use the built-in providers (openai,
+	// openrouter, anthropic) with the key from the gateway's environment,
+	// sent only to that provider's own host; default true.
+	OperatorKeys *bool `json:"operatorKeys"`
 }
 
 // Toggle is a section whose `enabled: false` turns a tool off.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
@@ -47,7 +48,8 @@ func check(c *Config) (errs, warns []Issue) {
 	k.profile("tools.profile", c.Tools.Profile)
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
 	k.exec("tools.exec", c.Tools.Exec)
-	k.mcp(c.MCP.Servers)
+	k.mcp("mcp.servers", c.MCP.Servers)
+	k.tenants(&c.Tenants)
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
@@ -160,16 +162,17 @@ var mcpNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,47}$`)
 // MaxMCPTimeoutMs bounds the MCP timeouts: ten minutes.
 const MaxMCPTimeoutMs = 10 * 60 * 1000
 
-// mcp checks mcp.servers: a name fit for a plugin id, exactly one of
-// command and url, an http(s) url, and bounded timeouts.
-func (k *checker) mcp(servers map[string]MCPServer) {
+// mcp checks mcp.servers (or tenants.mcp.servers at path): a name fit for
+// a plugin id, exactly one of command and url, an http(s) url, and bounded
+// timeouts.
+func (k *checker) mcp(path string, servers map[string]MCPServer) {
 	names := make([]string, 0, len(servers))
 	for n := range servers {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		s, at := servers[n], "mcp.servers."+n
+		s, at := servers[n], path+"."+n
 		if !mcpNameRE.MatchString(n) {
 			k.fail(at, fmt.Sprintf("invalid server name %q: use lower-case letters, digits, - and _, starting with a letter (at most 48)", n))
 		}
@@ -189,6 +192,39 @@ func (k *checker) mcp(servers map[string]MCPServer) {
 		k.between(at+".startupTimeoutMs", s.StartupTimeoutMs, MaxMCPTimeoutMs)
 		k.between(at+".toolTimeoutMs", s.ToolTimeoutMs, MaxMCPTimeoutMs)
 	}
+}
+
+// tenants checks the ceiling: the backends that isolate, limits in range,
+// "IP:port" exceptions and the declared MCP servers.
+func (k *checker) tenants(t *Tenants) {
+	for i, b := range t.Sandbox.Backends {
+		if b != "bwrap" && b != "docker" {
+			k.fail(joinIndex("tenants.sandbox.backends", i), fmt.Sprintf("expected bwrap or docker (got %q): a tenant's commands always run isolated", b))
+		}
+	}
+	if t.Sandbox.Backends != nil && len(t.Sandbox.Backends) == 0 {
+		k.fail("tenants.sandbox.backends", "expected at least one backend (bwrap, docker)")
+	}
+	if t.Sandbox.Limits != nil {
+		k.sandbox("tenants.sandbox", Sandbox{Limits: t.Sandbox.Limits})
+	}
+	for i, h := range t.Network.AllowHosts {
+		if _, err := ParseAllowHost(h); err != nil {
+			k.fail(joinIndex("tenants.network.allowHosts", i), err.Error())
+		}
+	}
+	k.mcp("tenants.mcp.servers", t.MCP.Servers)
+}
+
+// ParseAllowHost reads a tenants.network.allowHosts entry: an IP address
+// and a port, "127.0.0.1:11434" or "[::1]:8080"; never a name, whose
+// address could change, nor a range.
+func ParseAllowHost(s string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(strings.TrimSpace(s))
+	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
+		return netip.AddrPort{}, fmt.Errorf("expected an IP address and port such as 127.0.0.1:11434 or [::1]:8080 (got %q)", s)
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
 }
 
 // profile warns rather than fails: OpenClaw applies no profile policy for an
