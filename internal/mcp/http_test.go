@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os/exec"
 	"slices"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"talon/internal/config"
+	"talon/internal/netguard"
 	"talon/internal/tools"
 )
 
@@ -178,4 +181,34 @@ func names(list []tools.Tool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// A tenant's manager reaches url servers through netguard: a loopback
+// server is refused at connect time, unless the operator let its exact
+// address and port through.
+func TestGuardedManager(t *testing.T) {
+	g := newGoSDKServer(t)
+	ap := netip.MustParseAddrPort(strings.TrimPrefix(g.url, "http://"))
+	for _, tc := range []struct {
+		name  string
+		allow []netip.AddrPort
+		want  string // "" when the tools list
+	}{
+		{"loopback refused", nil, "loopback address"},
+		{"another port opened", []netip.AddrPort{netip.AddrPortFrom(ap.Addr(), ap.Port()+1)}, "loopback address"},
+		{"this address opened", []netip.AddrPort{ap}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewGuardedManager(slog.New(slog.NewTextHandler(testWriter{t}, nil)), netguard.Options{Allow: tc.allow})
+			t.Cleanup(m.Close)
+			m.Configure(map[string]config.MCPServer{"gosdk": {URL: g.url}})
+			_, err := m.Tools(t.Context(), "gosdk")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Tools: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Tools = %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
 }

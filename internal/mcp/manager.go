@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/netguard"
 	"talon/internal/tools"
 )
 
@@ -21,6 +22,9 @@ import (
 type Manager struct {
 	log *slog.Logger
 	wg  sync.WaitGroup // session watchers
+	// guard, when set, is the network guard every url server is reached
+	// through: a tenant's servers may call public addresses only.
+	guard *netguard.Options
 
 	mu      sync.Mutex
 	servers map[string]*server
@@ -34,6 +38,14 @@ func NewManager(log *slog.Logger) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{log: log, servers: map[string]*server{}}
+}
+
+// NewGuardedManager is NewManager for a tenant: every url server is
+// reached through netguard with opts, at each connect and redirect.
+func NewGuardedManager(log *slog.Logger, opts netguard.Options) *Manager {
+	m := NewManager(log)
+	m.guard = &opts
+	return m
 }
 
 // Configure applies mcp.servers: servers whose config changed or that are

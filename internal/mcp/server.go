@@ -187,7 +187,7 @@ func (s *server) start(ctx context.Context) (*session, error) {
 	rec.ctx, rec.cancel = context.WithCancel(context.Background())
 	var tr sdk.Transport
 	if s.transport() == "http" {
-		t, base, err := httpTransport(s.cfg)
+		t, base, err := httpTransport(s.cfg, s.m.guard)
 		if err != nil {
 			return nil, err
 		}

@@ -9,20 +9,25 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"talon/internal/config"
+	"talon/internal/netguard"
 )
 
 // httpTransport is a streamable HTTP transport to cfg.URL that sends the
 // config's headers and follows no redirect: a redirect would carry those
 // headers (often credentials) somewhere the operator did not configure.
 // The returned *http.Transport is closed (idle connections) when the
-// session ends, so no connection goroutine outlives it.
-func httpTransport(cfg config.MCPServer) (sdk.Transport, *http.Transport, error) {
+// session ends, so no connection goroutine outlives it. With a guard,
+// every connection goes through netguard and no proxy is used.
+func httpTransport(cfg config.MCPServer, guard *netguard.Options) (sdk.Transport, *http.Transport, error) {
 	for k, v := range cfg.Headers {
 		if k == "" || strings.ContainsAny(k, " :\r\n\x00") || strings.ContainsAny(v, "\r\n\x00") {
 			return nil, nil, fmt.Errorf("header %q: names must be tokens, values a single line", k)
 		}
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	if guard != nil {
+		base.Proxy, base.DialContext = nil, netguard.NewDialer(*guard).DialContext
+	}
 	client := &http.Client{
 		Transport: &headerRT{base: base, headers: cfg.Headers},
 		CheckRedirect: func(req *http.Request, _ []*http.Request) error {

@@ -17,8 +17,8 @@ const maxMemo = 64
 // missing API key is looked up again on the next call. A Memo is safe for
 // concurrent use; build a new one when the config changes.
 type Memo struct {
-	cfg *config.Config
-	env func(string) string
+	cfg  *config.Config
+	opts Options
 
 	mu   sync.Mutex
 	seen map[string]memoEntry
@@ -29,12 +29,12 @@ type memoEntry struct {
 	model string
 }
 
-// NewMemo returns a Memo for cfg; env is as for Resolve.
-func NewMemo(cfg *config.Config, env func(string) string) *Memo {
-	return &Memo{cfg: cfg, env: env, seen: map[string]memoEntry{}}
+// NewMemo returns a Memo for cfg with opts, as for ResolveWith.
+func NewMemo(cfg *config.Config, opts Options) *Memo {
+	return &Memo{cfg: cfg, opts: opts, seen: map[string]memoEntry{}}
 }
 
-// Resolve is Resolve(cfg, ref, env), remembered.
+// Resolve is ResolveWith(cfg, ref, opts), remembered.
 func (m *Memo) Resolve(ref string) (Provider, string, error) {
 	m.mu.Lock()
 	e, ok := m.seen[ref]
@@ -42,7 +42,7 @@ func (m *Memo) Resolve(ref string) (Provider, string, error) {
 	if ok {
 		return e.p, e.model, nil
 	}
-	p, model, err := Resolve(m.cfg, ref, m.env)
+	p, model, err := ResolveWith(m.cfg, ref, m.opts)
 	if err != nil {
 		return nil, "", err
 	}

@@ -12,12 +12,12 @@ func TestMemo(t *testing.T) {
 	cfg := &config.Config{}
 	cfg.Models.Providers = map[string]config.Provider{"local": {BaseURL: "http://127.0.0.1:11434/v1"}}
 	key := ""
-	m := NewMemo(cfg, func(name string) string {
+	m := NewMemo(cfg, Options{Env: func(name string) string {
 		if name == "OPENAI_API_KEY" {
 			return key
 		}
 		return ""
-	})
+	}})
 
 	p1, model, err := m.Resolve("local/llama3")
 	if err != nil || model != "llama3" {

@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/netguard"
 )
 
 // The api values of models.providers.<id>.api that Talon speaks.
@@ -76,6 +78,31 @@ var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 // I/O, and the clients it builds share one connection pool, so calling it
 // for every run is cheap.
 func Resolve(cfg *config.Config, ref string, env func(string) string) (Provider, string, error) {
+	return ResolveWith(cfg, ref, Options{Env: env})
+}
+
+// Options say where Resolve reads keys and how its clients connect.
+type Options struct {
+	// Env reads the variable of an apiKey written "${NAME}", and the key
+	// variable of a built-in provider unless BuiltinKeys is set; nil
+	// means os.Getenv.
+	Env func(string) string
+	// BuiltinKeys, when set, reads the key variables of the built-in
+	// providers (OPENAI_API_KEY, …) instead of Env, and such a key is
+	// sent to the built-in's own host only: a tenant gets the operator's
+	// environment here and its own config's env as Env, so that pointing
+	// "openai" elsewhere never carries the operator's key there.
+	BuiltinKeys func(string) string
+	// Guard, when set, makes every client connect through netguard with
+	// these options, at each connect and redirect, and through no proxy:
+	// a tenant's providers are public addresses, or the exact ones the
+	// operator opened.
+	Guard *netguard.Options
+}
+
+// ResolveWith is Resolve with options.
+func ResolveWith(cfg *config.Config, ref string, opts Options) (Provider, string, error) {
+	env := opts.Env
 	if env == nil {
 		env = os.Getenv
 	}
@@ -138,7 +165,16 @@ func Resolve(cfg *config.Config, ref string, env func(string) string) (Provider,
 		}
 	}
 	if key == "" && known {
-		key = strings.TrimSpace(env(bi.keyEnv))
+		switch {
+		case opts.BuiltinKeys == nil:
+			key = strings.TrimSpace(env(bi.keyEnv))
+		case sameHost(base, bi.baseURL):
+			if key = strings.TrimSpace(env(bi.keyEnv)); key == "" {
+				key = strings.TrimSpace(opts.BuiltinKeys(bi.keyEnv))
+			}
+		default:
+			key = strings.TrimSpace(env(bi.keyEnv))
+		}
 		if key == "" && sameHost(base, bi.baseURL) {
 			return nil, "", resolveErr(ref, "%s: no API key: set %s or models.providers.%s.apiKey", id, bi.keyEnv, id)
 		}
@@ -158,10 +194,14 @@ func Resolve(cfg *config.Config, ref string, env func(string) string) (Provider,
 		timeout = time.Duration(*pc.TimeoutSeconds * float64(time.Second))
 	}
 
-	if api == APIAnthropicMessages {
-		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout}), model, nil
+	var client *http.Client
+	if opts.Guard != nil {
+		client = guardedClient(*opts.Guard)
 	}
-	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout}), model, nil
+	if api == APIAnthropicMessages {
+		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client}), model, nil
+	}
+	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client}), model, nil
 }
 
 func sameHost(a, b string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"talon/internal/config"
+	"talon/internal/netguard"
 )
 
 func parseConfig(t *testing.T, src string) *config.Config {
@@ -328,5 +330,68 @@ func TestDefaultModel(t *testing.T) {
 				t.Errorf("DefaultModel = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestResolveForTenant: a tenant's keys come from its own env; the
+// operator's built-in keys go to the built-in's own host only; and a
+// guarded client never reaches a private address.
+func TestResolveForTenant(t *testing.T) {
+	operator := map[string]string{"OPENAI_API_KEY": "sk-operator", "TALON_ADMIN_TOKEN": "admin-secret"}
+	tenantEnv := map[string]string{"OWN_KEY": "sk-tenant"}
+	opts := Options{
+		Env:         func(k string) string { return tenantEnv[k] },
+		BuiltinKeys: func(k string) string { return operator[k] },
+	}
+	for _, tc := range []struct {
+		name, cfg, ref string
+		key            string // the key the client sends
+		err            string
+	}{
+		{name: "built-in at its own host gets the operator's key", cfg: `{}`, ref: "openai/gpt-4o", key: "sk-operator"},
+		{name: "built-in pointed elsewhere gets no operator key", cfg: `{models: {providers: {openai: {baseUrl: "https://evil.example/v1"}}}}`, ref: "openai/gpt-4o", key: ""},
+		{name: "the tenant's own key wins", cfg: `{models: {providers: {openai: {apiKey: "${OWN_KEY}"}}}}`, ref: "openai/gpt-4o", key: "sk-tenant"},
+		{name: "an operator variable by name is not the tenant's", cfg: `{models: {providers: {x: {baseUrl: "https://evil.example/v1", apiKey: "${TALON_ADMIN_TOKEN}"}}}}`, ref: "x/m", err: "refers to TALON_ADMIN_TOKEN, which is not set"},
+		{name: "an operator built-in key by name is not the tenant's", cfg: `{models: {providers: {x: {baseUrl: "https://evil.example/v1", apiKey: "${OPENAI_API_KEY}"}}}}`, ref: "x/m", err: "refers to OPENAI_API_KEY, which is not set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, err := ResolveWith(parseConfig(t, tc.cfg), tc.ref, opts)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "admin-secret") {
+					t.Fatalf("err = %v; want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			if tc.key != "" {
+				want = "Bearer " + tc.key
+			}
+			if got := p.(*OpenAI).t.header.Get("Authorization"); got != want {
+				t.Errorf("Authorization %q; want %q", got, want)
+			}
+		})
+	}
+
+	f := newFakeServer(t, jsonReply(200, `{"choices":[{"message":{"content":"pong"},"finish_reason":"stop"}]}`))
+	cfg := parseConfig(t, `{models: {providers: {loop: {baseUrl: "`+f.URL+`/v1"}}}}`)
+	guarded := Options{Env: opts.Env, BuiltinKeys: opts.BuiltinKeys, Guard: &netguard.Options{}}
+	p, model, err := ResolveWith(cfg, "loop/m", guarded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Chat(context.Background(), &Request{Model: model, Messages: []Message{{Role: RoleUser, Content: "ping"}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "loopback address") || len(f.requests()) != 0 {
+		t.Fatalf("guarded chat to loopback = %v (%d requests); want refused", err, len(f.requests()))
+	}
+	ap := netip.MustParseAddrPort(strings.TrimPrefix(f.URL, "http://"))
+	opened := Options{Env: opts.Env, Guard: &netguard.Options{Allow: []netip.AddrPort{ap}}}
+	if p, model, err = ResolveWith(cfg, "loop/m", opened); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []Message{{Role: RoleUser, Content: "ping"}}}, nil); err != nil || got.Content != "pong" {
+		t.Fatalf("chat to the operator's exception = %+v, %v", got, err)
 	}
 }

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"talon/internal/netguard"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -54,6 +56,24 @@ var sharedHTTPClient = sync.OnceValue(func() *http.Client {
 		WriteBufferSize: 32 << 10,
 	}}
 })
+
+// guardedClients are the clients of guardedClient, one per set of
+// exceptions (in practice one: the operator's), so that tenants share a
+// connection pool as unguarded providers do.
+var guardedClients sync.Map // string -> *http.Client
+
+// guardedClient is sharedHTTPClient with every connection made through
+// netguard with opts and no proxy (a proxy would dial for us, unchecked).
+func guardedClient(opts netguard.Options) *http.Client {
+	key := fmt.Sprint(opts.Allow, opts.AllowLoopback)
+	if c, ok := guardedClients.Load(key); ok {
+		return c.(*http.Client)
+	}
+	tr := sharedHTTPClient().Transport.(*http.Transport).Clone()
+	tr.Proxy, tr.DialContext = nil, netguard.NewDialer(opts).DialContext
+	c, _ := guardedClients.LoadOrStore(key, &http.Client{Transport: tr, CheckRedirect: netguard.NewDialer(opts).CheckRedirect})
+	return c.(*http.Client)
+}
 
 var (
 	errAttemptTimeout = errors.New("request timed out")
