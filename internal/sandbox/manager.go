@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"time"
+
+	"talon/internal/contain"
 )
 
 // DefaultCheckTTL is how long a Manager trusts a backend's Check result.
@@ -46,6 +50,15 @@ type Manager struct {
 	// as no command uses it. Idle sandboxes are closed when a command
 	// opens any sandbox of the manager: no timer runs.
 	IdleTimeout time.Duration
+	// Confine, when set, is the directory every path of the manager must
+	// really be in: a tenant's. Each Prepare resolves the agent
+	// workspace, the sandbox root and every mount source, symbolic links
+	// followed, and refuses one that leads out (a link a sandboxed
+	// command planted, a workspace the config put there); the sandbox
+	// then uses the resolved paths, and Workspace opens through an
+	// os.Root of this directory. A confined manager never runs commands
+	// on the host.
+	Confine string
 
 	mu       sync.Mutex
 	backends map[string]*backendState // by name and settings
@@ -96,10 +109,80 @@ func (m *Manager) Prepare(ctx context.Context, p *Plan) (*Session, error) {
 			"Talon does not fall back to running on the host: fix the backend, or choose another with %s",
 			p.SessionKey, p.Reason, p.Backend.Value, err, backendKeyOf(p.Backend.Key)))
 	}
-	if err := m.layout(p); err != nil {
+	// Confined first: making the directories would follow a link out.
+	plan := *p
+	if err := m.confine(&plan); err != nil {
 		return fail(err)
 	}
-	return &Session{plan: *p, backend: b, m: m}, nil
+	if err := m.layout(&plan); err != nil {
+		return fail(err)
+	}
+	return &Session{plan: plan, backend: b, m: m}, nil
+}
+
+// confine replaces p's host paths by where they really are, refusing one
+// outside m.Confine; a manager without Confine leaves p as it is.
+func (m *Manager) confine(p *Plan) error {
+	if m.Confine == "" {
+		return nil
+	}
+	real := func(what, path string) (string, error) {
+		r, err := contain.Resolved(m.Confine, path)
+		if err != nil {
+			return "", fmt.Errorf("%s of agent %s: %w; Talon refuses a workspace that leads out of the tenant directory", what, p.AgentID, err)
+		}
+		return r, nil
+	}
+	var err error
+	if p.AgentWorkspace, err = real("the workspace", p.AgentWorkspace); err != nil {
+		return err
+	}
+	if p.Spec.Root, err = real("the sandbox workspace", p.Spec.Root); err != nil {
+		return err
+	}
+	p.Spec.Mounts = slices.Clone(p.Spec.Mounts)
+	for i := range p.Spec.Mounts {
+		if p.Spec.Mounts[i].Source, err = real("mount "+p.Spec.Mounts[i].Target, p.Spec.Mounts[i].Source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Workspace opens dir, creating it (0700) when it does not exist, as the
+// root of a run's file tools. A confined manager opens it through an
+// os.Root of Confine, so that no symbolic link on the way, now or later,
+// leads out of the tenant directory.
+func (m *Manager) Workspace(dir string) (*os.Root, error) {
+	if m == nil || m.Confine == "" {
+		// The workspace exists but on a first run: try it before
+		// creating it, a stat fewer per turn.
+		root, err := os.OpenRoot(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+			root, err = os.OpenRoot(dir)
+		}
+		return root, err
+	}
+	rel, ok := contain.Within(m.Confine, dir)
+	if !ok || rel == "." {
+		return nil, &contain.OutsideError{Dir: m.Confine, Path: dir}
+	}
+	tenant, err := os.OpenRoot(m.Confine)
+	if err != nil {
+		return nil, err
+	}
+	defer tenant.Close()
+	root, err := tenant.OpenRoot(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := tenant.MkdirAll(rel, 0o700); err != nil {
+			return nil, err
+		}
+		root, err = tenant.OpenRoot(rel)
+	}
+	return root, err
 }
 
 // Host prepares an unsandboxed run: its commands run on the host, in the
@@ -108,6 +191,9 @@ func (m *Manager) Prepare(ctx context.Context, p *Plan) (*Session, error) {
 func (m *Manager) Host(p *Plan) (*Session, error) {
 	if p.Sandboxed {
 		return nil, &Error{SessionKey: p.SessionKey, Backend: BackendHost, Err: fmt.Errorf("session %s is sandboxed: it must not run on the host", p.SessionKey)}
+	}
+	if m.Confine != "" {
+		return nil, &Error{SessionKey: p.SessionKey, Backend: BackendHost, Err: fmt.Errorf("session %s of a tenant is not sandboxed (%s): a tenant's commands never run on the host", p.SessionKey, p.Reason)}
 	}
 	hp := *p
 	hp.Backend, hp.BackendSettings, hp.Spec = Setting{Value: BackendHost}, nil, m.hostSpec(p)

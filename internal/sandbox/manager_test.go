@@ -305,3 +305,71 @@ func TestManagerClosesIdleSandboxes(t *testing.T) {
 		t.Errorf("open = %v: a did not reopen", got)
 	}
 }
+
+// A confined manager (a tenant's) refuses every path that leads out of
+// the tenant directory through a symbolic link — the agent workspace,
+// the sandbox workspace, a mount — opens workspaces through the tenant
+// directory's root, and never runs on the host.
+func TestManagerConfine(t *testing.T) {
+	bwrapOrSkip(t)
+	state := t.TempDir()
+	acme := filepath.Join(state, "tenants", "acme")
+	beta := filepath.Join(state, "tenants", "beta", "workspace")
+	for _, d := range []string{filepath.Join(acme, "ws"), beta} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(beta, "secret.txt"), []byte("beta's"), 0o600)
+	// What a sandboxed command with the agent workspace read-write plants.
+	for link, target := range map[string]string{"bws": "../beta/workspace", "ws/out": "../../beta/workspace", "boxes": "../beta"} {
+		if err := os.Symlink(target, filepath.Join(acme, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := sandbox.NewManager()
+	m.Confine = acme
+	defer m.Close()
+	for _, tc := range []struct{ name, cfg, want string }{
+		{"agent workspace through a link", `{agents: {list: [{id: "main", workspace: "bws"}], defaults: {sandbox: {mode: "all", workspaceAccess: "rw"}}}}`, "the workspace of agent main"},
+		{"a link deeper in", `{agents: {list: [{id: "main", workspace: "ws/out/sub"}], defaults: {sandbox: {mode: "all", workspaceAccess: "rw"}}}}`, "the workspace of agent main"},
+		{"sandbox workspaces through a link", `{agents: {list: [{id: "main", workspace: "ws"}], defaults: {sandbox: {mode: "all", workspaceRoot: "boxes"}}}}`, "the sandbox workspace of agent main"},
+		{"a read-only mount through a link", `{agents: {list: [{id: "main", workspace: "bws"}], defaults: {sandbox: {mode: "all", workspaceAccess: "ro"}}}}`, "the workspace of agent main"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := resolve(t, mustConfig(t, tc.cfg), acme, "main", "agent:main:main")
+			_, err := m.Prepare(context.Background(), &p)
+			var se *sandbox.Error
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "outside "+acme) {
+				t.Fatalf("Prepare = %v; want a *sandbox.Error about %q leading outside the tenant", err, tc.want)
+			}
+		})
+	}
+	for _, dir := range []string{filepath.Join(acme, "bws"), filepath.Join(acme, "ws", "out", "sub"), acme, beta} {
+		if r, err := m.Workspace(dir); err == nil {
+			r.Close()
+			t.Errorf("Workspace(%s) opened", dir)
+		}
+	}
+	r, err := m.Workspace(filepath.Join(acme, "ws", "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadFile("../out/secret.txt"); err == nil {
+		t.Error("the workspace root reads through a link out of the tenant")
+	}
+	r.Close()
+	host := resolve(t, mustConfig(t, `{agents: {list: [{id: "main", workspace: "ws"}]}}`), acme, "main", "agent:main:main")
+	if _, err := m.Host(&host); err == nil || !strings.Contains(err.Error(), "a tenant's commands never run on the host") {
+		t.Errorf("Host = %v; want refused", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(beta, "secret.txt")); string(got) != "beta's" {
+		t.Errorf("beta's file changed: %q", got)
+	}
+	if entries, _ := os.ReadDir(beta); len(entries) != 1 {
+		t.Errorf("something was made in beta's workspace: %v", entries)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(beta)); len(entries) != 1 {
+		t.Errorf("something was made in beta's directory: %v", entries)
+	}
+}
