@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -608,15 +607,7 @@ func (r *Runner) openSandbox(ctx context.Context, p *sandbox.Plan) (*sandbox.Ses
 	if err != nil {
 		return nil, nil, err
 	}
-	// The workspace exists but on a first run: try it before creating it,
-	// a stat fewer per turn.
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("creating workspace of agent %s: %w", p.AgentID, err)
-		}
-		root, err = os.OpenRoot(dir)
-	}
+	root, err := r.Sandboxes.Workspace(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening workspace of agent %s: %w", p.AgentID, err)
 	}

@@ -117,12 +117,16 @@ func TestShutdownFinishesRuns(t *testing.T) {
 }
 
 // TestTenantIsolation: tenants have their own tokens, sessions and files;
-// every way across fails, and an unknown tenant looks like a bad token.
+// every way across fails, and an unknown tenant looks like a bad token. A
+// tenant config written by hand beyond the operator's ceiling is held to
+// it: its workspaces stay in its own directory.
 func TestTenantIsolation(t *testing.T) {
 	llm := newScriptedLLM(t)
 	dir := t.TempDir()
 	providers := `models:{providers:{fake:{baseUrl:"` + llm.srv.URL + `/v1"}}},`
-	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway:{auth:{token:"root-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
+	// The fake LLM is on loopback: the operator opens its address to tenants.
+	ceiling := `tenants:{network:{allowHosts:["` + strings.TrimPrefix(llm.srv.URL, "http://") + `"]}},`
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway:{auth:{token:"root-token"}},`+ceiling+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "acme", "clawdbot.json"), []byte(`{gateway:{auth:{token:"acme-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "beta", "clawdbot.json"), []byte(`{gateway:{auth:{token:"beta-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "evil", "clawdbot.json"), []byte(`{gateway:{auth:{token:"evil-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi",workspace:"../acme/workspace-somi"}]}}`))
@@ -145,8 +149,8 @@ func TestTenantIsolation(t *testing.T) {
 		{"path traversal tenant", "../tenants/acme", "acme-token", body, 401},
 		{"dot tenant", ".", "acme-token", body, 401},
 		{"tenant without a token", "notoken", "", body, 401},
-		{"workspace outside the tenant", "evil", "evil-token", body, 400},
-		{"sandbox workspaces outside the tenant", "evilbox", "evilbox-token", body, 400},
+		{"workspace outside the tenant", "evil", "evil-token", body, 200},
+		{"sandbox workspaces outside the tenant", "evilbox", "evilbox-token", body, 200},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,6 +188,18 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tenants", "acme", "workspace")); err != nil {
 		t.Errorf("acme's agent workspace should be inside the tenant: %v", err)
+	}
+	// evil and evilbox ran in workspaces of their own, held to the ceiling.
+	for _, p := range []string{"tenants/evil/workspace", "tenants/evilbox/workspace"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "tenants", "acme"))
+	for _, e := range entries {
+		if n := e.Name(); n != "clawdbot.json" && n != "workspace" && !strings.HasPrefix(n, "talon.db") && !strings.HasPrefix(n, "memory.sqlite") {
+			t.Errorf("tenants/acme/%s: written by another tenant?", e.Name())
+		}
 	}
 }
 

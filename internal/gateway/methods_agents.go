@@ -227,7 +227,7 @@ func agentsCreate(_ *Server, c *call) (any, error) {
 	if id == "main" {
 		return nil, protocol.Errorf(`invalid %s params: agent id "main" is reserved`, m)
 	}
-	tx, err := beginEdit(c.t)
+	tx, err := beginEdit(c)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func agentsUpdate(_ *Server, c *call) (any, error) {
 		return nil, err
 	}
 	id := policy.NormalizeAgentID(p.AgentID)
-	tx, err := beginEdit(c.t)
+	tx, err := beginEdit(c)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +341,7 @@ func agentsDelete(_ *Server, c *call) (any, error) {
 	if id == "main" {
 		return nil, protocol.Errorf(`agent "main" cannot be deleted`)
 	}
-	tx, err := beginEdit(c.t)
+	tx, err := beginEdit(c)
 	if err != nil {
 		return nil, err
 	}

@@ -275,7 +275,7 @@ func TestAgentsTenantWorkspaces(t *testing.T) {
 	}
 	// config.patch is held to the same rule.
 	hash := mustCall[configSnapshot](t, c, "config.get", nil).Hash
-	pe := callFails(t, c, "config.patch", map[string]any{"baseHash": hash, "raw": `{agents: {defaults: {workspace: "` + outside + `"}}}`}, "invalid config: agents.list[0]: workspace "+outside+` of agent "main" is outside the tenant directory`)
+	pe := callFails(t, c, "config.patch", map[string]any{"baseHash": hash, "raw": `{agents: {defaults: {workspace: "` + outside + `"}}}`}, `invalid config: agents.defaults.workspace: beyond the operator's ceiling for tenants: the workspace of agent "main" must be inside the tenant directory, not the directory itself (this one leads outside it)`)
 	if d, _ := pe.Details.(map[string]any); d == nil {
 		t.Fatal("no issues in details")
 	}

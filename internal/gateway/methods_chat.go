@@ -350,10 +350,6 @@ func (s *Server) chatTarget(c *call, method, agentID, rawKey string) (string, st
 			return "", "", protocol.Errorf("invalid %s params: sessionKey: unknown agent id %q", method, agentID)
 		}
 	}
-	if err := workspaceInside(c.t, cfg, agentID); err != nil {
-		s.log.Error("tenant isolation", "tenant", c.t.id, "err", err)
-		return "", "", protocol.Errorf("agent %q has a workspace outside its tenant", agentID)
-	}
 	return agentID, key, nil
 }
 

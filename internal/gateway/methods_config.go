@@ -54,7 +54,8 @@ type diskConfig struct {
 // readConfig reads the tenant's config file afresh, not the version in
 // force: a file that does not load leaves the last good one in force
 // (tenant.current), and this is what a client must see and repair.
-func readConfig(t *tenant) (*diskConfig, error) {
+func readConfig(c *call) (*diskConfig, error) {
+	t := c.t
 	raw, err := os.ReadFile(t.configPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &diskConfig{hash: config.Hash(nil), file: &config.File{
@@ -77,19 +78,20 @@ func readConfig(t *tenant) (*diskConfig, error) {
 		d.issues = []config.Issue{{Path: "(root)", Message: err.Error()}}
 	}
 	d.file = f
-	d.issues = append(d.issues, tenantIssues(t, f.Config)...)
+	d.issues = append(d.issues, tenantIssues(c, f.Tree)...)
 	return d, nil
 }
 
-// tenantIssues are the rules of a tenant's config beyond the file format:
-// every agent's workspace, and its sandbox workspaces, stay inside the
-// tenant directory.
-func tenantIssues(t *tenant, cfg *config.Config) []config.Issue {
+// tenantIssues are the keys of a tenant's config beyond the operator's
+// ceiling (internal/ceiling): sandbox, network, programs, plugins and
+// paths. A write with any is refused; the default tenant has none.
+func tenantIssues(c *call, tree *config.Value) []config.Issue {
+	if c.rt.root == nil {
+		return nil
+	}
 	var out []config.Issue
-	for _, id := range agentIDs(cfg) {
-		if err := workspaceInside(t, cfg, id); err != nil {
-			out = append(out, config.Issue{Path: agentConfigPath(cfg, id), Message: err.Error()})
-		}
+	for _, v := range c.rt.root.ceil.Apply(tree, c.t.dir).Violations {
+		out = append(out, config.Issue{Path: v.Path, Message: "beyond the operator's ceiling for tenants: " + v.Message})
 	}
 	return out
 }
@@ -131,24 +133,26 @@ func (d *diskConfig) checkBaseHash(v any) error {
 // replaced (unless something outside this gateway writes it meanwhile).
 type configTx struct {
 	t   *tenant
+	c   *call
 	cur *diskConfig
 }
 
-func beginConfig(t *tenant) (*configTx, error) {
+func beginConfig(c *call) (*configTx, error) {
+	t := c.t
 	t.writeMu.Lock()
-	cur, err := readConfig(t)
+	cur, err := readConfig(c)
 	if err != nil {
 		t.writeMu.Unlock()
 		return nil, err
 	}
-	return &configTx{t: t, cur: cur}, nil
+	return &configTx{t: t, c: c, cur: cur}, nil
 }
 
 func (tx *configTx) done() { tx.t.writeMu.Unlock() }
 
 // beginEdit begins a write that edits the config, which must be valid.
-func beginEdit(t *tenant) (*configTx, error) {
-	tx, err := beginConfig(t)
+func beginEdit(c *call) (*configTx, error) {
+	tx, err := beginConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +177,7 @@ func (tx *configTx) check(next *config.Value) (*config.File, error) {
 	} else if err != nil {
 		issues = []config.Issue{{Path: "(root)", Message: err.Error()}}
 	}
-	issues = append(issues, tenantIssues(tx.t, f.Config)...)
+	issues = append(issues, tenantIssues(tx.c, f.Tree)...)
 	if len(issues) > 0 {
 		return nil, invalidErr((&config.ValidationError{Issues: issues}).Error(), issues)
 	}
@@ -289,7 +293,7 @@ func configGet(_ *Server, c *call) (any, error) {
 	if err := c.params(&struct{}{}); err != nil {
 		return nil, err
 	}
-	d, err := readConfig(c.t)
+	d, err := readConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +379,7 @@ func writeConfig(c *call, patch bool) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := beginConfig(c.t)
+	tx, err := beginConfig(c)
 	if err != nil {
 		return nil, err
 	}

@@ -157,7 +157,7 @@ func sessionsPatch(s *Server, c *call) (any, error) {
 	cfg := c.rt.file.Config
 	entry, err := c.storeOf().PatchSessionWith(c.ctx, tgt.agent, tgt.key, raw, time.Now(),
 		func(_ session.Entry, next *session.Entry) error {
-			return applyModelFields(cfg, s.opts.Env, tgt.agent, p, next)
+			return applyModelFields(cfg, c.rt.providers, tgt.agent, p, next)
 		})
 	if err != nil {
 		return nil, invalidParams(err)

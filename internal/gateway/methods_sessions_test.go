@@ -853,7 +853,7 @@ func TestPatchModelCatalog(t *testing.T) {
 		{open, noKey, "talon/inspect", "talon/inspect"},
 	}
 	for _, tc := range cases {
-		m, err := resolvePatchModel(tc.cfg, tc.env, "main", tc.in)
+		m, err := resolvePatchModel(tc.cfg, provider.Options{Env: tc.env}, "main", tc.in)
 		got := m.String()
 		if err != nil {
 			got = err.Error()

@@ -12,9 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"talon/internal/agent"
 	"talon/internal/config"
-	"talon/internal/provider"
 	"talon/internal/tools"
 )
 
@@ -82,6 +80,13 @@ func New(opts Options) (*Server, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("gateway: state dir is required")
 	}
+	// Tenant directories are compared with the paths their configs lead
+	// to, which are absolute.
+	abs, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: state dir: %w", err)
+	}
+	opts.StateDir = abs
 	if opts.Env == nil {
 		opts.Env = os.Getenv
 	}
@@ -236,12 +241,6 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
-}
-
-// resolver resolves model references against one config, keeping the
-// clients it builds for as long as the config stays.
-func (s *Server) resolver(cfg *config.Config) agent.Resolver {
-	return provider.NewMemo(cfg, s.opts.Env).Resolve
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

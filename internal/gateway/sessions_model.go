@@ -140,7 +140,7 @@ func aliasOf(cfg *config.Config, name string) (string, bool) {
 // provider, which must be in the allowed catalog and resolve to a
 // provider Talon can call (so a session is never switched to a model its
 // next turn cannot reach). The result has the catalog's spelling.
-func resolvePatchModel(cfg *config.Config, env func(string) string, agentID, raw string) (modelRef, error) {
+func resolvePatchModel(cfg *config.Config, opts provider.Options, agentID, raw string) (modelRef, error) {
 	name := strings.TrimSpace(raw)
 	if name == "" {
 		return modelRef{}, &session.ValidationError{Message: "invalid model: empty"}
@@ -162,7 +162,7 @@ func resolvePatchModel(cfg *config.Config, env func(string) string, agentID, raw
 	if found == nil {
 		return modelRef{}, &session.ValidationError{Message: "model not allowed: " + want.String()}
 	}
-	if _, _, err := provider.Resolve(cfg, found.String(), env); err != nil {
+	if _, _, err := provider.ResolveWith(cfg, found.String(), opts); err != nil {
 		var re *provider.ResolveError
 		if errors.As(err, &re) {
 			return modelRef{}, &session.ValidationError{Message: "invalid model: " + re.Message}
@@ -221,7 +221,7 @@ func checkThinking(cfg *config.Config, m modelRef, raw string) (string, error) {
 // agent's own clears it too, any other allowed model sets
 // providerOverride/modelOverride; a stored thinking level the new model
 // does not take is lowered to "high".
-func applyModelFields(cfg *config.Config, env func(string) string, agentID string, p session.Patch, next *session.Entry) error {
+func applyModelFields(cfg *config.Config, opts provider.Options, agentID string, p session.Patch, next *session.Entry) error {
 	if raw, ok := p["model"]; ok {
 		var name *string
 		if err := json.Unmarshal(raw, &name); err != nil {
@@ -230,7 +230,7 @@ func applyModelFields(cfg *config.Config, env func(string) string, agentID strin
 		if name == nil {
 			next.ProviderOverride, next.ModelOverride = "", ""
 		} else {
-			m, err := resolvePatchModel(cfg, env, agentID, *name)
+			m, err := resolvePatchModel(cfg, opts, agentID, *name)
 			if err != nil {
 				return err
 			}

@@ -13,10 +13,12 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/approval"
+	"talon/internal/ceiling"
 	"talon/internal/config"
 	"talon/internal/mcp"
 	"talon/internal/plugin"
 	"talon/internal/policy"
+	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/store"
 	"talon/internal/tenantid"
@@ -59,8 +61,22 @@ type tenant struct {
 
 // runtime is built from one version of a tenant's config.
 type runtime struct {
+	// file is the config in force: for a tenant, the file as written held
+	// to the operator's ceiling (its Raw and Hash are the file's own).
 	file   *config.File
 	runner *agent.Runner
+	// providers is how the runner's model providers are resolved: for a
+	// tenant, keys from its own env and connections through netguard.
+	providers provider.Options
+
+	// On the default tenant's runtime: the ceiling of every tenant, from
+	// the root config it was built from.
+	ceil *ceiling.Ceiling
+	// On a tenant's: the default tenant's runtime whose ceiling it was
+	// held to (a new root config rebuilds the tenant's runtime), and what
+	// the ceiling changed.
+	root  *runtime
+	clamp *ceiling.Result
 }
 
 type fileStamp struct {
@@ -80,11 +96,21 @@ func stampOf(path string) fileStamp {
 // current returns the tenant's runtime, reloading the config when the file
 // changed. A config that no longer loads keeps the last good one in force
 // and is logged; a tenant whose first load fails serves errors.
+//
+// A tenant's config is held to the ceiling of the root config in force:
+// when the root config changes, the tenant's runtime is built again.
 func (t *tenant) current(s *Server) (*runtime, error) {
+	var root *runtime
+	if t.id != "" {
+		var err error
+		if root, err = s.defaultTenant.current(s); err != nil {
+			return nil, fmt.Errorf("loading the root config, whose ceiling tenant %q is held to: %w", t.id, err)
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := stampOf(t.configPath)
-	if t.rt != nil && st == t.stamp {
+	if t.rt != nil && st == t.stamp && t.rt.root == root {
 		return t.rt, nil
 	}
 	if t.store == nil {
@@ -96,6 +122,9 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	}
 	if t.sandboxes == nil {
 		t.sandboxes = sandbox.NewManager()
+		if t.id != "" {
+			t.sandboxes.Confine = t.dir
+		}
 	}
 	if t.approvals == nil {
 		svc, err := approval.NewService(t.dir, agent.TranscriptSink(t.store))
@@ -109,11 +138,18 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	}
 	if t.plugins == nil {
 		t.mcp = mcp.NewManager(s.log.With("tenant", t.id))
+		if root != nil {
+			t.mcp = mcp.NewGuardedManager(s.log.With("tenant", t.id), root.ceil.Net())
+		}
 		t.plugins = plugin.NewHost(plugin.Options{
 			StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id), MCP: t.mcp,
 		})
 	}
 	f, err := config.Load(t.configPath)
+	var clamp *ceiling.Result
+	if err == nil && root != nil {
+		f, clamp, err = root.ceil.Effective(f, t.dir)
+	}
 	if err != nil {
 		s.log.Error("loading tenant config", "tenant", t.id, "path", t.configPath, "err", err)
 		if t.rt != nil {
@@ -128,9 +164,47 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	for _, w := range f.Warnings {
 		s.log.Debug("config", "tenant", t.id, "warning", w.String())
 	}
-	t.rt = &runtime{file: f, runner: s.newRunner(t, f.Config)}
+	rt := &runtime{file: f, root: root, clamp: clamp, providers: provider.Options{Env: s.opts.Env}}
+	switch {
+	case root != nil:
+		for _, v := range clamp.Violations {
+			s.log.Warn("tenant config exceeds the operator's ceiling; held to it", "tenant", t.id, "key", v.Path, "rule", v.Message)
+		}
+		rt.providers = tenantProviders(f.Config, root.ceil, s.opts.Env)
+	default:
+		var issues []config.Issue
+		rt.ceil, issues = ceiling.New(f, pluginIDs())
+		for _, is := range issues {
+			s.log.Error("the tenant ceiling of the root config", "key", is.Path, "problem", is.Message)
+		}
+	}
+	rt.runner = s.newRunner(t, f.Config, rt.providers)
+	t.rt = rt
 	t.stamp = st
 	return t.rt, nil
+}
+
+// tenantProviders is how a tenant's model providers resolve: "${NAME}"
+// keys from its own config's env, the operator's keys for the built-in
+// providers only at their own hosts (and only if the ceiling lets
+// tenants use them), and every connection through netguard.
+func tenantProviders(cfg *config.Config, ceil *ceiling.Ceiling, env func(string) string) provider.Options {
+	vars := config.EnvVars(cfg)
+	keys := func(string) string { return "" }
+	if ceil.OperatorKeys() {
+		keys = env
+	}
+	guard := ceil.Net()
+	return provider.Options{Env: func(k string) string { return vars[k] }, BuiltinKeys: keys, Guard: &guard}
+}
+
+// pluginIDs are the ids of the compiled-in plugins.
+func pluginIDs() []string {
+	var ids []string
+	for _, m := range plugin.Modules() {
+		ids = append(ids, m.ID)
+	}
+	return ids
 }
 
 // approvalService is the tenant's exec approvals, opened with its store.
@@ -252,13 +326,13 @@ func (s *Server) closeTenants() {
 }
 
 // newRunner builds the agent runner for one config version.
-func (s *Server) newRunner(t *tenant, cfg *config.Config) *agent.Runner {
+func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Options) *agent.Runner {
 	return &agent.Runner{
 		Config:    cfg,
 		Policy:    policy.New(cfg),
 		Tools:     s.tools,
 		Store:     t.store,
-		Resolve:   s.resolver(cfg),
+		Resolve:   provider.NewMemo(cfg, providers).Resolve,
 		StateDir:  t.dir,
 		Sandboxes: t.sandboxes,
 		Approvals: t.approvals,
@@ -276,23 +350,4 @@ func (s *Server) openStore(dir string) (*store.DB, error) {
 		return nil, fmt.Errorf("opening the session store: %w", err)
 	}
 	return db, nil
-}
-
-// workspaceInside reports whether an agent's workspace, and the directory
-// of its sandbox workspaces, stay inside the tenant directory; a tenant
-// config must not reach another tenant's files.
-func workspaceInside(t *tenant, cfg *config.Config, agentID string) error {
-	if t.id == "" {
-		return nil
-	}
-	for _, d := range []struct{ what, dir string }{
-		{"workspace", agent.WorkspaceDir(cfg, t.dir, agentID)},
-		{"sandbox workspace root", sandbox.WorkspacesRoot(cfg, t.dir, agentID)},
-	} {
-		rel, err := filepath.Rel(t.dir, d.dir)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-			return fmt.Errorf("%s %s of agent %q is outside the tenant directory", d.what, d.dir, agentID)
-		}
-	}
-	return nil
 }
