@@ -3,6 +3,7 @@ package bwrap
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,6 +87,7 @@ func (b *Backend) Layers() []string {
 	} else {
 		lines = append(lines, "limits: rlimits for processes, open files, file size, CPU time and address space; the wall-clock timeout")
 	}
+	lines = append(lines, memoryLayer())
 	switch abi, ok := b.Landlock(); {
 	case ok:
 		scope := ""
@@ -99,6 +101,29 @@ func (b *Backend) Layers() []string {
 		lines = append(lines, "landlock: not available in this kernel; the namespaces are the only layer")
 	}
 	return lines
+}
+
+// memoryLayer says how a command's memory is bounded: as a whole by a
+// memory cgroup, or only process by process and /tmp's size.
+func memoryLayer() string {
+	const apart = "each process's address space and /tmp's size are bounded to the memory limit one by one, not their sum"
+	if err := noMemoryCgroup(); err != nil {
+		return fmt.Sprintf("memory: no memory cgroup (%v): %s", err, apart)
+	}
+	return "memory: a memory cgroup per command holds its processes' memory, /tmp's pages and its page cache to the memory limit together, with no swap; each process's address space and /tmp's size are bounded to it too"
+}
+
+// noMemoryCgroup says why commands get no memory cgroup here; nil when
+// they do.
+func noMemoryCgroup() error {
+	if os.Geteuid() != 0 {
+		return errors.New("Talon does not run as root")
+	}
+	h, err := readHierarchies()
+	if err == nil {
+		_, err = h.parent("memory")
+	}
+	return err
 }
 
 // Check runs `true` in a throwaway sandbox once, and reports why it cannot
@@ -212,7 +237,7 @@ func (b *Backend) open(spec sandbox.Spec) (*Sandbox, error) {
 	}
 	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), bwrap: bwrap, exe: exe}
 	if os.Geteuid() == 0 {
-		if s.pids, err = findPidsParent(); err != nil {
+		if s.cgroups, err = findCgroupParents(); err != nil {
 			return nil, fmt.Errorf("Talon runs as root, to whom the kernel does not apply the process limit (RLIMIT_NPROC), "+
 				"and it cannot create a pids cgroup to hold it instead (%w): run Talon as an unprivileged user, "+
 				"or give it a cgroup hierarchy with the pids controller", err)

@@ -65,6 +65,19 @@
 // cannot create such a cgroup, Check fails and says so. Run as any other
 // user, the sandbox's user is that user outside, and RLIMIT_NPROC holds.
 //
+// Memory: RLIMIT_AS bounds each process, and /tmp's tmpfs is mounted with
+// a size of Limits.Memory, so that /tmp alone cannot hold more than a
+// command may use (its pages belong to no process, and no rlimit counts
+// them). As root, where the kernel has a memory controller (cgroup v1's
+// memory hierarchy, or cgroup v2 with memory enabled down to Talon's
+// directory), the command's cgroup also holds Limits.Memory as a whole:
+// memory.max (v1: memory.limit_in_bytes) over the anonymous memory of all
+// its processes, its /tmp pages and its page cache together, and no swap
+// (memory.swap.max 0, v1 memory.memsw.limit_in_bytes; where the kernel
+// accounts swap). Past it the kernel's OOM killer ends a process of the
+// command. Without the controller that sum is not bounded, only its
+// parts; this is not an error, and Layers says which it is.
+//
 // Landlock is the second layer, from ABI 2 on (its raw system calls;
 // every filesystem right the kernel's ABI knows is handled): the
 // command may read and execute only under /usr, /etc, /proc, the

@@ -273,6 +273,48 @@ func TestLimits(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:   "tmp beyond the memory limit",
+			limits: sandbox.Limits{Memory: 64 << 20},
+			// 6 x 32 MiB into /tmp: the tmpfs is full at 64 MiB (ENOSPC),
+			// or the memory cgroup, which counts its pages, is (OOM kill).
+			script: "set -e; for i in 1 2 3 4 5 6; do head -c 33554432 /dev/zero > /tmp/f$i; done; echo ALL-WRITTEN",
+			check: func(t *testing.T, r result, root string) {
+				if r.exit.Code == 0 || strings.Contains(r.stdout, "ALL-WRITTEN") {
+					t.Fatalf("192 MiB written to /tmp under a 64 MiB memory limit: exit %+v %q %q", r.exit, r.stdout, r.stderr)
+				}
+				t.Logf("exit %+v %s", r.exit, strings.TrimSpace(r.stderr))
+				emptyDir(t, root)
+			},
+		},
+		{
+			name:   "tmp within the memory limit",
+			limits: sandbox.Limits{Memory: 64 << 20},
+			script: "set -e; for i in 1 2; do head -c 16777216 /dev/zero > /tmp/f$i; done; cat /tmp/f1 /tmp/f2 | wc -c",
+			check: func(t *testing.T, r result, root string) {
+				if r.exit.Code != 0 || r.stdout != "33554432\n" {
+					t.Fatalf("32 MiB in /tmp under a 64 MiB memory limit: exit %+v %q %q", r.exit, r.stdout, r.stderr)
+				}
+				emptyDir(t, root)
+			},
+		},
+		{
+			name:   "tmp and processes share the memory limit",
+			limits: sandbox.Limits{Memory: 64 << 20},
+			// 48 MiB in /tmp, then a process that touches a 32 MiB buffer:
+			// each within the limit, their sum not.
+			script: "head -c 50331648 /dev/zero > /tmp/f && dd if=/dev/zero of=/dev/null bs=32M count=1 2>/dev/null && echo BOTH",
+			check: func(t *testing.T, r result, root string) {
+				err := noMemoryCgroup()
+				if both := r.exit.Code == 0 && r.stdout == "BOTH\n"; both != (err != nil) {
+					t.Fatalf("memory cgroup: %v; but the command: exit %+v %q %q", err, r.exit, r.stdout, r.stderr)
+				}
+				if err != nil {
+					t.Logf("no memory cgroup here (%v): /tmp and processes are bounded apart", err)
+				}
+				emptyDir(t, root)
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,6 +386,15 @@ func processesWith(t *testing.T, s string) []string {
 		}
 	}
 	return pids
+}
+
+// emptyDir fails the test unless dir has nothing in it.
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 0 {
+		t.Fatalf("%s: %v %v, want it empty", dir, ents, err)
+	}
 }
 
 func write(t *testing.T, name, text string) {

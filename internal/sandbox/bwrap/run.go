@@ -31,15 +31,15 @@ const startTimeout = 30 * time.Second
 // Sandbox is an open bwrap sandbox: the arguments its commands share and
 // the commands running.
 type Sandbox struct {
-	spec   sandbox.Spec
-	limits sandbox.Limits
-	bwrap  string      // the bwrap binary
-	exe    string      // Talon's binary, the helper
-	etc    string      // Talon's /etc files
-	pids   *pidsParent // root only: where command cgroups go
-	args   []string    // bwrap's arguments up to the helper
-	helper helperConfig
-	procs  sandbox.Procs
+	spec    sandbox.Spec
+	limits  sandbox.Limits
+	bwrap   string         // the bwrap binary
+	exe     string         // Talon's binary, the helper
+	etc     string         // Talon's /etc files
+	cgroups *cgroupParents // root only: where command cgroups go
+	args    []string       // bwrap's arguments up to the helper
+	helper  helperConfig
+	procs   sandbox.Procs
 }
 
 // Start runs cmd in new namespaces. It is killed, with everything it
@@ -88,8 +88,8 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 	args := append(s.args[:len(s.args):len(s.args)], helperArgs(h)...)
 
 	p := &process{killed: make(chan struct{}), done: make(chan struct{}), status: make(chan []byte, 1), initFD: -1}
-	if s.pids != nil {
-		cg, err := s.pids.create(s.limits.Processes)
+	if s.cgroups != nil {
+		cg, err := s.cgroups.create(s.limits)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +242,7 @@ func (s *Sandbox) Close() error {
 // process is a command started in a bwrap sandbox.
 type process struct {
 	cmd    *exec.Cmd
-	cgroup *pidsCgroup
+	cgroup *commandCgroup
 
 	statusR, statusW *os.File    // the helper's status pipe
 	status           chan []byte // what the helper wrote to it
