@@ -6,10 +6,12 @@
 // A container has a read-only root filesystem, no network unless the
 // Spec grants it, every capability dropped, no-new-privileges, memory and
 // pids limits, rlimits for open files, file size and CPU time, tmpfs at
-// /tmp, /var/tmp and /run, the workspace bind-mounted read-write at
-// /workspace, and docker-init as PID 1 to reap orphans. Commands run in
-// it with exec; see exec.go for how a command is killed, which the Engine
-// API has no call for.
+// /tmp, /var/tmp and /run (each at most the memory limit unless its
+// options set a size; the container's memory cgroup counts their pages
+// too), the workspace bind-mounted read-write at /workspace, and
+// docker-init as PID 1 to reap orphans. Commands run in it with exec; see
+// exec.go for how a command is killed, which the Engine API has no call
+// for.
 //
 // The Backend and its Sandboxes are safe for concurrent use.
 package docker
@@ -416,14 +418,11 @@ func (b *Backend) config(ctx context.Context, spec sandbox.Spec) (createConfig, 
 		}
 		h.Mounts = append(h.Mounts, bind(m.Source, path.Clean(m.Target), m.ReadOnly))
 	}
-	h.Tmpfs = map[string]string{}
-	for _, t := range s.Tmpfs {
-		p, opts, _ := strings.Cut(t, ":")
-		if opts == "" {
-			opts = "rw,nosuid,nodev,exec,mode=1777"
-		}
-		h.Tmpfs[path.Clean(p)] = opts
+	tmpfsSize := h.Memory
+	if tmpfsSize <= 0 { // docker.memory -1: the container has no limit
+		tmpfsSize = lim.Memory
 	}
+	h.Tmpfs = tmpfsMounts(s.Tmpfs, tmpfsSize)
 	cpu := max(1, int64((lim.CPUTime+time.Second-1)/time.Second)) // 0 would kill at once
 	ul := map[string]ulimit{
 		"nofile": {Name: "nofile", Soft: int64(lim.OpenFiles), Hard: int64(lim.OpenFiles)},
@@ -437,6 +436,32 @@ func (b *Backend) config(ctx context.Context, spec sandbox.Spec) (createConfig, 
 		h.Ulimits = append(h.Ulimits, ul[n])
 	}
 	return cfg, nil
+}
+
+// tmpfsMounts are the container's tmpfs mounts ("path" or
+// "path:options") as the Engine takes them. One whose options set no size
+// gets size bytes: the kernel's default is half the host's memory. The
+// container's memory cgroup counts tmpfs pages too, but a tmpfs bounded
+// on its own fails a write with ENOSPC, not by an OOM kill of whatever
+// process the kernel picks, and still holds with memorySwap -1.
+func tmpfsMounts(list []string, size int64) map[string]string {
+	m := map[string]string{}
+	for _, t := range list {
+		p, opts, _ := strings.Cut(t, ":")
+		if opts == "" {
+			opts = "rw,nosuid,nodev,exec,mode=1777"
+		}
+		sized := false
+		for _, o := range strings.Split(opts, ",") {
+			k, _, _ := strings.Cut(o, "=")
+			sized = sized || k == "size" || k == "nr_blocks"
+		}
+		if !sized {
+			opts += fmt.Sprintf(",size=%dk", max(size>>10, 1))
+		}
+		m[path.Clean(p)] = opts
+	}
+	return m
 }
 
 func orDefault(setting, fallback int64) int64 {

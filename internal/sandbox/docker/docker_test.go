@@ -337,6 +337,25 @@ func TestLimits(t *testing.T) {
 			t.Errorf("exit %+v, stderr %q: want 137, killed for using more than its memory limit", r.exit, r.stderr)
 		}
 	})
+	t.Run("tmp", func(t *testing.T) {
+		// 6 x 32 MB into /tmp: its tmpfs is full at 64 MB (ENOSPC), or the
+		// container's memory cgroup, which counts tmpfs pages, is (137).
+		r := run(t, sb, sandbox.Command{Argv: sh("set -e; for i in 1 2 3 4 5 6; do head -c 33554432 /dev/zero > /tmp/f$i; done; echo ALL-WRITTEN")})
+		if r.exit.Code == 0 || strings.Contains(r.stdout, "ALL-WRITTEN") {
+			t.Errorf("192 MB written to /tmp in a 64 MB container: exit %+v %q %q", r.exit, r.stdout, r.stderr)
+		}
+		t.Logf("exit %+v %s", r.exit, strings.TrimSpace(r.stderr))
+		r = run(t, sb, sandbox.Command{Argv: sh("df -k /tmp | tail -n 1")})
+		if f := strings.Fields(r.stdout); len(f) < 2 || f[1] != "65536" {
+			t.Errorf("df /tmp: %q, want a 65536 KiB tmpfs", r.stdout)
+		}
+		// The container's /tmp outlives a command: emptied, it takes what
+		// the limit allows.
+		r = run(t, sb, sandbox.Command{Argv: sh("rm -f /tmp/f*; head -c 16777216 /dev/zero > /tmp/g && wc -c < /tmp/g; rm -f /tmp/g")})
+		if strings.TrimSpace(r.stdout) != "16777216" || r.exit.Code != 0 {
+			t.Errorf("16 MB in /tmp: exit %+v %q %q", r.exit, r.stdout, r.stderr)
+		}
+	})
 	t.Run("timeout", func(t *testing.T) {
 		start := time.Now()
 		r := run(t, sb, sandbox.Command{Argv: sh("sleep 300 & sleep 300"), Timeout: time.Second})

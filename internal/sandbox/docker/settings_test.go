@@ -130,3 +130,30 @@ func TestDemux(t *testing.T) {
 		t.Errorf("stdout %q stderr %q pid %d", out.String(), errb.String(), p.pid)
 	}
 }
+
+// TestTmpfsMounts checks that every tmpfs gets a size, the memory limit,
+// unless its options give one.
+func TestTmpfsMounts(t *testing.T) {
+	tests := []struct {
+		name string
+		list []string
+		want map[string]string
+	}{
+		{"defaults", []string{"/tmp", "/var/tmp/", "/run"}, map[string]string{
+			"/tmp":     "rw,nosuid,nodev,exec,mode=1777,size=65536k",
+			"/var/tmp": "rw,nosuid,nodev,exec,mode=1777,size=65536k",
+			"/run":     "rw,nosuid,nodev,exec,mode=1777,size=65536k",
+		}},
+		{"options without a size", []string{"/tmp:rw,noexec"}, map[string]string{"/tmp": "rw,noexec,size=65536k"}},
+		{"a size of the operator's", []string{"/tmp:rw,size=8m"}, map[string]string{"/tmp": "rw,size=8m"}},
+		{"nr_blocks", []string{"/tmp:nr_blocks=100"}, map[string]string{"/tmp": "nr_blocks=100"}},
+		{"a size-like option is not a size", []string{"/tmp:sizes=1"}, map[string]string{"/tmp": "sizes=1,size=65536k"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tmpfsMounts(tt.list, 64<<20); !cmp.Equal(got, tt.want) {
+				t.Errorf("%s", cmp.Diff(tt.want, got))
+			}
+		})
+	}
+}
