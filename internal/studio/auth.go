@@ -261,11 +261,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		sess = s.auth.add(false, tenant)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: sess.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
-	next := d.Next
-	if next == "" {
-		next = "/"
-	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 
 func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
@@ -284,10 +280,63 @@ func equal(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// safeNext keeps a post-sign-in target on this site: a path, not a URL.
+// maxNext bounds a post-sign-in target; a page's own URL is far shorter.
+const maxNext = 2048
+
+// safeNext is where to go after signing in: next when it is a path on
+// this site, else "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") || len(next) > 2048 {
-		return ""
+	if len(next) > maxNext || !sameOriginPath(next) {
+		return "/"
 	}
 	return next
+}
+
+// sameOriginPath reports whether s, as written and after each round of
+// URL-decoding, is a plain path on this site. Browsers drop tabs and
+// newlines from a URL and read a backslash as a slash, so "/\t/evil.example"
+// leaves as "//evil.example", another site: any control character, space,
+// non-ASCII byte or backslash refuses s, as do a leading "//", a scheme or
+// a host, and an empty, "." or ".." segment (which a browser may resolve
+// into a leading "//"). Studio's own paths have none of these.
+func sameOriginPath(s string) bool {
+	for range 3 {
+		if !plainPath(s) {
+			return false
+		}
+		dec, err := url.PathUnescape(s)
+		if err != nil {
+			return false
+		}
+		if dec == s {
+			return true
+		}
+		s = dec
+	}
+	return false // still encoded after three rounds: no page of Studio's
+}
+
+// plainPath is sameOriginPath's check of one form of the target.
+func plainPath(s string) bool {
+	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	p, _, _ := strings.Cut(s, "?")
+	p, _, _ = strings.Cut(p, "#")
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || seg == "" && i < len(segs)-1 {
+			return false
+		}
+	}
+	return true
 }

@@ -142,16 +142,6 @@ func TestSessionFor(t *testing.T) {
 	}
 }
 
-func TestSafeNext(t *testing.T) {
-	for in, want := range map[string]string{
-		"/agents": "/agents", "": "", "//evil": "", "https://evil": "", "/\\evil": "", "/a\r\nSet-Cookie: x": "",
-	} {
-		if got := safeNext(in); got != want {
-			t.Errorf("safeNext(%q) = %q", in, got)
-		}
-	}
-}
-
 // Every page and fragment parses (they are parsed at the first request).
 func TestTemplatesParse(t *testing.T) {
 	pages, err := parsePages()
