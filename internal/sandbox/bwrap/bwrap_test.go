@@ -336,6 +336,9 @@ func TestBackend(t *testing.T) {
 	if ok != strings.Contains(layers, "reads only under the mounted paths") || !ok && !strings.Contains(layers, "the namespaces are the only layer") {
 		t.Fatalf("Landlock() = %d, %v but Layers says:\n%s", abi, ok, layers)
 	}
+	if err := noMemoryCgroup(); strings.Contains(layers, "memory: a memory cgroup per command") != (err == nil) {
+		t.Fatalf("memory cgroup: %v, but Layers says:\n%s", err, layers)
+	}
 	t.Logf("Landlock ABI %d (%v)\n%s", abi, ok, layers)
 }
 
