@@ -109,6 +109,19 @@ func TestDecodeErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "session tools",
+			src: `{
+				agents: {defaults: {sandbox: {sessionToolsVisibility: "none"}}},
+				tools: {sessions: {visibility: "everyone"}, agentToAgent: {enabled: "yes", allow: "ops"}},
+			}`,
+			want: []Issue{
+				{"agents.defaults.sandbox.sessionToolsVisibility", `expected one of spawned, all (got "none")`},
+				{"tools.sessions.visibility", `expected one of self, tree, agent, all (got "everyone")`},
+				{"tools.agentToAgent.enabled", "expected boolean"},
+				{"tools.agentToAgent.allow", "expected array of strings"},
+			},
+		},
+		{
 			name: "sandbox backend host and limits",
 			src: `{
 				agents: {
@@ -307,8 +320,8 @@ func TestDecodeWarnings(t *testing.T) {
 		meta: {lastTouchedVersion: "x"},
 		gateway: {bar: 2, tls: {}, auth: {allowTailscale: true}},
 		__proto__: {polluted: true},
-		agents: {list: [{id: "a", zzz: 1, constructor: 2, tools: {profile: "bogus"}}]},
-		tools: {profile: "also-bogus", byProvider: {"x.y": {profile: "nope"}}},
+		agents: {list: [{id: "a", zzz: 1, constructor: 2, tools: {profile: "bogus"}, sandbox: {sessionToolsVisibility: "all"}}]},
+		tools: {profile: "also-bogus", byProvider: {"x.y": {profile: "nope"}}, sessions: {visibility: "agent"}, agentToAgent: {enabled: true, allow: ["a"]}},
 		env: {vars: {prototype: "p"}},
 		"key with space": 1,
 	}`)
@@ -328,6 +341,7 @@ func TestDecodeWarnings(t *testing.T) {
 		{"agents.list[0].zzz", msgUnknownKey},
 		{"agents.list[0].constructor", msgIgnoredKey},
 		{"agents.list[0].tools.profile", profileMsg("bogus")},
+		{"agents.list[0].sandbox.sessionToolsVisibility", "not used: only agents.defaults.sandbox.sessionToolsVisibility applies, as in OpenClaw (kept)"},
 		{"tools.profile", profileMsg("also-bogus")},
 		{`tools.byProvider["x.y"].profile`, profileMsg("nope")},
 		{"env.vars.prototype", msgIgnoredKey},

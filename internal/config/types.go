@@ -176,14 +176,32 @@ type Tools struct {
 	Fs         *Raw                     `json:"fs"`
 	Web        WebTools                 `json:"web"`
 	// Network is Talon's own: what web_fetch and api-tools may reach.
-	Network      Network      `json:"network"`
-	Sandbox      SandboxTools `json:"sandbox"`
-	Subagents    SandboxTools `json:"subagents"`
-	Elevated     *Raw         `json:"elevated"`
+	Network   Network      `json:"network"`
+	Sandbox   SandboxTools `json:"sandbox"`
+	Subagents SandboxTools `json:"subagents"`
+	Elevated  *Raw         `json:"elevated"`
+	// Sessions and AgentToAgent decide which sessions the session tools
+	// reach (package tools/sessions).
+	Sessions     SessionTools `json:"sessions"`
+	AgentToAgent AgentToAgent `json:"agentToAgent"`
 	Media        *Raw         `json:"media" talon:"unused"`
 	Links        *Raw         `json:"links" talon:"unused"`
 	Message      *Raw         `json:"message" talon:"unused"`
-	AgentToAgent *Raw         `json:"agentToAgent" talon:"unused"`
+}
+
+// SessionTools is `tools.sessions`.
+type SessionTools struct {
+	// Visibility is self, tree, agent or all; "" means the default.
+	Visibility string `json:"visibility"`
+}
+
+// AgentToAgent is `tools.agentToAgent`: whether session tools may reach
+// another agent's sessions (under tools.sessions.visibility "all").
+type AgentToAgent struct {
+	Enabled *bool `json:"enabled"`
+	// Allow lists agent ids or `*` globs; both agents must match. Empty
+	// means every agent.
+	Allow List `json:"allow"`
 }
 
 // AgentTools is `agents.list[].tools`.
@@ -328,11 +346,13 @@ type Sandbox struct {
 	// Backend is Talon's own: bwrap, docker or host.
 	Backend string `json:"backend"`
 	// Limits is Talon's own: what one sandboxed command may use.
-	Limits                 *SandboxLimits `json:"limits"`
-	Docker                 *Raw           `json:"docker"`
-	Browser                *Raw           `json:"browser" talon:"unused"`
-	Prune                  *Raw           `json:"prune" talon:"unused"`
-	SessionToolsVisibility *Raw           `json:"sessionToolsVisibility" talon:"unused"`
+	Limits  *SandboxLimits `json:"limits"`
+	Docker  *Raw           `json:"docker"`
+	Browser *Raw           `json:"browser" talon:"unused"`
+	Prune   *Raw           `json:"prune" talon:"unused"`
+	// SessionToolsVisibility is spawned or all; OpenClaw reads only the
+	// agents.defaults one, and so does Talon.
+	SessionToolsVisibility string `json:"sessionToolsVisibility"`
 }
 
 // SandboxLimits is Talon's `sandbox.limits`. Each field, when set, replaces

@@ -23,6 +23,8 @@ var (
 	execSecurity     = []string{"deny", "allowlist", "full"}
 	execHost         = []string{"sandbox", "gateway", "node"}
 	execAsk          = []string{"off", "on-miss", "always"}
+	sessionsScopes   = []string{"self", "tree", "agent", "all"}
+	sandboxSessions  = []string{"spawned", "all"}
 )
 
 // Validate returns the value errors in c: enums Talon acts on, the gateway
@@ -45,6 +47,8 @@ func check(c *Config) (errs, warns []Issue) {
 	k.oneOf("session.scope", c.Session.Scope, sessionScopes)
 	k.sandbox("agents.defaults.sandbox", c.Agents.Defaults.Sandbox)
 	k.hostBackend("agents.defaults.sandbox", c.Agents.Defaults.Sandbox, c.Agents.Defaults.Sandbox)
+	k.oneOf("agents.defaults.sandbox.sessionToolsVisibility", c.Agents.Defaults.Sandbox.SessionToolsVisibility, sandboxSessions)
+	k.oneOf("tools.sessions.visibility", c.Tools.Sessions.Visibility, sessionsScopes)
 	k.profile("tools.profile", c.Tools.Profile)
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
 	k.exec("tools.exec", c.Tools.Exec)
@@ -67,6 +71,12 @@ func check(c *Config) (errs, warns []Issue) {
 			seen[id] = i
 		}
 		k.sandbox(at+".sandbox", a.Sandbox)
+		if a.Sandbox.SessionToolsVisibility != "" {
+			// OpenClaw's schema accepts it per agent, and its code reads
+			// only the defaults' one.
+			k.warns = append(k.warns, Issue{Path: at + ".sandbox.sessionToolsVisibility",
+				Message: "not used: only agents.defaults.sandbox.sessionToolsVisibility applies, as in OpenClaw (kept)"})
+		}
 		k.hostBackend(at+".sandbox", a.Sandbox, c.Agents.Defaults.Sandbox)
 		k.profile(at+".tools.profile", a.Tools.Profile)
 		k.byProvider(at+".tools.byProvider", a.Tools.ByProvider)
