@@ -10,6 +10,8 @@
 // gateway tenant, checks the plan's backend, lays out and seeds its
 // workspace, and opens one sandbox per Spec.ID on the first command,
 // shared by the runs of that scope. Explain is `talon sandbox explain`.
+// Looser compares two plans: a sandboxed session never drives a session
+// whose plan confines less (the session tools ask it).
 //
 // A configured sandbox that cannot start is an error naming the backend,
 // the reason and the fix: Talon never falls back to running on the host.
