@@ -328,10 +328,32 @@ func (db *DB) ListSessions(ctx context.Context, agent string, limit, offset int)
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT key, entry FROM sessions WHERE agent_id = ?
+	return db.listRows(ctx, "listing sessions", `SELECT key, entry FROM sessions WHERE agent_id = ?
 		ORDER BY updated_at DESC, key LIMIT ? OFFSET ?`, a, limit, max(offset, 0))
+}
+
+// ListSubagentSessions returns an agent's subagent sessions
+// (agent:<id>:subagent:…), most recently updated first: the only sessions
+// that record a spawnedBy (session.ApplyPatch refuses it elsewhere), so
+// the candidates for a session's children. It reads those rows alone, a
+// range of the primary key.
+func (db *DB) ListSubagentSessions(ctx context.Context, agent string) ([]SessionRow, error) {
+	a := strings.ToLower(strings.TrimSpace(agent))
+	if a == "" {
+		return nil, errors.New("listing subagent sessions: empty agent id")
+	}
+	prefix := session.Subagent(a, "")
+	// ';' follows ':', so [prefix, prefix with ';' last) holds exactly
+	// the keys that start with prefix.
+	end := prefix[:len(prefix)-1] + ";"
+	return db.listRows(ctx, "listing subagent sessions", `SELECT key, entry FROM sessions
+		WHERE agent_id = ? AND key >= ? AND key < ? ORDER BY updated_at DESC, key`, a, prefix, end)
+}
+
+func (db *DB) listRows(ctx context.Context, step, query string, args ...any) ([]SessionRow, error) {
+	rows, err := db.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing sessions: %w", err)
+		return nil, fmt.Errorf("%s: %w", step, err)
 	}
 	defer rows.Close()
 	var out []SessionRow
@@ -339,15 +361,15 @@ func (db *DB) ListSessions(ctx context.Context, agent string, limit, offset int)
 		var r SessionRow
 		var raw string
 		if err := rows.Scan(&r.Key, &raw); err != nil {
-			return nil, fmt.Errorf("listing sessions: %w", err)
+			return nil, fmt.Errorf("%s: %w", step, err)
 		}
 		if err := json.Unmarshal([]byte(raw), &r.Entry); err != nil {
-			return nil, fmt.Errorf("listing sessions: decoding %q: %w", r.Key, err)
+			return nil, fmt.Errorf("%s: decoding %q: %w", step, r.Key, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing sessions: %w", err)
+		return nil, fmt.Errorf("%s: %w", step, err)
 	}
 	return out, nil
 }

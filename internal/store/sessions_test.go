@@ -239,6 +239,36 @@ func TestListSessions(t *testing.T) {
 	}
 }
 
+// TestListSubagentSessions: only the agent's agent:<id>:subagent:… rows,
+// newest first; keys that merely sort near them are left out.
+func TestListSubagentSessions(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	for i, k := range []string{
+		"agent:ops:subagent:a", "agent:ops:subagent:b", "agent:ops:subagent", "agent:ops:subagents:x",
+		"agent:ops:subagent;", "agent:ops:main", "agent:ops:openai:subagent:c", "agent:other:subagent:z",
+	} {
+		agent := "ops"
+		if strings.HasPrefix(k, "agent:other:") {
+			agent = "other"
+		}
+		if err := db.PutSession(ctx, agent, k, session.Entry{SessionID: "s", UpdatedAt: int64(100 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := db.ListSubagentSessions(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Key)
+	}
+	if d := cmp.Diff([]string{"agent:ops:subagent:b", "agent:ops:subagent:a"}, got); d != "" {
+		t.Errorf("keys (-want +got):\n%s", d)
+	}
+}
+
 func TestResetSessionKeepsOldTranscript(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
