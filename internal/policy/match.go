@@ -47,6 +47,15 @@ func (p *pattern) match(n string) bool {
 
 func isGlob(e string) bool { return strings.Contains(e, "*") }
 
+// MatchGlob reports whether name matches one list entry read as the tool
+// policy reads its entries: "*" matches everything, an entry holding "*"
+// is an anchored glob whose "*" matches any run of characters, any other
+// entry is compared exactly. No character is folded.
+func MatchGlob(entry, name string) bool {
+	p := compilePattern(entry)
+	return p.match(name)
+}
+
 // entry is one normalised allow or deny entry with its core-group expansion
 // compiled. Plugin groups are resolved per evaluation, because which plugins
 // exist depends on the tool list (§4.6).

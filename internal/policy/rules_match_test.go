@@ -146,3 +146,28 @@ func TestRulesMatcher(t *testing.T) {
 		}
 	})
 }
+
+// MatchGlob is one entry's match, exported for lists of other names
+// (tools.agentToAgent.allow): no folding, no group expansion.
+func TestMatchGlob(t *testing.T) {
+	cases := []struct {
+		entry, name string
+		want        bool
+	}{
+		{"*", "anything", true},
+		{"ops", "ops", true},
+		{"ops", "OPS", false},
+		{"group:fs", "read", false},
+		{"o*", "ops", true},
+		{"*s", "ops", true},
+		{"o*s", "os", true},
+		{"o*x*s", "ops", false},
+		{"o*p*s", "ops", true},
+		{"ops*", "op", false},
+	}
+	for _, c := range cases {
+		if got := MatchGlob(c.entry, c.name); got != c.want {
+			t.Errorf("MatchGlob(%q, %q) = %v, want %v", c.entry, c.name, got, c.want)
+		}
+	}
+}
