@@ -227,7 +227,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if box != nil {
 		env.Sandbox, env.Isolated = box, box.Isolated()
 	}
-	env.Sessions = &runSessions{r: r, agentID: agentID, key: req.SessionKey}
+	env.Sessions = newRunSessions(r, agentID, req.SessionKey, &plan)
 	env.Vision = r.vision(prov, modelID, ref)
 
 	if call, ok := dispatchable(skills, req.Input); ok {

@@ -1,18 +1,23 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
+	"talon/internal/sandbox"
 	"talon/internal/session"
 	"talon/internal/store"
 	"talon/internal/tools"
+	"talon/internal/tools/sessions"
 )
 
 // maxSendDepth bounds chains of sessions_send (A sends to B, which sends
@@ -21,40 +26,74 @@ const maxSendDepth = 3
 
 type sendDepthKey struct{}
 
-// runSessions is the session-tools backend of one run: it sees only the
-// sessions of the run's own agent.
+// runSessions is the session-tools backend of one run. It reaches the
+// sessions its visibility allows (tools/sessions.Visibility: the scope of
+// tools.sessions.visibility, the sandbox clamp, tools.agentToAgent), all in
+// the tenant's own store, and makes a session act (send, spawn) only when
+// that session is no less confined than the run's (sessions.CheckDrive).
 type runSessions struct {
 	r       *Runner
 	agentID string
-	key     string
+	key     string        // the run's session, canonical
+	plan    *sandbox.Plan // the run's sandbox
+	vis     sessions.Visibility
 }
 
 var _ tools.Sessions = (*runSessions)(nil)
 
-// target canonicalises a session key named by the model and keeps it
-// within the run's agent.
-func (s *runSessions) target(key string) (string, error) {
-	k, err := session.Canonical(s.r.Config, s.agentID, key)
-	if err != nil {
-		return "", err
+func newRunSessions(r *Runner, agentID, key string, plan *sandbox.Plan) *runSessions {
+	if plan.SessionKey != "" {
+		key = plan.SessionKey
 	}
-	if a := session.AgentOf(k, s.agentID); a != s.agentID {
-		return "", fmt.Errorf("session %q belongs to agent %q; this agent can only reach its own sessions", k, a)
-	}
-	return k, nil
+	return &runSessions{r: r, agentID: agentID, key: key, plan: plan,
+		vis: sessions.ResolveVisibility(r.Config, plan.Sandboxed)}
 }
 
-// entry reads a session the model named, within the run's agent.
-func (s *runSessions) entry(ctx context.Context, key string) (string, session.Entry, error) {
-	k, err := s.target(key)
+// target canonicalises a session key named by the model and checks the
+// run may reach it. It reads the session first, since whether it was
+// spawned by this one decides; a session that does not exist is reported
+// only once it is visible, so refusals never tell which keys exist.
+func (s *runSessions) target(ctx context.Context, key string) (sessions.Target, session.Entry, bool, error) {
+	k, err := session.Canonical(s.r.Config, s.agentID, key)
 	if err != nil {
-		return "", session.Entry{}, err
+		return sessions.Target{}, session.Entry{}, false, err
 	}
-	e, err := s.r.Store.GetSession(ctx, s.agentID, k)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", session.Entry{}, fmt.Errorf("no session %q", k)
+	t := sessions.Target{Agent: session.AgentOf(k, s.agentID), Key: k}
+	e, err := s.r.Store.GetSession(ctx, t.Agent, k)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return t, e, false, fmt.Errorf("reading session %s: %w", k, err)
 	}
-	return k, e, err
+	t.SpawnedBy = s.spawnedBy(t.Agent, e)
+	if err := s.vis.Check(s.agentID, s.key, t); err != nil {
+		return t, e, false, err
+	}
+	return t, e, found, nil
+}
+
+// spawnedBy is the canonical key of the session that spawned e, an entry
+// of agent; "" when none did or it cannot be read.
+func (s *runSessions) spawnedBy(agent string, e session.Entry) string {
+	if e.SpawnedBy == "" {
+		return ""
+	}
+	k, err := session.Canonical(s.r.Config, agent, e.SpawnedBy)
+	if err != nil {
+		return ""
+	}
+	return k
+}
+
+// entry reads a visible session that exists.
+func (s *runSessions) entry(ctx context.Context, key string) (string, session.Entry, error) {
+	t, e, found, err := s.target(ctx, key)
+	if err != nil {
+		return "", e, err
+	}
+	if !found {
+		return "", e, fmt.Errorf("no session %q", t.Key)
+	}
+	return t.Key, e, nil
 }
 
 func (s *runSessions) Status(ctx context.Context, key string) (json.RawMessage, error) {
@@ -65,8 +104,10 @@ func (s *runSessions) Status(ctx context.Context, key string) (json.RawMessage, 
 	return json.Marshal(map[string]any{"key": k, "entry": e})
 }
 
+// List shows the visible sessions, newest first, and the scope that chose
+// them.
 func (s *runSessions) List(ctx context.Context, _ string, limit int) (json.RawMessage, error) {
-	rows, err := s.r.Store.ListSessions(ctx, s.agentID, limit, 0)
+	rows, err := s.visibleRows(ctx, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +121,60 @@ func (s *runSessions) List(ctx context.Context, _ string, limit int) (json.RawMe
 	for i, r := range rows {
 		out[i] = row{r.Key, r.Entry.UpdatedAt, r.Entry.Label, r.Entry.SpawnedBy}
 	}
-	return json.Marshal(map[string]any{"sessions": out})
+	return json.Marshal(map[string]any{"sessions": out, "visibility": s.vis.Scope})
+}
+
+// visibleRows are at most limit visible sessions, newest first: under
+// self and tree, this session and its children (which are subagent
+// sessions, so only those rows are read); else the sessions of every
+// reachable agent.
+func (s *runSessions) visibleRows(ctx context.Context, limit int) ([]store.SessionRow, error) {
+	var rows []store.SessionRow
+	if s.vis.Scope == sessions.ScopeSelf || s.vis.Scope == sessions.ScopeTree {
+		if e, err := s.r.Store.GetSession(ctx, s.agentID, s.key); err == nil {
+			rows = append(rows, store.SessionRow{Key: s.key, Entry: e})
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("reading session %s: %w", s.key, err)
+		}
+		if s.vis.Scope == sessions.ScopeTree {
+			subs, err := s.r.Store.ListSubagentSessions(ctx, s.agentID)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range subs {
+				if r.Key != s.key && s.spawnedBy(s.agentID, r.Entry) == s.key {
+					rows = append(rows, r)
+				}
+			}
+		}
+	} else {
+		for _, a := range s.vis.Agents(s.agentID, knownAgents(s.r.Config)) {
+			got, err := s.r.Store.ListSessions(ctx, a, limit, 0)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, got...)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b store.SessionRow) int {
+		if c := cmp.Compare(b.Entry.UpdatedAt, a.Entry.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return rows[:min(len(rows), limit)], nil
+}
+
+// knownAgents are the config's agent ids: the default agent, then the
+// listed ones.
+func knownAgents(cfg *config.Config) []string {
+	out := []string{policy.DefaultAgentID(cfg)}
+	for _, a := range cfg.Agents.List {
+		if id := policy.NormalizeAgentID(a.ID); !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (s *runSessions) History(ctx context.Context, key string, limit int) (json.RawMessage, error) {
@@ -95,9 +189,26 @@ func (s *runSessions) History(ctx context.Context, key string, limit int) (json.
 	return json.Marshal(map[string]any{"key": k, "messages": msgs})
 }
 
-func (s *runSessions) Send(ctx context.Context, from, to, message string) (json.RawMessage, error) {
-	k, err := s.target(to)
+// drive checks the run may make the session key of agent act: that
+// session's sandbox, resolved as its own runs would resolve it, confines no
+// less than the run's.
+func (s *runSessions) drive(agent, key string) error {
+	p, err := sandbox.Resolve(s.r.Config, s.r.StateDir, agent, key)
 	if err != nil {
+		return fmt.Errorf("resolving the sandbox of %s: %w", key, err)
+	}
+	return sessions.CheckDrive(s.plan, &p)
+}
+
+func (s *runSessions) Send(ctx context.Context, _, to, message string) (json.RawMessage, error) {
+	t, _, _, err := s.target(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	if t.Key == s.key {
+		return nil, errors.New("a session cannot send to itself")
+	}
+	if err := s.drive(t.Agent, t.Key); err != nil {
 		return nil, err
 	}
 	depth, _ := ctx.Value(sendDepthKey{}).(int)
@@ -106,29 +217,37 @@ func (s *runSessions) Send(ctx context.Context, from, to, message string) (json.
 	}
 	ctx = context.WithValue(ctx, sendDepthKey{}, depth+1)
 	res, err := s.r.Run(ctx, Request{
-		AgentID: s.agentID, SessionKey: k,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: fmt.Sprintf("[message from session %s]\n%s", from, message)}},
+		AgentID: t.Agent, SessionKey: t.Key,
+		Input: []provider.Message{{Role: provider.RoleUser, Content: fmt.Sprintf("[message from session %s]\n%s", s.key, message)}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("running session %s: %w", k, err)
+		return nil, fmt.Errorf("running session %s: %w", t.Key, err)
 	}
-	return json.Marshal(map[string]any{"sessionKey": k, "reply": res.Text})
+	return json.Marshal(map[string]any{"sessionKey": t.Key, "reply": res.Text})
 }
 
-func (s *runSessions) Spawn(ctx context.Context, parent, agentID, task, label string) (json.RawMessage, error) {
+// Spawn runs a task in a new subagent session of this agent, recorded as
+// spawned by the run's session. The child must be no less confined than
+// the run: under sandbox mode non-main or all it is sandboxed as the run
+// is (it is never the main session), and drive checks it all the same
+// before anything is created.
+func (s *runSessions) Spawn(ctx context.Context, _, agentID, task, label string) (json.RawMessage, error) {
 	if id := policy.NormalizeAgentID(agentID); id != s.agentID {
 		return nil, fmt.Errorf("spawning agent %q from agent %q is not allowed; spawn this agent", id, s.agentID)
 	}
-	parentDepth := policy.SubagentDepth(parent, nil)
-	if e, err := s.r.Store.GetSession(ctx, s.agentID, parent); err == nil && e.SpawnDepth != nil {
+	parentDepth := policy.SubagentDepth(s.key, nil)
+	if e, err := s.r.Store.GetSession(ctx, s.agentID, s.key); err == nil && e.SpawnDepth != nil {
 		parentDepth = *e.SpawnDepth
 	}
-	depth, max := parentDepth+1, policy.MaxSpawnDepth(s.r.Config)
-	if depth > max {
-		return nil, fmt.Errorf("spawn depth %d exceeds agents.defaults.subagents.maxSpawnDepth (%d)", depth, max)
+	depth, limit := parentDepth+1, policy.MaxSpawnDepth(s.r.Config)
+	if depth > limit {
+		return nil, fmt.Errorf("spawn depth %d exceeds agents.defaults.subagents.maxSpawnDepth (%d)", depth, limit)
 	}
 	child := session.Subagent(s.agentID, store.NewID())
-	patch := map[string]any{"spawnedBy": parent, "spawnDepth": depth}
+	if err := s.drive(s.agentID, child); err != nil {
+		return nil, err
+	}
+	patch := map[string]any{"spawnedBy": s.key, "spawnDepth": depth}
 	if l := strings.TrimSpace(label); l != "" {
 		patch["label"] = l
 	}

@@ -1,7 +1,23 @@
 // Package sessions holds the session tools: session_status, sessions_list,
-// sessions_history, sessions_send and sessions_spawn. They only validate
+// sessions_history, sessions_send and sessions_spawn. They validate
 // arguments and call the tools.Sessions backend in their Env, which the
 // agent runner provides; they are stateless and safe for concurrent use.
+//
+// The package also holds the rules of what these tools reach, which the
+// backend applies (pure functions, no I/O):
+//
+//   - Visibility: OpenClaw's tools.sessions.visibility scopes — self, tree
+//     (the session and those it spawned; the default), agent, all (other
+//     agents' sessions too, when tools.agentToAgent allows) — and its
+//     sandbox clamp: a sandboxed session is held to tree unless
+//     agents.defaults.sandbox.sessionToolsVisibility is "all", which lifts
+//     the clamp and nothing else. Sessions live in the tenant's own store,
+//     so no scope reaches another tenant.
+//   - CheckDrive: Talon's own rule on top, for sessions_send and
+//     sessions_spawn: a sandboxed session never makes a less-confined
+//     session act (sandbox.Looser), whatever the settings.
+//
+// A refusal is a tool error naming the rule and its config key.
 package sessions
 
 import (
@@ -90,7 +106,7 @@ var listSchema = tools.Object(
 
 func (*list) Name() string { return "sessions_list" }
 func (*list) Description() string {
-	return "List this agent's sessions, newest first, with their keys, labels and last update times."
+	return "List the sessions this session may see, newest first, with their keys, labels and last update times."
 }
 func (*list) Schema() json.RawMessage { return listSchema }
 func (*list) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
@@ -115,7 +131,7 @@ var historySchema = tools.Object(
 
 func (*history) Name() string { return "sessions_history" }
 func (*history) Description() string {
-	return "Read the latest messages of one of this agent's sessions, oldest first."
+	return "Read the latest messages of a session this session may see, oldest first."
 }
 func (*history) Schema() json.RawMessage { return historySchema }
 func (*history) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
@@ -144,7 +160,7 @@ var sendSchema = tools.Object(
 
 func (*send) Name() string { return "sessions_send" }
 func (*send) Description() string {
-	return "Send a message into another session of this agent and wait for its reply, which is returned."
+	return "Send a message into another session this session may see and wait for its reply, which is returned."
 }
 func (*send) Schema() json.RawMessage { return sendSchema }
 func (*send) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
