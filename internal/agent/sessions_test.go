@@ -345,3 +345,27 @@ func TestSessionToolsStayInTheTenant(t *testing.T) {
 		t.Errorf("acme's list shows beta's session: %s", answer)
 	}
 }
+
+// TestSessionToolsHideExistence: a session out of sight is refused by the
+// visibility rule whether it exists or not, so refusals never tell which
+// keys exist; "no session" comes only for a key in sight.
+func TestSessionToolsHideExistence(t *testing.T) {
+	a := newApprovalsRig(t, `{}`, 0)
+	seedSessions(t, a.db)
+	plan, err := sandbox.Resolve(a.runner.Config, a.state, "main", visKeys["O"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRunSessions(a.runner, "main", visKeys["O"], &plan)
+	for _, k := range []string{visKeys["M"], "agent:main:nosuch"} {
+		_, err := s.History(context.Background(), k, 10)
+		if err == nil || !strings.Contains(err.Error(), "is neither this session nor one it spawned") {
+			t.Errorf("history of %s: %v", k, err)
+		}
+	}
+	a.runner.Config.Tools.Sessions.Visibility = "agent"
+	s = newRunSessions(a.runner, "main", visKeys["O"], &plan)
+	if _, err := s.History(context.Background(), "agent:main:nosuch", 10); err == nil || err.Error() != `no session "agent:main:nosuch"` {
+		t.Errorf("history of a missing session in sight: %v", err)
+	}
+}
