@@ -46,12 +46,13 @@ func init() {
 // read again at every run (a cache keyed by size and mtime makes that a
 // stat per file).
 type apiToolsPlugin struct {
-	h *Host
+	h   *Host
+	cfg apiToolsConfig
 }
 
-func (p *apiToolsPlugin) Decode(raw json.RawMessage) error {
-	var none struct{}
-	return decodeStrict(raw, &none)
+func (p *apiToolsPlugin) Decode(raw json.RawMessage) (err error) {
+	p.cfg, err = decodeAPIToolsConfig(raw)
+	return err
 }
 
 func (p *apiToolsPlugin) Provision(pr *Provision) error {
@@ -59,7 +60,14 @@ func (p *apiToolsPlugin) Provision(pr *Provision) error {
 	return nil
 }
 
-func (p *apiToolsPlugin) Validate() error { return nil }
+// Validate refuses a processEnv list where there is no process
+// environment to grant: a tenant's config.
+func (p *apiToolsPlugin) Validate() error {
+	if len(p.cfg.ProcessEnv) > 0 && !p.h.opts.ProcessEnv {
+		return errTenantProcessEnv
+	}
+	return nil
+}
 
 func (p *apiToolsPlugin) Close() error { return nil }
 
@@ -67,7 +75,7 @@ func (p *apiToolsPlugin) Tools(_ context.Context, run Run) ([]Tool, error) {
 	if run.AgentDir == "" {
 		return nil, nil
 	}
-	ts, errs := p.h.yamlTools(filepath.Join(run.AgentDir, apiToolsDir), run.Env)
+	ts, errs := p.h.yamlTools(filepath.Join(run.AgentDir, apiToolsDir), yamlEnv(run, p.cfg))
 	if len(errs) > 0 {
 		return ts, errors.New(strings.Join(errs, "; "))
 	}
@@ -91,7 +99,7 @@ type yamlEntry struct {
 // yamlTools loads the *.yaml and *.yml files of dir (not following
 // symlinks), one tool each; each file that does not load is an error
 // naming it, and the others still load.
-func (h *Host) yamlTools(dir string, env func(string) (string, bool)) ([]Tool, []string) {
+func (h *Host) yamlTools(dir string, env toolEnv) ([]Tool, []string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -155,11 +163,13 @@ func (h *Host) yamlTool(path string) (*apitools.Tool, error) {
 }
 
 // apiTool sends one YAML tool's request through the network guard, with
-// the env of the run's config.
+// the env of the run's config. Everything it returns passes through the
+// call's Redact: the model never sees an env value, whether our message
+// quotes the URL or the server echoes what it received.
 type apiTool struct {
 	t   *apitools.Tool
 	h   *Host
-	env func(string) (string, bool)
+	env toolEnv
 }
 
 var _ tools.Tool = (*apiTool)(nil)
@@ -175,7 +185,10 @@ func (a *apiTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 	if err := dec.Decode(&args); err != nil || args == nil {
 		return tools.Errorf("%s: arguments must be a JSON object", a.t.Name), nil
 	}
-	req, err := a.t.Request(args, a.env)
+	call, err := a.t.Request(args, a.env.lookup)
+	if unset, ok := errors.AsType[*apitools.EnvUnsetError](err); ok {
+		return tools.Errorf("%v: %s", unset, a.env.hint), nil
+	}
 	if err != nil {
 		return tools.Errorf("%v", err), nil
 	}
@@ -192,19 +205,20 @@ func (a *apiTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 		}
 		return nil
 	}
-	resp, err := client.Do(req.WithContext(ctx))
+	resp, err := client.Do(call.Req.WithContext(ctx))
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return tools.Errorf("%s: no answer within %s", a.t.Name, a.t.Timeout), nil
 		}
-		return tools.Errorf("%s: request refused or failed: %v", a.t.Name, err), nil
+		return tools.Errorf("%s: request refused or failed: %s", a.t.Name, call.Error(err)), nil
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	if err != nil {
-		return tools.Errorf("%s: reading the answer: %v", a.t.Name, err), nil
+		return tools.Errorf("%s: reading the answer: %s", a.t.Name, call.Error(err)), nil
 	}
-	return tools.Result{Text: a.t.Summarize(resp.StatusCode, body), IsError: resp.StatusCode < 200 || resp.StatusCode > 299}, nil
+	text := call.Redact(a.t.Summarize(resp.StatusCode, body))
+	return tools.Result{Text: text, IsError: resp.StatusCode < 200 || resp.StatusCode > 299}, nil
 }
 
 // clients are the host's guarded HTTP clients, one per loopback setting,

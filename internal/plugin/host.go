@@ -35,9 +35,12 @@ type Options struct {
 	// and plugins keep their data there.
 	StateDir string
 	// ProcessEnv lets plugins read the gateway's own environment after
-	// the config's env (api-tools' requires_env, image-gen's key): for the
-	// default tenant, whose operator owns the process. A tenant's plugins
-	// see only their config's env, never the gateway's secrets.
+	// the config's env, by the names the config gives them: image-gen's
+	// apiKeyEnv, and for YAML tools only the names listed in
+	// plugins.entries.api-tools.config.processEnv. It is for the default
+	// tenant, whose operator owns the process and writes its config. A
+	// tenant's plugins see only their config's env, never the gateway's
+	// secrets.
 	ProcessEnv bool
 	// MCP serves mcp.servers; nil means MCP servers are listed as plugins
 	// that cannot load.
@@ -301,6 +304,10 @@ func (s *Set) Tools(ctx context.Context, run Run) *RunTools {
 		return rt
 	}
 	run.Env = s.lookupEnv
+	run.ProcessEnv = nil
+	if s.h.opts.ProcessEnv {
+		run.ProcessEnv = os.LookupEnv
+	}
 	found := s.found(run)
 	for _, f := range found {
 		st := Status{Found: f}
@@ -328,15 +335,10 @@ func (s *Set) Tools(ctx context.Context, run Run) *RunTools {
 	return rt
 }
 
-// lookupEnv finds an env var for a plugin: the config's env, then the
-// process environment when the host allows it. An empty value is unset:
-// a template must never send an empty secret.
+// lookupEnv finds a variable of the config's env.
 func (s *Set) lookupEnv(name string) (string, bool) {
 	v, ok := s.env[name]
-	if !ok && s.h.opts.ProcessEnv {
-		v, ok = os.LookupEnv(name)
-	}
-	return v, ok && v != ""
+	return v, ok
 }
 
 // found merges the agent workspace's plugins into the static list.
@@ -389,7 +391,11 @@ func (s *Set) load(ctx context.Context, run Run, st *Status, rt *RunTools) {
 			st.Errors = append(st.Errors, err.Error())
 			return
 		}
-		ts, errs := s.h.yamlTools(filepath.Join(st.Dir, apiToolsDir), run.Env)
+		// The api-tools entry's processEnv grants to every YAML tool; a
+		// list that does not decode grants nothing (the api-tools
+		// plugin reports why).
+		grant, _ := decodeAPIToolsConfig(entryConfig(s.cfg, APITools))
+		ts, errs := s.h.yamlTools(filepath.Join(st.Dir, apiToolsDir), yamlEnv(run, grant))
 		st.Errors = append(st.Errors, errs...)
 		list = ts
 	case SourceMCP:

@@ -37,7 +37,9 @@ func (p *imageGenPlugin) Validate() error {
 func (p *imageGenPlugin) Close() error { return nil }
 
 func (p *imageGenPlugin) Tools(_ context.Context, run Run) ([]Tool, error) {
-	t, err := imagegen.New(p.cfg, run.Env)
+	// The one name it reads is apiKeyEnv, from the operator's config
+	// when the process environment is there to read.
+	t, err := imagegen.New(p.cfg, run.lookup(func(string) bool { return true }))
 	if err != nil {
 		return nil, err
 	}

@@ -54,9 +54,15 @@ type Run struct {
 	AgentID string
 	// AgentDir is the agent's own workspace directory on the host.
 	AgentDir string
-	// Env looks up the tenant's env vars (the config's env; the process
-	// environment only for the default tenant); set by Set.Tools.
+	// Env looks up the config's env (string members of env and
+	// env.vars); set by Set.Tools.
 	Env func(name string) (string, bool)
+	// ProcessEnv looks up the gateway's own environment: set by Set.Tools
+	// for the default tenant only, nil for a tenant. A plugin reads from
+	// it only names the operator's config gives it (image-gen's
+	// apiKeyEnv, api-tools' processEnv), never a name a file or the model
+	// chooses.
+	ProcessEnv func(name string) (string, bool)
 }
 
 // Tool is a plugin tool; Optional tools are offered only when an explicit

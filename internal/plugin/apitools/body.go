@@ -173,7 +173,7 @@ func (v values) text(p piece) (string, error) {
 	case nsEnv:
 		s, ok := v.env(p.path[0])
 		if !ok {
-			return "", fmt.Errorf("api tool %q: env %s is not set", v.tool, p.path[0])
+			return "", &EnvUnsetError{Tool: v.tool, Name: p.path[0]}
 		}
 		return s, nil
 	case nsParams:

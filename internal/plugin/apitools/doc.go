@@ -1,9 +1,16 @@
 // Package apitools holds the YAML-declared HTTP API tools of the bundled
 // api-tools plugin: parsing and validating one YAML tool file (Parse), the
 // single-pass {{env.X}} / {{params.X}} / {{response.X}} template engine,
-// building the exact HTTP request for a call (Tool.Request), rendering the
-// response summary or error template (Tool.Summarize) and the tool's JSON
-// schema for the model (Tool.Schema).
+// building the exact HTTP request for a call (Tool.Request, which returns
+// a Call), rendering the response summary or error template
+// (Tool.Summarize) and the tool's JSON schema for the model (Tool.Schema).
+//
+// No message shows an env value: Request's errors quote the url as the
+// file writes it (Tool.URL, tags unexpanded), and a caller passes every
+// transport error and response text through Call.Error or Call.Redact,
+// which turn each value, in every encoding it was sent in, back into its
+// {{env.X}} tag — values of any length, so a short non-secret value (a
+// region) shows as its tag too.
 //
 // The package sends nothing: internal/plugin sends what Request builds,
 // through internal/netguard's client only, with allowed_hosts checked

@@ -61,7 +61,10 @@ var (
 
 // Tool is one parsed, validated YAML API tool.
 type Tool struct {
-	Name        string
+	Name string
+	// URL is the url as the file writes it, tags unexpanded: what
+	// messages about a call show.
+	URL         string
 	Description string
 	Method      string
 	Timeout     time.Duration
@@ -437,6 +440,7 @@ func (t *Tool) parseRequest(r *requestFile) error {
 	if err := t.parseURL(r.URL); err != nil {
 		return fmt.Errorf("url: %w", err)
 	}
+	t.URL = r.URL
 	t.Timeout = DefaultTimeout
 	if r.TimeoutMS != nil {
 		ms := *r.TimeoutMS

@@ -152,9 +152,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		_ = tool.Schema()
-		req, err := tool.Request(map[string]any{}, func(string) (string, bool) { return "v", true })
-		if err == nil && !tool.hostAllowed(req.URL.Hostname()) {
-			t.Fatalf("request to %q, not an allowed host", req.URL.Host)
+		call, err := tool.Request(map[string]any{}, func(string) (string, bool) { return "v", true })
+		if err == nil && !tool.hostAllowed(call.Req.URL.Hostname()) {
+			t.Fatalf("request to %q, not an allowed host", call.Req.URL.Host)
 		}
 		_ = tool.Summarize(200, data)
 		_ = tool.Summarize(500, data)

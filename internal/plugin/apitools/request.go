@@ -2,6 +2,7 @@ package apitools
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,29 +13,39 @@ import (
 
 // Request checks the model's arguments against the parameter schema
 // (types, enums, required; defaults applied; unknown arguments refused)
-// and builds the exact HTTP request. env looks up the tenant's env vars;
-// every requires_env name must be set. The request has no context or
-// deadline: the caller adds them, with t.Timeout, and sends it through the
-// network guard.
-func (t *Tool) Request(args map[string]any, env func(string) (string, bool)) (*http.Request, error) {
+// and builds the exact HTTP request. env looks up the env vars the tool
+// may use; every requires_env name must be set (an *EnvUnsetError names
+// the first that is not). The request has no context or deadline: the
+// caller adds them, with t.Timeout, and sends it through the network
+// guard. No error shows an env value: the URL appears as the file writes
+// it.
+func (t *Tool) Request(args map[string]any, env func(string) (string, bool)) (*Call, error) {
 	canon, err := t.checkArgs(args)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range t.RequiresEnv {
-		if _, ok := env(e); !ok {
-			return nil, fmt.Errorf("api tool %q: env %s is not set", t.Name, e)
-		}
+	c, err := t.newCall(env)
+	if err != nil {
+		return nil, err
 	}
-	v := values{tool: t.Name, args: canon, env: env}
+	if c.Req, err = c.build(canon); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
+// build renders the request from checked arguments. The two errors that
+// could quote the rendered URL pass through fail.
+func (c *Call) build(canon map[string]any) (*http.Request, error) {
+	t := c.tool
+	v := values{tool: t.Name, args: canon, env: c.lookup}
 	raw, err := t.renderURL(v.text)
 	if err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("api tool %q: building url: %v", t.Name, err)
+		return nil, c.fail(fmt.Errorf("api tool %q: building url from %s: %w", t.Name, t.URL, withoutURL(err)))
 	}
 	// A param value "." or ".." in the path would walk out of the path
 	// the file declares, on a server that resolves dot segments.
@@ -81,7 +92,7 @@ func (t *Tool) Request(args map[string]any, env func(string) (string, bool)) (*h
 	}
 	req, err := http.NewRequest(t.Method, u.String(), r)
 	if err != nil {
-		return nil, fmt.Errorf("api tool %q: building request: %v", t.Name, err)
+		return nil, c.fail(fmt.Errorf("api tool %q: building request for %s: %w", t.Name, t.URL, withoutURL(err)))
 	}
 	for _, h := range t.headers {
 		s, err := h.value.render(v.text, nil)
@@ -99,6 +110,14 @@ func (t *Tool) Request(args map[string]any, env func(string) (string, bool)) (*h
 		req.Header.Set("Content-Type", contentType)
 	}
 	return req, nil
+}
+
+// withoutURL drops the URL a *url.Error quotes: it holds the values.
+func withoutURL(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
 }
 
 // checkArgs returns the canonical argument values with defaults applied.

@@ -2,11 +2,14 @@ package apitools
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,7 +69,7 @@ func TestLinkedInExample(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := tool.Request(tc.args, envOf(linkedinEnv))
+			call, err := tool.Request(tc.args, envOf(linkedinEnv))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +77,7 @@ func TestLinkedInExample(t *testing.T) {
 				"Authorization": {"Bearer tok-123"},
 				"Content-Type":  {"application/json"},
 			}, tc.want}
-			if diff := cmp.Diff(want, capture(t, req)); diff != "" {
+			if diff := cmp.Diff(want, capture(t, call.Req)); diff != "" {
 				t.Errorf("request (-want +got):\n%s", diff)
 			}
 		})
@@ -107,10 +110,11 @@ func TestLinkedInLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := tool.Request(map[string]any{"text": "Hello"}, envOf(linkedinEnv))
+	call, err := tool.Request(map[string]any{"text": "Hello"}, envOf(linkedinEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req := call.Req
 	// The package sends nothing; this test stands in for the guarded
 	// client and redirects the request to loopback itself.
 	req.URL.Scheme, req.URL.Host, req.Host = "http", strings.TrimPrefix(srv.URL, "http://"), ""
@@ -187,11 +191,11 @@ func TestRequestShapes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tool := shapesTool(t, tc.method, tc.body)
-			req, err := tool.Request(tc.args, env)
+			call, err := tool.Request(tc.args, env)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, capture(t, req)); diff != "" {
+			if diff := cmp.Diff(tc.want, capture(t, call.Req)); diff != "" {
 				t.Errorf("request (-want +got):\n%s", diff)
 			}
 		})
@@ -306,5 +310,55 @@ func TestHostAllowed(t *testing.T) {
 		if got := tool.hostAllowed(tc.host); got != tc.want {
 			t.Errorf("hostAllowed(%q) = %v, want %v", tc.host, got, tc.want)
 		}
+	}
+}
+
+// TestRedactCall: every form an env value takes in a request, or in a
+// message quoting it, turns back into its tag; a value inside another
+// value does not split it; a transport error shows the url as written.
+func TestRedactCall(t *testing.T) {
+	const yml = `name: two
+description: Two secrets
+request:
+  method: GET
+  url: "https://api.example.com/{{env.LONG}}?k={{env.SHORT}}"
+requires_env: [SHORT, LONG]
+allowed_hosts: [api.example.com]
+`
+	tool, err := Parse("two.yaml", []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short, long = "ab/c d", "xx-ab/c d-é\"\\"
+	call, err := tool.Request(nil, envOf(map[string]string{"SHORT": short, "LONG": long}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, in, want string }{
+		{"raw", "got " + short + "!", "got {{env.SHORT}}!"},
+		{"path escaped", "/" + url.PathEscape(short), "/{{env.SHORT}}"},
+		{"query escaped", "k=" + url.QueryEscape(short), "k={{env.SHORT}}"},
+		{"json escaped", `{"v":` + string(mustJSON(long)) + `}`, `{"v":"{{env.LONG}}"}`},
+		{"go quoted", strconv.Quote(long), `"{{env.LONG}}"`},
+		{"longest first", long + " " + short, "{{env.LONG}} {{env.SHORT}}"},
+		{"rendered url", call.Req.URL.String(), "https://api.example.com/{{env.LONG}}?k={{env.SHORT}}"},
+		{"untouched", "nothing here", "nothing here"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := call.Redact(tc.in); got != tc.want {
+				t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	ue := &url.Error{Op: "Get", URL: call.Req.URL.String(), Err: fmt.Errorf("refusing %s", call.Req.URL.Query().Get("k"))}
+	if got, want := call.Error(ue), "Get https://api.example.com/{{env.LONG}}?k={{env.SHORT}}: refusing {{env.SHORT}}"; got != want {
+		t.Errorf("Error = %q, want %q", got, want)
+	}
+	if _, err := tool.Request(nil, envOf(map[string]string{"LONG": long})); err == nil ||
+		err.Error() != `api tool "two": env SHORT is not set` {
+		t.Errorf("missing env: %v", err)
+	} else if _, ok := errors.AsType[*EnvUnsetError](err); !ok {
+		t.Errorf("missing env: %T is not an *EnvUnsetError", err)
 	}
 }

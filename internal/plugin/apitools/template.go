@@ -121,6 +121,10 @@ func (t template) render(value func(piece) (string, error), esc func(string) str
 	return b.String(), nil
 }
 
+// IsEnvName reports whether s is an environment variable name as
+// templates and requires_env accept it.
+func IsEnvName(s string) bool { return envNameRe.MatchString(s) }
+
 func (p piece) String() string { return "{{" + p.ns + "." + strings.Join(p.path, ".") + "}}" }
 
 func abbrev(s string) string {
