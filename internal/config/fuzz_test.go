@@ -14,6 +14,8 @@ func addSeeds(f *testing.F) {
 		`{\u0061: 1}`, `{a: 1, a: 2}`, "'a\\\r\nb'", `{agents: {list: [{id: 'a', tools: {allow: ['x', 1]}}]}}`,
 		`{gateway: {port: 99999}, session: {scope: 'x'}, __proto__: {}}`,
 		`{channels: {t: {groups: {g: {tools: {deny: []}, x: 1}}}}}`,
+		`{a: 'https://u:p@h/x?token=t#k=v', m: {args: ['--token', 'x', 'K_TOKEN=y', '--key=z'], headers: {Cookie: 'c'}}, webhookUrl: 'https://hooks.slack.com/x'}`,
+		`{a: 'https://u:__OPENCLAW_REDACTED__@h', args: ['__OPENCLAW_REDACTED__', 'x'], env: {args: ['--token', 't']}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

@@ -13,16 +13,25 @@ const RedactedSentinel = "__OPENCLAW_REDACTED__"
 type redactMode uint8
 
 const (
-	showAll     redactMode = iota
-	hideStrings            // a sensitive key's value: the string, or strings of an array
-	hideAll                // inside an env object: every string at any depth
+	showAll     redactMode = iota // only credentials inside URLs
+	hideStrings                   // a sensitive key's value: the string, or strings of an array
+	hideAll                       // inside an env or credentials object: every string at any depth
+	headerMap                     // a headers object: values of secret header names
+	argList                       // an args array: secret flag values and KEY=value words
+	webhook                       // a webhook key's value: a URL is hidden whole
 )
 
-// Redact returns a copy of tree with sensitive non-empty strings replaced by
-// RedactedSentinel. A string is sensitive when its key names a credential
-// (see sensitiveKey) or when it lies anywhere under an object-valued "env"
-// key (top-level env, plugins.entries.*.env, sandbox docker env), since
-// those hold API keys under arbitrary names.
+// Redact returns a copy of tree with its secrets replaced by
+// RedactedSentinel. Whole strings are hidden when their key names a
+// credential (see secretKey), under an object-valued "env" key (top-level
+// env, plugins.entries.*.env, mcp.servers.*.env, sandbox docker env) or a
+// credentials key, as a secret header's value in a "headers" object, as
+// a webhook key's URL, and as the Slack, Discord or Teams webhook URL
+// they are anywhere. Parts of strings are hidden where the rest stays
+// useful to read: the password of a URL's userinfo, secret query
+// parameters and a Telegram bot token in any URL-valued string, and in an
+// "args" array the value of a secret flag (--token X, --token=X) or of a
+// KEY=value word with a secret key. Restore undoes each form.
 func Redact(tree *Value) *Value {
 	return redact(tree, showAll)
 }
@@ -33,10 +42,13 @@ func redact(v *Value, mode redactMode) *Value {
 	}
 	switch v.Kind {
 	case String:
-		if mode != showAll && v.Str != "" {
-			return NewString(RedactedSentinel)
+		if r := redactString(v.Str, mode); r != v.Str {
+			return NewString(r)
 		}
 	case Array:
+		if mode == argList {
+			return redactArgValues(v)
+		}
 		c := &Value{Kind: Array, Items: make([]*Value, len(v.Items))}
 		for i, it := range v.Items {
 			c.Items[i] = redact(it, mode)
@@ -45,104 +57,152 @@ func redact(v *Value, mode redactMode) *Value {
 	case Object:
 		c := &Value{Kind: Object, Members: make([]Member, len(v.Members))}
 		for i, m := range v.Members {
-			child := showAll
-			switch {
-			case mode == hideAll || m.Key == "env" && m.Value != nil && m.Value.Kind == Object:
-				child = hideAll
-			case sensitiveKey(m.Key):
-				child = hideStrings
-			}
-			c.Members[i] = Member{Key: m.Key, Value: redact(m.Value, child)}
+			c.Members[i] = Member{Key: m.Key, Value: redact(m.Value, memberMode(mode, m))}
 		}
 		return c
 	}
 	return v.Clone()
 }
 
-var keySeparators = strings.NewReplacer("-", "", "_", "")
-
-// sensitiveKey reports keys that name a credential: after lower-casing and
-// dropping '-' and '_', they contain token (but not only as "tokens", which
-// are counts like maxTokens), password, secret or apikey, end in privatekey,
-// or are exactly key or authorization (an HTTP header holding a bearer token).
-func sensitiveKey(key string) bool {
-	k := keySeparators.Replace(strings.ToLower(key))
-	switch {
-	case k == "key", k == "authorization":
-		return true
-	case strings.HasSuffix(k, "privatekey"):
-		return true
-	case strings.Contains(k, "password"), strings.Contains(k, "secret"), strings.Contains(k, "apikey"):
-		return true
+// memberMode is the mode of an object member's value.
+func memberMode(parent redactMode, m Member) redactMode {
+	kind := Null
+	if m.Value != nil {
+		kind = m.Value.Kind
 	}
-	return strings.Contains(strings.ReplaceAll(k, "tokens", ""), "token")
+	switch {
+	case parent == hideAll:
+		return hideAll
+	case parent == headerMap:
+		if secretHeader(m.Key) {
+			return hideStrings
+		}
+		return showAll
+	case m.Key == "env" && kind == Object, credentialKey(m.Key):
+		return hideAll
+	case secretKey(m.Key):
+		return hideStrings
+	case webhookKey(m.Key):
+		return webhook
+	case normName(m.Key) == "headers" && kind == Object:
+		return headerMap
+	case m.Key == "args" && kind == Array:
+		return argList
+	}
+	return showAll
 }
 
-// Restore returns a copy of next with every RedactedSentinel string replaced
-// by the value at the same path in onDisk, so a client can send back what
-// config.get gave it. Object members match by key, arrays by index, and
-// arrays whose elements all have an id (on both sides) by id, so reordering
-// agents.list keeps each agent's secrets (unless ids repeat on disk). A sentinel with nothing stored at
-// its path is an error: writing it would replace a secret with the
-// placeholder text.
+// redactString is a string's redacted form in mode.
+func redactString(s string, mode redactMode) string {
+	switch {
+	case s == "":
+		return s
+	case mode == hideStrings, mode == hideAll, mode == webhook && isURL(s):
+		return RedactedSentinel
+	}
+	return redactURL(s)
+}
+
+// redactArgValues redacts an args array. A word that is not a string is
+// redacted as any other value and parts a flag from what follows.
+func redactArgValues(v *Value) *Value {
+	c := &Value{Kind: Array, Items: make([]*Value, len(v.Items))}
+	start := 0
+	flush := func(end int) {
+		words := make([]string, 0, end-start)
+		for _, it := range v.Items[start:end] {
+			words = append(words, it.Str)
+		}
+		for i, w := range redactArgs(words) {
+			c.Items[start+i] = NewString(w)
+		}
+	}
+	for i, it := range v.Items {
+		if it == nil || it.Kind != String {
+			flush(i)
+			c.Items[i] = redact(it, showAll)
+			start = i + 1
+		}
+	}
+	flush(len(v.Items))
+	return c
+}
+
+// Restore returns a copy of next with the redaction undone from onDisk,
+// so a client can send back what config.get gave it. A string that is
+// RedactedSentinel takes the value at the same path in onDisk. A string
+// with the sentinel inside (a URL whose password was hidden) takes the
+// stored string only when it is exactly what Redact made of it: a client
+// that edits such a string must send it whole, so a password can never
+// follow a URL to a new host. An args array with a sentinel is restored
+// whole, and only when it is exactly what Redact made of the stored one,
+// since a word's meaning depends on the words before it (as OpenClaw
+// restores MCP args). Object members match by key, arrays by index, and
+// arrays whose elements all have an id (on both sides) by id, so
+// reordering agents.list keeps each agent's secrets (unless ids repeat
+// on disk). A sentinel with nothing stored at its path is an error:
+// writing it would replace a secret with the placeholder text.
 func Restore(next, onDisk *Value) (*Value, error) {
-	return restore("", next, onDisk)
+	return restore("", next, stored{onDisk, Redact(onDisk)})
 }
 
-func restore(path string, next, disk *Value) (*Value, error) {
+// stored is the value on disk at a path, and what Redact made of it.
+type stored struct{ disk, red *Value }
+
+// item and member are the stored value of an array element or object
+// member; red has the shape of disk, so one index or key serves both.
+func (s stored) item(i int) stored {
+	if s.disk == nil || s.disk.Kind != Array || i >= len(s.disk.Items) {
+		return stored{}
+	}
+	return stored{s.disk.Items[i], s.red.Items[i]}
+}
+
+func (s stored) member(key string) stored {
+	if s.disk == nil || s.disk.Kind != Object {
+		return stored{}
+	}
+	for i, m := range s.disk.Members {
+		if m.Key == key {
+			return stored{m.Value, s.red.Members[i].Value}
+		}
+	}
+	return stored{}
+}
+
+func restore(path string, next *Value, st stored) (*Value, error) {
 	if next == nil {
 		return nil, nil
 	}
 	switch next.Kind {
 	case String:
-		if next.Str != RedactedSentinel {
-			break
+		switch {
+		case next.Str == RedactedSentinel:
+			if st.disk.IsNull() {
+				return nil, fmt.Errorf("config.patch: %s: redacted placeholder has no stored value to restore", showPath(path))
+			}
+			return st.disk.Clone(), nil
+		case strings.Contains(next.Str, RedactedSentinel):
+			if st.red == nil || st.red.Kind != String || st.red.Str != next.Str {
+				return nil, fmt.Errorf("config.patch: %s: a value with a redacted part was changed or has none stored; send it whole", showPath(path))
+			}
+			return st.disk.Clone(), nil
 		}
-		if disk.IsNull() {
-			return nil, fmt.Errorf("config.patch: %s: redacted placeholder has no stored value to restore", showPath(path))
-		}
-		return disk.Clone(), nil
 	case Array:
-		var byID map[string]*Value
-		// Ids redacted under env say nothing about which element is which:
-		// only the index does.
-		if disk != nil && disk.Kind == Array && allHaveID(next.Items) && allHaveID(disk.Items) && !redactedID(next.Items) {
-			byID = make(map[string]*Value, len(disk.Items))
-			for _, it := range disk.Items {
-				byID[idOf(it)] = it
-			}
-			if len(byID) < len(disk.Items) {
-				byID = nil // repeated ids on disk: only the index says which is which
-			}
-		}
-		c := &Value{Kind: Array, Items: make([]*Value, len(next.Items))}
-		for i, it := range next.Items {
-			var d *Value
-			switch {
-			case byID != nil:
-				d = byID[idOf(it)]
-			case disk != nil && disk.Kind == Array && i < len(disk.Items):
-				d = disk.Items[i]
-			}
-			r, err := restore(joinIndex(path, i), it, d)
-			if err != nil {
-				return nil, err
-			}
-			c.Items[i] = r
-		}
-		return c, nil
+		return restoreArray(path, next, st)
 	case Object:
-		stored := map[string]*Value{}
-		if disk != nil && disk.Kind == Object {
-			for _, m := range disk.Members {
-				if _, dup := stored[m.Key]; !dup {
-					stored[m.Key] = m.Value
-				}
-			}
-		}
 		c := &Value{Kind: Object, Members: make([]Member, len(next.Members))}
 		for i, m := range next.Members {
-			r, err := restore(joinKey(path, m.Key), m.Value, stored[m.Key])
+			at := joinKey(path, m.Key)
+			var (
+				r   *Value
+				err error
+			)
+			if m.Key == "args" && m.Value != nil && m.Value.Kind == Array && hasSentinel(m.Value) {
+				r, err = restoreArgs(at, m.Value, st.member(m.Key))
+			} else {
+				r, err = restore(at, m.Value, st.member(m.Key))
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -151,6 +211,72 @@ func restore(path string, next, disk *Value) (*Value, error) {
 		return c, nil
 	}
 	return next.Clone(), nil
+}
+
+func restoreArray(path string, next *Value, st stored) (*Value, error) {
+	var byID map[string]int
+	// Ids redacted under env say nothing about which element is which:
+	// only the index does.
+	if d := st.disk; d != nil && d.Kind == Array && allHaveID(next.Items) && allHaveID(d.Items) && !redactedID(next.Items) {
+		byID = make(map[string]int, len(d.Items))
+		for i, it := range d.Items {
+			byID[idOf(it)] = i
+		}
+		if len(byID) < len(d.Items) {
+			byID = nil // repeated ids on disk: only the index says which is which
+		}
+	}
+	c := &Value{Kind: Array, Items: make([]*Value, len(next.Items))}
+	for i, it := range next.Items {
+		var s stored
+		switch {
+		case byID != nil:
+			if j, ok := byID[idOf(it)]; ok {
+				s = st.item(j)
+			}
+		default:
+			s = st.item(i)
+		}
+		r, err := restore(joinIndex(path, i), it, s)
+		if err != nil {
+			return nil, err
+		}
+		c.Items[i] = r
+	}
+	return c, nil
+}
+
+// restoreArgs restores an args array that holds a sentinel: whole, from
+// disk, when it is exactly what config.get showed.
+func restoreArgs(path string, next *Value, st stored) (*Value, error) {
+	if st.red == nil || !Equal(next, st.red) {
+		return nil, fmt.Errorf("config.patch: %s: redacted placeholders in args that differ from the stored args cannot be restored; send every redacted value again to change args", showPath(path))
+	}
+	return st.disk.Clone(), nil
+}
+
+// hasSentinel reports whether a string of v holds RedactedSentinel.
+func hasSentinel(v *Value) bool {
+	if v == nil {
+		return false
+	}
+	switch v.Kind {
+	case String:
+		return strings.Contains(v.Str, RedactedSentinel)
+	case Array:
+		for _, it := range v.Items {
+			if hasSentinel(it) {
+				return true
+			}
+		}
+	case Object:
+		for _, m := range v.Members {
+			if hasSentinel(m.Value) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // redactedID reports whether an element's id is the redaction sentinel.

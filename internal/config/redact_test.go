@@ -40,7 +40,7 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-func TestSensitiveKey(t *testing.T) {
+func TestSecretKey(t *testing.T) {
 	for key, want := range map[string]bool{
 		"token": true, "botToken": true, "accessToken": true, "token_file": true, "TOKEN": true,
 		"password": true, "secret": true, "clientSecret": true, "apiKey": true, "api_key": true, "api-key": true,
@@ -48,8 +48,8 @@ func TestSensitiveKey(t *testing.T) {
 		"maxTokens": false, "contextTokens": false, "tokensBefore": false, "keyPrefix": false,
 		"keys": false, "privateKeyPath": false, "monkey": false, "name": false,
 	} {
-		if got := sensitiveKey(key); got != want {
-			t.Errorf("sensitiveKey(%q) = %v, want %v", key, got, want)
+		if got := secretKey(key); got != want {
+			t.Errorf("secretKey(%q) = %v, want %v", key, got, want)
 		}
 	}
 }

@@ -193,7 +193,8 @@ func (k *checker) mcp(path string, servers map[string]MCPServer) {
 		case cmd != "" && url != "":
 			k.fail(at, "set either command or url, not both")
 		case url != "" && !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://"):
-			k.fail(at+".url", fmt.Sprintf("expected an http:// or https:// URL (got %q)", url))
+			// Issues reach config.get: the URL shows as Redact shows it.
+			k.fail(at+".url", fmt.Sprintf("expected an http:// or https:// URL (got %q)", redactURL(url)))
 		case url != "" && (len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != ""):
 			k.fail(at, "args, env and cwd apply to a command; a url server takes headers")
 		case cmd != "" && len(s.Headers) > 0:
