@@ -23,6 +23,13 @@
 // strictly) → provision → validate, and is closed when a later config no
 // longer uses it.
 //
+// Env: a plugin reads its config's env (Run.Env). The process environment
+// (Run.ProcessEnv) is there for the default tenant only, and a plugin
+// reads from it only names the operator's config gives it: image-gen's
+// apiKeyEnv, and for YAML tools the names listed in
+// plugins.entries.api-tools.config.processEnv, never a name a YAML file
+// chooses. Every result of a YAML tool passes through its call's Redact.
+//
 // Host is one tenant's plugin host and lives as long as the tenant; its
 // Configure builds an immutable Set for one config version, so enabling or
 // disabling a plugin takes effect at the next turn without a restart. A Set
