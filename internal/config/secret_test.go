@@ -72,10 +72,10 @@ func TestRedactForms(t *testing.T) {
 	}
 }
 
-// TestRestoreParts: a string or args array with a redacted part comes
+// TestRedactRestoreParts: a string or args array with a redacted part comes
 // back from disk only as config.get showed it; an edit must send the
 // value whole.
-func TestRestoreParts(t *testing.T) {
+func TestRedactRestoreParts(t *testing.T) {
 	const disk = `{p: {baseUrl: "https://u:pw@llm.example.com/v1?api_key=K&x=1"}, mcp: {servers: {gh: {command: "gh", args: ["--token", "T", "--api-key=K"]}}}}`
 	tests := []struct{ name, next, want, err string }{
 		{"a URL as shown",
@@ -125,8 +125,8 @@ func TestRestoreParts(t *testing.T) {
 	}
 }
 
-// TestSecretNames: the one list of rules, by the kind of name.
-func TestSecretNames(t *testing.T) {
+// TestRedactSecretNames: the one list of rules, by the kind of name.
+func TestRedactSecretNames(t *testing.T) {
 	tests := []struct {
 		fn   func(string) bool
 		kind string
