@@ -26,7 +26,8 @@
 //     the servers the operator declares in tenants.mcp.servers are offered
 //     to every tenant instead;
 //   - plugins: only the compiled-in plugins tenants.plugins.allow names
-//     (all by default), and plugins.load.paths inside the tenant directory;
+//     (all by default), plugins.load.paths inside the tenant directory,
+//     and no api-tools processEnv (the gateway's environment);
 //   - paths: workspaces and sandbox workspace roots inside the tenant
 //     directory, never the directory itself (which holds the config, the
 //     store and the approvals file);

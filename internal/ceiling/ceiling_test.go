@@ -151,6 +151,12 @@ func TestApply(t *testing.T) {
 			want:       map[string]string{"agents.list.4.workspace": `"bws"`},
 		},
 		{
+			name:       "api-tools never read the gateway's environment for a tenant",
+			tenant:     `{plugins: {entries: {"api-tools": {enabled: true, config: {processEnv: ["TALON_ADMIN_TOKEN"]}}}}}`,
+			violations: []string{"plugins.entries.api-tools.config.processEnv"},
+			want:       map[string]string{"plugins.entries.api-tools": `{"enabled":true,"config":{}}`},
+		},
+		{
 			name:       "the ceiling belongs to the root config",
 			tenant:     `{tenants: {sandbox: {network: true}}}`,
 			violations: []string{"tenants"},

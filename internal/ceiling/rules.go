@@ -189,10 +189,15 @@ func (a *applier) mcpServers() {
 	}
 }
 
-// plugins keeps plugins.load.paths inside the tenant directory and turns
-// off the compiled-in plugins the ceiling does not offer.
+// plugins keeps plugins.load.paths inside the tenant directory, the
+// gateway's environment out of api-tools, and turns off the compiled-in
+// plugins the ceiling does not offer.
 func (a *applier) plugins() {
 	t := a.res.Tree
+	if c := t.Lookup("plugins", "entries", "api-tools", "config"); c != nil && c.Get("processEnv") != nil {
+		a.violate("plugins.entries.api-tools.config.processEnv", "the gateway's environment is the operator's: a tenant's api-tools read its own env only")
+		c.Delete("processEnv")
+	}
 	if paths := t.Lookup("plugins", "load", "paths"); paths != nil && paths.Kind == config.Array {
 		kept := paths.Items[:0:0]
 		for i, it := range paths.Items {

@@ -141,9 +141,11 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 		if root != nil {
 			t.mcp = mcp.NewGuardedManager(s.log.With("tenant", t.id), root.ceil.Net())
 		}
-		t.plugins = plugin.NewHost(plugin.Options{
-			StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id), MCP: t.mcp,
-		})
+		opts := plugin.Options{StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id), MCP: t.mcp}
+		if t.id != "" {
+			opts.Confine = t.dir
+		}
+		t.plugins = plugin.NewHost(opts)
 	}
 	f, err := config.Load(t.configPath)
 	var clamp *ceiling.Result

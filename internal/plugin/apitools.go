@@ -100,6 +100,9 @@ type yamlEntry struct {
 // symlinks), one tool each; each file that does not load is an error
 // naming it, and the others still load.
 func (h *Host) yamlTools(dir string, env toolEnv) ([]Tool, []string) {
+	if err := h.confined(dir); err != nil {
+		return nil, []string{err.Error()}
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"talon/internal/config"
+	"talon/internal/contain"
 	"talon/internal/netguard"
 	"talon/internal/policy"
 	"talon/internal/tools"
@@ -42,6 +43,10 @@ type Options struct {
 	// tenant's plugins see only their config's env, never the gateway's
 	// secrets.
 	ProcessEnv bool
+	// Confine, when set, is the directory every plugin directory must
+	// really be in (a tenant's): one a symbolic link leads out of is
+	// listed with the problem and not read.
+	Confine string
 	// MCP serves mcp.servers; nil means MCP servers are listed as plugins
 	// that cannot load.
 	MCP MCP
@@ -113,7 +118,7 @@ func (h *Host) Configure(cfg *config.Config) *Set {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(h.opts.StateDir, p)
 		}
-		found = merge(found, scan(p, policy.OriginConfig)...)
+		found = merge(found, h.scan(p, policy.OriginConfig)...)
 	}
 	for name, srv := range cfg.MCP.Servers {
 		if off(srv.Enabled) {
@@ -128,7 +133,7 @@ func (h *Host) Configure(cfg *config.Config) *Set {
 	for _, m := range Modules() {
 		found = merge(found, Found{ID: m.ID, Kind: m.Kind, Origin: policy.OriginBundled, Source: SourceModule, module: &m})
 	}
-	found = merge(found, scan(filepath.Join(h.opts.StateDir, GlobalExtensions), policy.OriginGlobal)...)
+	found = merge(found, h.scan(filepath.Join(h.opts.StateDir, GlobalExtensions), policy.OriginGlobal)...)
 	s.static = found
 	if h.opts.MCP != nil {
 		h.opts.MCP.Configure(cfg.MCP.Servers)
@@ -346,7 +351,7 @@ func (s *Set) found(run Run) []Found {
 	if run.AgentDir == "" {
 		return s.static
 	}
-	ws := scan(filepath.Join(run.AgentDir, WorkspaceExtensions), policy.OriginWorkspace)
+	ws := s.h.scan(filepath.Join(run.AgentDir, WorkspaceExtensions), policy.OriginWorkspace)
 	if len(ws) == 0 {
 		return s.static
 	}
@@ -432,4 +437,24 @@ func (s *Set) List(ctx context.Context, run Run) []Status {
 	ps := s.Tools(ctx, run).Plugins
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Enabled && !ps[j].Enabled })
 	return ps
+}
+
+// scan is scan(dir, origin) for a directory inside Confine; one that
+// leads out is a plugin that cannot load, named after the directory.
+func (h *Host) scan(dir string, origin policy.Origin) []Found {
+	if err := h.confined(dir); err != nil {
+		return []Found{{ID: filepath.Base(dir), Origin: origin, Source: SourceDirectory, Dir: dir, Problem: err.Error()}}
+	}
+	return scan(dir, origin)
+}
+
+// confined refuses a directory that leads out of Confine.
+func (h *Host) confined(dir string) error {
+	if h.opts.Confine == "" {
+		return nil
+	}
+	if _, err := contain.Resolved(h.opts.Confine, dir); err != nil {
+		return fmt.Errorf("reading plugin directory: %w", err)
+	}
+	return nil
 }

@@ -397,3 +397,50 @@ func TestBlockedTargets(t *testing.T) {
 		t.Fatalf("loopback with the switch on: %+v", r)
 	}
 }
+
+// TestConfinedHost: a tenant's plugin directories are read only where
+// they really are inside the tenant: a workspace whose .openclaw or
+// api-tools is a link into another tenant lists the problem and loads
+// nothing from there.
+func TestConfinedHost(t *testing.T) {
+	base := t.TempDir()
+	acme, beta := filepath.Join(base, "acme"), filepath.Join(base, "beta")
+	writeFiles(t, filepath.Join(beta, "workspace"), map[string]string{
+		WorkspaceExtensions + "/w/" + ManifestFile: manifest("betaplug"), WorkspaceExtensions + "/w/api-tools/w.yaml": yamlTool("beta_tool"),
+		"api-tools/b.yaml": yamlTool("beta_api_tool"),
+	})
+	agentDir := filepath.Join(acme, "workspace")
+	writeFiles(t, agentDir, map[string]string{"AGENTS.md": "x"})
+	for link, target := range map[string]string{".openclaw": "../../beta/workspace/.openclaw", "api-tools": "../../beta/workspace/api-tools"} {
+		if err := os.Symlink(target, filepath.Join(agentDir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := mustConfig(t, `{plugins: {entries: {betaplug: {enabled: true}, "api-tools": {enabled: true}}}}`)
+	for _, confine := range []string{"", acme} {
+		h := NewHost(Options{StateDir: acme, Confine: confine})
+		rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
+		var tools []string
+		for _, r := range rt.Registrations {
+			tools = append(tools, r.Name)
+		}
+		leaked := slices.Contains(tools, "beta_tool") || slices.Contains(tools, "beta_api_tool")
+		if confine == "" && !leaked {
+			t.Errorf("unconfined, the links are followed (the operator's own workspace may use them): %v", tools)
+		}
+		if confine != "" {
+			if leaked {
+				t.Errorf("confined, another tenant's tools loaded: %v", tools)
+			}
+			var problems []string
+			for _, p := range rt.Plugins {
+				problems = append(problems, p.Problem)
+				problems = append(problems, p.Errors...)
+			}
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "outside "+acme) }) {
+				t.Errorf("confined, no plugin says why: %q", problems)
+			}
+		}
+		h.Close()
+	}
+}
