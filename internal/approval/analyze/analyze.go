@@ -74,6 +74,10 @@ const (
 	CodeNetwork     = "network"        // talks to the network
 	CodeReadsOut    = "reads-outside"  // recursive read outside the workdir
 	CodeWrapper     = "wrapper"        // a wrapper option not understood or unsafe
+	CodeOption      = "option"         // an option the program would reject: unknown, ambiguous, no value
+	CodeConfigured  = "configured"     // git, make, npm, …: run what files the agent can write say
+	CodeProcesses   = "processes"      // kill, pkill, renice: acts on other processes
+	CodeSystem      = "system"         // date -s, stty: changes the machine's clock or terminal
 )
 
 // Redirect is one redirection of a segment.

@@ -22,6 +22,9 @@ var fixturePrograms = []string{
 	"python3", "python3.12", "perl", "ruby", "node", "php", "lua", "awk", "timeout", "nice",
 	"nohup", "stdbuf", "xargs", "tee", "dd", "git", "cp", "mv", "install", "tar", "rsync",
 	"sudo", "doas", "time", "true", "rg", "head", "wc", "curl", "make", "less", "toybox", "printf", "[",
+	"shuf", "uniq", "xxd", "date", "ptx", "diff", "diff3", "sdiff", "zcat", "egrep", "rgrep", "zgrep",
+	"kill", "pkill", "mktemp", "touch", "split", "truncate", "xz", "coreutils", "stty", "setsid",
+	"npm", "npx", "yarn", "pnpm", "cargo", "go", "pip", "mvn", "gradle", "bundle", "rake", "composer", "hg",
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -65,6 +68,7 @@ func newFixture(t testing.TB) *fixture {
 		f.bin + "/python":   "python3.12",
 		f.bin + "/ll":       "ls", // an alias-like symlink to an allowed program
 		tmp + "/evil/timeo": "../usr/bin/timeout",
+		f.bin + "/xzcat":    "xz", // as Debian ships it
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, name); err != nil {
@@ -163,7 +167,12 @@ func TestUnwrap(t *testing.T) {
 		wrappers []string
 		argv     []string
 	}{
-		{"env -i FOO=1 -u BAR ls -l", []string{"env"}, []string{"ls", "-l"}},
+		{"env -u BAR FOO=1 ls -l", []string{"env"}, []string{"ls", "-l"}},
+		{"env --unset=BAR --ignore-sig=INT -- FOO=1 ls", []string{"env"}, []string{"ls"}},
+		{"nice -5 ls", []string{"nice"}, []string{"ls"}},
+		{"nice --adj=3 timeout --fore --sig=KILL 5 ls", []string{"nice", "timeout"}, []string{"ls"}},
+		{"setsid -f ls", []string{"setsid"}, []string{"ls"}},
+		{"env time -f %e --quiet ls", []string{"env", "time"}, []string{"ls"}},
 		{"nice -n 5 nohup timeout -s KILL 5 stdbuf -oL cat a.txt", []string{"nice", "nohup", "timeout", "stdbuf"}, []string{"cat", "a.txt"}},
 		{"command ls", []string{"command"}, []string{"ls"}},
 		{"exec ls", []string{"exec"}, []string{"ls"}},
@@ -325,14 +334,47 @@ func TestRulesAllow(t *testing.T) {
 		"sort -r a.txt",
 		"sort -k 2 -t , a.txt",
 		"find . -name '*.go' -type f",
+		"sort -rn a.txt",
+		"sort --rev --key=2 a.txt",
+		"sort --check=quiet a.txt",
+		"sort -- -o a.txt", // -o is an input file after --
 		"sed --sandbox -n 1p a.txt",
-		"git log --oneline",
+		"sed --sand -n 1p a.txt",
+		"sed --sandbox -e s/a/b/ -- a.txt",
 		"grep -rn x .",
 		"grep -r x sub",
+		"grep -d read x a.txt",
+		"grep --dir=skip x a.txt",
+		"grep -e x -- -r", // a file named -r
+		"grep -c o a.txt", // an o that is no option
+		"egrep 'a|b' a.txt",
 		"rg TODO",
 		"tee",
+		"tee -a",
+		"shuf -n 1 a.txt",
+		"shuf -e a b",
+		"uniq a.txt",
+		"uniq -c a.txt -",
+		"uniq -5 a.txt",
+		"xxd a.txt",
+		"xxd -c 8 -g 2 a.txt",
+		"xxd -r -p a.txt",
+		"xxd -ps a.txt -",
+		"date +%s",
+		"date -u -d yesterday +%F",
+		"ptx a.txt a.txt",
+		"diff -u a.txt a.txt",
+		"diff -r sub .",
+		"sdiff a.txt a.txt",
+		"diff3 a.txt a.txt a.txt",
+		"zcat a.gz",
 		"dd if=a.txt",
 		"timeout 5 sort a.txt",
+		"timeout --sig=KILL --fore 5 sort a.txt",
+		"nice -n 5 ls",
+		"nice --adj=3 ls",
+		"stdbuf -oL --err=0 cat a.txt",
+		"env time -p ls",
 		"head -n 1 a.txt | wc -l",
 		"[ -f a.txt ] && cat a.txt",
 	} {

@@ -18,8 +18,12 @@
 // their own per-segment test; plan.AllReasons explains a miss.
 //
 // The rules (which programs are shells, interpreters, command runners or writers, which
-// wrappers are unwrapped, why grep -r outside the workdir needs approval) are listed in
-// rules.go next to the tables that implement them.
+// are configured by files the agent can write, which wrappers are unwrapped, why grep -r
+// outside the workdir needs approval) are listed in rules.go next to the tables that
+// implement them. args.go holds the rules that read a program's arguments, and getopt.go
+// reads them as GNU getopt_long does — long options by unique prefix, clustered short
+// options, values attached or not — so `sort --outp=F` is `sort -o F` to the analyser as
+// it is to sort; an option the program would reject is a reason, never a pass.
 //
 // Concurrency: Analyze and the matching functions keep no state and may be called from many
 // goroutines at once; a Plan is a value that is not changed after Analyze returns it.

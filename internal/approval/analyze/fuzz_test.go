@@ -15,6 +15,8 @@ func FuzzAnalyze(f *testing.F) {
 		"sort -o x", "grep -R x /", "find . -exec sh \\;", "'s'h", "\\sh", "\"$(echo sh)\"",
 		"ls${IFS}x", "{a,b}", "cat *", "PATH=/x ls", "ѕh", "ls\nsh", "ls <<EOF\nx\nEOF",
 		"f() { ls; }; f", "(ls) > x", "timeout 5 nice -n 1 ls", "ls $(ls `ls`) <(ls)",
+		"sort --outp=F a", "sort -mo F", "grep --dir=rec x /", "grep -d", "xxd -c", "xxd -r - F",
+		"uniq a -c b", "sed --in-pl x", "env --=x ls", "env -u", "nice -5 --adj", "date --se x",
 	} {
 		f.Add(s)
 	}

@@ -2,56 +2,99 @@ package analyze
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 )
 
-// This file holds the rules. A program that is not named here is judged only by the
-// allowlist; these tables catch programs someone might allowlist that can still run other
-// programs, write files, or read outside the workdir through their arguments.
+// This file holds the rules and the tables that implement them; args.go holds the rules
+// that read a program's arguments. A program named in no table is judged by the allowlist
+// alone, so every program of coreutils, findutils, sed, grep, gawk/mawk, diffutils, tar,
+// the gzip/bzip2/xz/zstd families and xxd is in one (TestFamiliesClassified lists them):
+// the ones not named here neither write files nor run programs, whatever their arguments.
 //
-//   - Shells and interpreters are never safe, with or without -c: a script file is code too.
-//   - busybox and toybox are multi-call binaries: the applet name decides what runs.
-//   - Command runners: xargs, parallel, watch, find -exec/-execdir/-ok/-okdir, pagers and
-//     editors (they have ! commands), build tools (make, npm, go, cargo, pip run project code),
-//     debuggers and tracers.
+//   - Shells and interpreters (awk included: system()) are never safe, with or without -c:
+//     a script file is code too.
+//   - busybox, toybox and coreutils are multi-call binaries: the applet name decides what runs.
+//   - Programs configured by files the agent can write — git (.git/config, hooks), make,
+//     npm and the other build and package tools — are never safe by an allowlist entry:
+//     their behaviour is set by files in the working tree or HOME (the workspace, on the
+//     gateway host), so allowing the program would allow whatever the agent writes there.
+//     Every run asks an operator, and allow-always is not offered for them.
+//   - Command runners: xargs, parallel, watch, runcon, prlimit, setarch, find
+//     -exec/-execdir/-ok/-okdir, pagers and editors (they have ! commands), debuggers and
+//     tracers, sort --compress-program, diff3 and sdiff --diff-program.
 //   - Privilege and namespace changers (sudo, doas, su, pkexec, chroot, unshare, …) are never
 //     safe and are not unwrapped.
-//   - Writes through arguments: sort -o/--output/--compress-program, tee FILE, sed -i (and sed
-//     without --sandbox, whose w and e commands write files and run commands), dd of=, find
-//     -delete/-fprint*, cp, mv, install, ln, rm, mkdir, touch, chmod, chown, tar, rsync,
-//     archivers, patch, split, time -o; git -c/--config-env/--exec-path/--upload-pack/
-//     --receive-pack (config can name programs git runs).
+//   - Writers, always: cp, mv, ln, link, unlink, rm, rmdir, mkdir, mkfifo, mknod, mktemp,
+//     touch, chmod, chown, chgrp, chcon, truncate, shred, install, split, csplit, tar, cpio,
+//     rsync, patch and the compressors (gzip, bzip2, xz, zstd and their un-/cat forms that
+//     are the same binary). Writers through their arguments: sort -o/-T, shuf -o, uniq IN
+//     OUT, tee FILE, ptx -G IN OUT, xxd IN OUT, dd of=, sed -i (and sed without --sandbox,
+//     whose w and e commands write files and run commands), sdiff -o, find
+//     -delete/-fprint*/-fls, time -o. A write needs approval wherever it goes.
+//   - Other processes and the system: kill, pkill, killall (the gateway runs as the same
+//     user), renice, stty, and date -s or date with a time to set.
 //   - Network clients (curl, wget, nc, ssh, scp, …) send data out and write files.
-//   - Recursive reads: grep -R (follows every symlink) always needs approval; grep -r and rg
-//     need it when any operand resolves outside the working directory, so `grep -r x /`
-//     cannot read the whole machine behind an allowlisted grep. rg --pre and -z run programs.
+//   - Recursive reads: grep -R (follows every symlink) always needs approval; grep -r (and
+//     -d recurse, rgrep), diff -r, zcat -r and rg need it when any operand resolves outside
+//     the working directory, so `grep -r x /` cannot read the whole machine behind an
+//     allowlisted grep. rg --pre and -z run programs.
+//   - Options are read as the program reads them (getopt.go): long options by unique
+//     prefix, short ones clustered or with attached values. An option the program would
+//     reject (unknown, an ambiguous prefix, a missing value) is a reason.
 //   - Wrappers env, nice, nohup, timeout, stdbuf, time, setsid and the builtins command and
-//     exec are unwrapped to the program they run; their options are parsed and any option
-//     not understood, env -S/-C/-P, and setting PATH or another loader variable are reasons.
+//     exec are unwrapped to the program they run; their options are parsed the same way and
+//     any option not understood, env -S/-C, and setting PATH or another loader variable are
+//     reasons; env -i and env -u PATH make the program be found in the C library's default
+//     path, as execvp does.
+//   - Variables that change how programs parse options (POSIXLY_CORRECT, GZIP, TAR_OPTIONS,
+//     …) are reasons like PATH: the rules above assume the default parsing.
 
 var (
 	shellRe       = regexp.MustCompile(`^(sh|bash|rbash|dash|ash|zsh|ksh|ksh93|mksh|pdksh|oksh|loksh|yash|posh|fish|csh|tcsh|elvish|nu|xonsh)[0-9.]*$`)
 	interpreterRe = regexp.MustCompile(`^(python|pypy|perl|ruby|jruby|irb|php|php-cgi|lua|luajit|node|nodejs|deno|bun|tclsh|wish|expect|rscript|r|julia|pwsh|powershell|osascript|guile|racket|sbcl|ghci|runghc|runhaskell|java|jshell|groovy|scala|kotlin|dotnet|swift|ts-node|tsx|gawk|awk|mawk|nawk|busybox-awk|bc|dc|m4|gdb|octave|sqlite3|psql|mysql)[0-9.]*$`)
 )
 
-var multiCall = map[string]bool{"busybox": true, "toybox": true}
+var multiCall = map[string]bool{"busybox": true, "toybox": true, "coreutils": true}
+
+// configuredBy are programs whose behaviour files the agent can write decide, with those
+// files. An allowlist entry for one of them would allow any program the agent names there.
+var configuredBy = map[string]string{
+	"git":  ".git/config, ~/.gitconfig and hooks (core.fsmonitor, core.pager, core.sshCommand, ! aliases, filters, diff.external)",
+	"hg":   ".hg/hgrc and ~/.hgrc (hooks, aliases, extensions)",
+	"svn":  "~/.subversion/config (diff-cmd, editor-cmd)",
+	"make": "the Makefile", "gmake": "the Makefile", "bmake": "the Makefile",
+	"ninja": "build.ninja", "cmake": "CMakeLists.txt", "meson": "meson.build", "just": "the justfile",
+	"npm": "package.json scripts and .npmrc", "npx": "package.json and .npmrc", "yarn": "package.json scripts and .yarnrc",
+	"pnpm": "package.json scripts and .npmrc", "corepack": "package.json",
+	"cargo": "Cargo.toml build scripts and .cargo/config.toml", "go": "go.mod, go.env and the module's code (toolchain, cgo, generate)",
+	"pip": "setup.py, pyproject.toml and pip.conf", "pip3": "setup.py, pyproject.toml and pip.conf",
+	"pipx": "pyproject.toml and setup.py", "poetry": "pyproject.toml", "uv": "pyproject.toml and uv.toml",
+	"pdm": "pyproject.toml", "hatch": "pyproject.toml", "tox": "tox.ini", "nox": "noxfile.py",
+	"pytest": "conftest.py and the tests", "pre-commit": ".pre-commit-config.yaml",
+	"mvn": "pom.xml", "gradle": "build.gradle and ~/.gradle", "ant": "build.xml", "sbt": "build.sbt", "lein": "project.clj",
+	"bundle": "the Gemfile", "bundler": "the Gemfile", "rake": "the Rakefile", "gem": "gem extensions and ~/.gemrc",
+	"composer": "composer.json scripts", "mix": "mix.exs", "cabal": "the .cabal file and Setup.hs", "stack": "stack.yaml",
+	"direnv": ".envrc", "gpg": "~/.gnupg/gpg.conf (photo-viewer, exec-path)", "gpg2": "~/.gnupg/gpg.conf (photo-viewer, exec-path)",
+}
 
 var runsCommands = map[string]string{
 	"xargs": "runs its input as commands", "parallel": "runs commands", "watch": "runs a command",
 	"flock": "runs a command", "chrt": "runs a command", "taskset": "runs a command",
 	"ionice": "runs a command", "script": "runs a shell", "strace": "runs a command",
 	"ltrace": "runs a command", "valgrind": "runs a command", "systemd-run": "runs a command",
+	"runcon": "runs a command", "prlimit": "runs a command", "setarch": "runs a command",
+	"linux32": "runs a command", "linux64": "runs a command", "i386": "runs a command", "x86_64": "runs a command",
+	"choom": "runs a command", "uclampset": "runs a command",
 	"at": "schedules commands", "batch": "schedules commands", "crontab": "schedules commands",
 	"run-parts": "runs every program in a directory", "tmux": "runs a shell", "screen": "runs a shell",
-	"make": "runs Makefile recipes", "gmake": "runs Makefile recipes", "ninja": "runs build commands",
-	"npm": "runs package scripts", "npx": "runs packages", "yarn": "runs package scripts", "pnpm": "runs package scripts",
-	"pip": "runs setup code", "pip3": "runs setup code", "cargo": "runs build scripts", "go": "runs and builds code",
 	"vi": "editor with ! commands", "vim": "editor with ! commands", "nvim": "editor with ! commands",
 	"view": "editor with ! commands", "ex": "editor with ! commands", "ed": "editor with ! commands",
 	"emacs": "editor that runs Lisp", "nano": "editor", "less": "pager with ! commands",
 	"more": "pager with ! commands", "most": "pager", "man": "runs a pager and preprocessors",
+	"zless": "runs less", "zmore": "runs more", "bzless": "runs less", "bzmore": "runs more",
+	"xzless": "runs less", "xzmore": "runs more", "lzless": "runs less", "lzmore": "runs more", "zstdless": "runs less",
+	// The wrappers, when reached under another name and so not unwrapped.
 	"env": "runs a command", "nohup": "runs a command", "timeout": "runs a command", "nice": "runs a command",
 	"stdbuf": "runs a command", "time": "runs a command", "setsid": "runs a command",
 }
@@ -59,20 +102,42 @@ var runsCommands = map[string]string{
 var privilege = map[string]bool{
 	"sudo": true, "doas": true, "su": true, "pkexec": true, "runuser": true, "setpriv": true,
 	"chroot": true, "unshare": true, "nsenter": true, "capsh": true, "sg": true, "newgrp": true,
-	"setuidgid": true, "firejail": true, "bwrap": true, "docker": true, "podman": true,
+	"setuidgid": true, "firejail": true, "bwrap": true, "docker": true, "podman": true, "pivot_root": true,
+	"switch_root": true,
 }
 
-var writers = map[string]bool{
-	"cp": true, "mv": true, "install": true, "ln": true, "rm": true, "rmdir": true, "mkdir": true,
-	"touch": true, "chmod": true, "chown": true, "chgrp": true, "truncate": true, "shred": true,
-	"rsync": true, "tar": true, "cpio": true, "unzip": true, "zip": true, "gzip": true, "gunzip": true,
-	"bzip2": true, "bunzip2": true, "xz": true, "unxz": true, "zstd": true, "7z": true, "patch": true,
-	"split": true, "csplit": true, "mkfifo": true, "mknod": true, "link": true, "unlink": true,
+// writers write files whatever their arguments; the value, when set, says more than
+// "writes files".
+var writers = map[string]string{
+	"cp": "", "mv": "", "ln": "", "link": "", "unlink": "", "rm": "", "rmdir": "", "mkdir": "",
+	"mkfifo": "", "mknod": "", "mktemp": "creates files", "touch": "", "chmod": "", "chown": "", "chgrp": "",
+	"chcon": "", "truncate": "", "shred": "", "patch": "", "rsync": "", "cpio": "", "pax": "",
+	"install": "writes files, and --strip-program runs a program", "split": "writes files, and --filter runs a shell",
+	"csplit": "", "tar": "writes files, and --to-command, -I and --use-compress-program run programs",
+	"rmt": "", "rmt-tar": "", "unzip": "", "zip": "", "7z": "",
+	"gzip": "", "gunzip": "", "uncompress": "", "gzexe": "", "zforce": "renames files", "znew": "",
+	"bzip2": "", "bunzip2": "", "bzip2recover": "", "bzexe": "",
+	"xz": "writes and deletes files", "unxz": "", "xzcat": "is xz, which writes and deletes files",
+	"lzma": "", "unlzma": "", "lzcat": "is xz, which writes and deletes files",
+	"zstd": "", "unzstd": "", "zstdmt": "", "pzstd": "", "zstdcat": "is zstd, whose -o writes files",
+	"lz4": "", "unlz4": "", "lz4cat": "is lz4, which writes files",
 }
 
 var network = map[string]bool{
 	"curl": true, "wget": true, "nc": true, "ncat": true, "netcat": true, "socat": true, "ssh": true,
 	"scp": true, "sftp": true, "telnet": true, "ftp": true, "rsh": true,
+}
+
+// processes act on other processes, the gateway's included on the gateway host.
+var processes = map[string]string{
+	"kill": "sends signals to other processes", "pkill": "sends signals to other processes",
+	"killall": "sends signals to other processes", "skill": "sends signals to other processes",
+	"snice": "changes other processes' priority", "renice": "changes other processes' priority",
+}
+
+// system change the machine rather than files.
+var system = map[string]string{
+	"stty": "changes terminal settings", "hwclock": "sets the hardware clock", "timedatectl": "sets the clock",
 }
 
 // shellOnly are builtins with no program behind them; each changes the shell or runs code.
@@ -95,8 +160,14 @@ var shellOnly = map[string]string{
 	":": "a no-op builtin that still expands its arguments", "coproc": "runs a coprocess",
 }
 
-// dangerousVar reports variables that change which program runs or what it loads.
+// dangerousVar reports variables that change which program runs, what it loads, or how
+// it reads its options (the argument rules assume the default).
 func dangerousVar(name string) (Reason, bool) {
+	switch name {
+	case "POSIXLY_CORRECT", "_POSIX2_VERSION", "GZIP", "BZIP", "BZIP2", "XZ_OPT", "XZ_DEFAULTS",
+		"TAR_OPTIONS", "GREP_OPTIONS", "ZSTD_CLEVEL", "ZSTD_NBTHREADS":
+		return Reason{CodeAssignment, fmt.Sprintf("setting %s changes how programs read their options", name)}, true
+	}
 	switch {
 	case name == "PATH", name == "IFS", name == "ENV", name == "BASH_ENV", name == "SHELLOPTS",
 		name == "BASHOPTS", name == "PS4", name == "CDPATH", name == "GCONV_PATH", name == "HOSTALIASES",
@@ -135,96 +206,116 @@ func unwrapBuiltin(name string, args []string) ([]string, []Reason) {
 }
 
 // wrapperFunc parses a wrapper's own options and returns the wrapped argv, a new PATH when
-// the wrapper sets one (never, today: setting PATH is a reason), and reasons.
+// the wrapper changes where the command is looked up, and reasons.
 type wrapperFunc func(args []string) (rest []string, newPATH *string, rs []Reason)
 
+// defaultPATH is where execvp looks for a program when PATH is unset (glibc's _CS_PATH),
+// as after env -i or env -u PATH.
+const defaultPATH = "/bin:/usr/bin"
+
 var wrappers map[string]wrapperFunc
+
+var (
+	envOpts = getopt("+0iu:C:S:v", "i|ignore-environment", "0|null", "u|unset:", "C|chdir:", "S|split-string:",
+		"block-signal::", "default-signal::", "ignore-signal::", "list-signal-handling", "v|debug", "help", "version")
+	niceOpts    = getopt("+n:", "n|adjustment:", "help", "version")
+	timeOpts    = getopt("+af:o:pqvhV", "a|append", "f|format:", "o|output:", "p|portability", "q|quiet", "v|verbose", "h|help", "V|version")
+	timeoutOpts = getopt("+k:s:v", "preserve-status", "foreground", "k|kill-after:", "s|signal:", "v|verbose", "help", "version")
+)
 
 func init() {
 	wrappers = map[string]wrapperFunc{
 		"env":     unwrapEnv,
-		"nice":    optsThen("nice", "n", []string{"--adjustment"}, nil, 0),
-		"nohup":   optsThen("nohup", "", nil, nil, 0),
-		"timeout": optsThen("timeout", "ks", []string{"--kill-after", "--signal"}, []string{"--preserve-status", "--foreground", "--verbose", "-v"}, 1),
-		"stdbuf":  optsThen("stdbuf", "ioe", []string{"--input", "--output", "--error"}, nil, 0),
-		"time":    unwrapTime,
-		"setsid":  optsThen("setsid", "", nil, []string{"-c", "--ctty", "-f", "--fork", "-w", "--wait"}, 0),
+		"nice":    unwrapNice,
+		"nohup":   unwrapWith("nohup", getopt("+", "help", "version"), 0, nil),
+		"timeout": unwrapWith("timeout", timeoutOpts, 1, nil),
+		"stdbuf":  unwrapWith("stdbuf", getopt("+i:o:e:", "i|input:", "o|output:", "e|error:", "help", "version"), 0, nil),
+		"time":    unwrapWith("time", timeOpts, 0, timeWrites),
+		"setsid":  unwrapWith("setsid", getopt("+cfwhV", "c|ctty", "f|fork", "w|wait", "h|help", "V|version"), 0, nil),
 	}
 }
 
-// optsThen builds a parser for wrappers of the form `w [options] [positional…] cmd`:
-// short options in withArg take a value (attached or next), long ones in longArg take
-// --x=v or --x v, flags are value-less, and npos positionals (timeout's DURATION) follow.
-func optsThen(name, withArg string, longArg, flags []string, npos int) wrapperFunc {
+// unwrapWith builds a parser for wrappers of the form `w [options] [positional…] cmd`
+// from the wrapper's option table; npos positionals (timeout's DURATION) precede the
+// command, and check, when set, turns the wrapper's options into reasons.
+func unwrapWith(name string, t *optTable, npos int, check func(parsedArgs) []Reason) wrapperFunc {
 	return func(args []string) ([]string, *string, []Reason) {
-		i := 1
-	loop:
-		for i < len(args) {
-			a := args[i]
-			switch {
-			case a == "--":
-				i++
-				break loop
-			case !strings.HasPrefix(a, "-") || a == "-":
-				break loop
-			case contains(flags, a):
-				i++
-			case strings.HasPrefix(a, "--"):
-				key, _, hasVal := strings.Cut(a, "=")
-				if !contains(longArg, key) {
-					return nil, nil, []Reason{{CodeWrapper, fmt.Sprintf("%s option %q is not understood", name, a)}}
-				}
-				i++
-				if !hasVal {
-					i++
-				}
-			case name == "nice" && len(a) > 1 && isDigits(a[1:]):
-				i++ // legacy nice -10
-			case len(a) >= 2 && strings.ContainsRune(withArg, rune(a[1])):
-				i++
-				if len(a) == 2 {
-					i++
-				}
-			default:
-				return nil, nil, []Reason{{CodeWrapper, fmt.Sprintf("%s option %q is not understood", name, a)}}
+		p, err := t.parse(name, args[1:])
+		if err != nil {
+			return nil, nil, []Reason{{CodeWrapper, err.Error()}}
+		}
+		if check != nil {
+			if rs := check(p); len(rs) > 0 {
+				return nil, nil, rs
 			}
 		}
-		i += npos
-		if i > len(args) {
-			i = len(args)
-		}
-		return args[i:], nil, nil
+		rest := p.operands[min(npos, len(p.operands)):]
+		return rest, nil, nil
 	}
 }
 
-// unwrapEnv parses env: -i, -u NAME, NAME=value. -S splits a string like a shell, -C
-// changes directory and -P searches another path, so they are reasons.
-func unwrapEnv(args []string) ([]string, *string, []Reason) {
-	var rs []Reason
+// timeWrites: GNU time -o writes its report to a file.
+func timeWrites(p parsedArgs) []Reason {
+	if o, ok := p.has("o"); ok {
+		return []Reason{{CodeWrites, fmt.Sprintf("time %s writes the file %q", o.word, o.value)}}
+	}
+	return nil
+}
+
+// unwrapNice skips nice's legacy -N, --N and -+N adjustments (read before its options),
+// then parses the rest.
+func unwrapNice(args []string) ([]string, *string, []Reason) {
 	i := 1
-	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			i++
-			for i < len(args) && strings.Contains(args[i], "=") {
-				rs = append(rs, envAssign(args[i])...)
-				i++
+	for i < len(args) && legacyNice(args[i]) {
+		i++
+	}
+	return unwrapWith("nice", niceOpts, 0, nil)(append([]string{args[0]}, args[i:]...))
+}
+
+func legacyNice(s string) bool {
+	if len(s) < 2 || s[0] != '-' {
+		return false
+	}
+	j := 1
+	if s[1] == '-' || s[1] == '+' {
+		j = 2
+	}
+	return j < len(s) && s[j] >= '0' && s[j] <= '9'
+}
+
+// unwrapEnv parses env: options, then NAME=value operands, then the command. -S splits a
+// string like a shell and -C changes directory, so they are reasons; -i, a leading "-"
+// operand and -u PATH leave PATH unset, so execvp searches its default path.
+func unwrapEnv(args []string) ([]string, *string, []Reason) {
+	p, err := envOpts.parse("env", args[1:])
+	if err != nil {
+		return nil, nil, []Reason{{CodeWrapper, err.Error()}}
+	}
+	var newPATH *string
+	unsetPATH := func() { s := defaultPATH; newPATH = &s }
+	for _, o := range p.opts {
+		switch o.name {
+		case "S", "C":
+			return nil, nil, []Reason{{CodeWrapper, fmt.Sprintf("env option %q splits a string like a shell or changes the directory", o.word)}}
+		case "i":
+			unsetPATH()
+		case "u":
+			if o.value == "PATH" {
+				unsetPATH()
 			}
-			return args[i:], nil, rs
-		case a == "-" || a == "-i" || a == "--ignore-environment" || a == "-v" || a == "--debug":
-		case a == "-u" || a == "--unset":
-			i++
-		case strings.HasPrefix(a, "-u") || strings.HasPrefix(a, "--unset="):
-		case strings.HasPrefix(a, "-"):
-			return nil, nil, []Reason{{CodeWrapper, fmt.Sprintf("env option %q is not understood or changes how the command is found", a)}}
-		case strings.Contains(a, "="):
-			rs = append(rs, envAssign(a)...)
-		default:
-			return args[i:], nil, rs
 		}
 	}
-	return nil, nil, rs
+	rest := p.operands
+	if len(rest) > 0 && rest[0] == "-" {
+		unsetPATH()
+		rest = rest[1:]
+	}
+	var rs []Reason
+	for len(rest) > 0 && strings.Contains(rest[0], "=") {
+		rs = append(rs, envAssign(rest[0])...)
+		rest = rest[1:]
+	}
+	return rest, newPATH, rs
 }
 
 func envAssign(a string) []Reason {
@@ -233,50 +324,6 @@ func envAssign(a string) []Reason {
 		return []Reason{r}
 	}
 	return nil
-}
-
-// unwrapTime parses GNU time; -o writes a file.
-func unwrapTime(args []string) ([]string, *string, []Reason) {
-	i := 1
-	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return args[i+1:], nil, nil
-		case a == "-p" || a == "-v" || a == "-q" || a == "--portability" || a == "--verbose" || a == "--quiet":
-		case a == "-f" || a == "--format":
-			i++
-		case strings.HasPrefix(a, "--format="):
-		case a == "-o" || a == "-a" || strings.HasPrefix(a, "--output") || a == "--append":
-			return nil, nil, []Reason{{CodeWrites, fmt.Sprintf("time %s writes a file", a)}}
-		case strings.HasPrefix(a, "-"):
-			return nil, nil, []Reason{{CodeWrapper, fmt.Sprintf("time option %q is not understood", a)}}
-		default:
-			return args[i:], nil, nil
-		}
-	}
-	return nil, nil, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // classify returns the reasons the program called base, run with args, is unsafe.
@@ -291,131 +338,25 @@ func (a *analyzer) classify(base string, args []string) []Reason {
 		return []Reason{{CodeInterpreter, fmt.Sprintf("%s is an interpreter", base)}}
 	case privilege[lower]:
 		return []Reason{{CodePrivilege, fmt.Sprintf("%s runs as another user or in another namespace", base)}}
+	case configuredBy[lower] != "":
+		return []Reason{{CodeConfigured, fmt.Sprintf("%s is configured by %s, which the agent can write to make it run any program, so an allowlist entry alone never allows it", base, configuredBy[lower])}}
 	case runsCommands[lower] != "":
 		return []Reason{{CodeRunsCmds, fmt.Sprintf("%s %s", base, runsCommands[lower])}}
-	case writers[lower]:
-		return []Reason{{CodeWrites, fmt.Sprintf("%s writes files", base)}}
 	case network[lower]:
 		return []Reason{{CodeNetwork, fmt.Sprintf("%s talks to the network", base)}}
+	case processes[lower] != "":
+		return []Reason{{CodeProcesses, fmt.Sprintf("%s %s", base, processes[lower])}}
+	case system[lower] != "":
+		return []Reason{{CodeSystem, fmt.Sprintf("%s %s", base, system[lower])}}
 	}
-	var rs []Reason
-	opts := args[1:]
-	switch lower {
-	case "find":
-		for _, o := range opts {
-			switch o {
-			case "-exec", "-execdir", "-ok", "-okdir":
-				rs = append(rs, Reason{CodeRunsCmds, fmt.Sprintf("find %s runs commands", o)})
-			case "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
-				rs = append(rs, Reason{CodeWrites, fmt.Sprintf("find %s writes or deletes files", o)})
-			}
+	if detail, ok := writers[lower]; ok {
+		if detail == "" {
+			detail = "writes files"
 		}
-	case "sort":
-		for _, o := range optionWords(opts) {
-			if strings.HasPrefix(o, "--output") || strings.HasPrefix(o, "--compress-program") ||
-				(!strings.HasPrefix(o, "--") && strings.ContainsRune(o, 'o')) {
-				rs = append(rs, Reason{CodeWrites, fmt.Sprintf("sort %s writes a file or runs a program", o)})
-			}
-		}
-	case "tee":
-		for _, o := range opts {
-			if o != "--" && (!strings.HasPrefix(o, "-") || o == "-") {
-				rs = append(rs, Reason{CodeWrites, fmt.Sprintf("tee writes %q", o)})
-			}
-		}
-	case "sed":
-		sandbox := false
-		for _, o := range optionWords(opts) {
-			if o == "--sandbox" {
-				sandbox = true
-			}
-			if strings.HasPrefix(o, "--in-place") || (!strings.HasPrefix(o, "--") && strings.ContainsRune(o, 'i')) {
-				rs = append(rs, Reason{CodeWrites, fmt.Sprintf("sed %s edits files in place", o)})
-			}
-		}
-		if !sandbox {
-			rs = append(rs, Reason{CodeRunsCmds, "sed without --sandbox can write files (w) and run commands (e)"})
-		}
-	case "dd":
-		for _, o := range opts {
-			if strings.HasPrefix(o, "of=") {
-				rs = append(rs, Reason{CodeWrites, fmt.Sprintf("dd %s writes a file", o)})
-			}
-		}
-	case "git":
-		for _, o := range opts {
-			if o == "-c" || strings.HasPrefix(o, "--config-env") || strings.HasPrefix(o, "--exec-path") ||
-				strings.HasPrefix(o, "--upload-pack") || strings.HasPrefix(o, "--receive-pack") || (strings.HasPrefix(o, "-c") && !strings.HasPrefix(o, "--")) {
-				rs = append(rs, Reason{CodeRunsCmds, fmt.Sprintf("git %s can name programs git runs", o)})
-			}
-		}
-	case "grep", "egrep", "fgrep", "rgrep":
-		recursive := lower == "rgrep"
-		for i, o := range opts {
-			if o == "-d" && i+1 < len(opts) && opts[i+1] == "recurse" {
-				recursive = true
-			}
-		}
-		for _, o := range optionWords(opts) {
-			switch {
-			case o == "-R" || o == "--dereference-recursive" || (!strings.HasPrefix(o, "--") && strings.ContainsRune(o, 'R')):
-				rs = append(rs, Reason{CodeReadsOut, "grep -R follows every symlink, so it can read anything"})
-			case o == "--recursive" || o == "--directories=recurse" || (!strings.HasPrefix(o, "--") && strings.ContainsRune(o, 'r')):
-				recursive = true
-			}
-		}
-		if recursive {
-			rs = append(rs, a.outside(base, opts)...)
-		}
-	case "rg":
-		for _, o := range opts {
-			if strings.HasPrefix(o, "--pre") || o == "-z" || o == "--search-zip" || o == "-L" || o == "--follow" {
-				rs = append(rs, Reason{CodeRunsCmds, fmt.Sprintf("rg %s runs programs or follows symlinks", o)})
-			}
-		}
-		rs = append(rs, a.outside(base, opts)...)
+		return []Reason{{CodeWrites, fmt.Sprintf("%s %s", base, detail)}}
 	}
-	return rs
-}
-
-// optionWords returns the arguments before "--" that look like options.
-func optionWords(opts []string) []string {
-	var out []string
-	for _, o := range opts {
-		if o == "--" {
-			break
-		}
-		if strings.HasPrefix(o, "-") && o != "-" {
-			out = append(out, o)
-		}
+	if rule, ok := argRules[lower]; ok {
+		return rule(a, base, args[1:])
 	}
-	return out
-}
-
-// outside reports operands of a recursive reader that resolve outside the working
-// directory. Every non-option word is treated as a path, the pattern included: a pattern
-// that looks like an outside path costs a prompt, never a silent read.
-func (a *analyzer) outside(base string, opts []string) []Reason {
-	dir, err := a.env.FS.EvalSymlinks(a.env.Dir)
-	if err != nil {
-		return []Reason{{CodeReadsOut, fmt.Sprintf("resolving the working directory %s: %v", a.env.Dir, err)}}
-	}
-	var rs []Reason
-	for _, o := range opts {
-		if strings.HasPrefix(o, "-") {
-			continue
-		}
-		p := o
-		if !path.IsAbs(p) {
-			p = a.env.Dir + "/" + p
-		}
-		real, err := a.env.FS.EvalSymlinks(p)
-		if err != nil {
-			real = path.Clean(p) // a word that is no file (the pattern) is judged lexically
-		}
-		if real != dir && !strings.HasPrefix(real, strings.TrimSuffix(dir, "/")+"/") {
-			rs = append(rs, Reason{CodeReadsOut, fmt.Sprintf("%s reads %q recursively, outside the working directory", base, o)})
-		}
-	}
-	return rs
+	return nil
 }
