@@ -25,6 +25,12 @@ type Verdict struct {
 	// ExactApproved is set when the allowlist holds the exact-command
 	// marker (CommandMarker) for this command.
 	ExactApproved bool
+	// Configured says why a program of the command is configured by files
+	// the agent can write (git's .git/config, a Makefile, package.json);
+	// empty when none is. Such a command is never allowed without asking:
+	// not by an allowlist entry, nor by an exact-command marker, since
+	// the same text runs whatever the agent has written since.
+	Configured string
 }
 
 // Hit is the decision table's "hit": analysis succeeded and matched.
@@ -86,6 +92,13 @@ func Decide(eff Effective, v Verdict, opt DecideOptions) Decision {
 	case SecurityAllowlist:
 		if eff.Ask == AskAlways {
 			return prompt("ask=always")
+		}
+		if v.Configured != "" {
+			if eff.Ask == AskOff {
+				return Decision{Outcome: OutcomeDeny, Reason: "exec denied: " + v.Configured + ", and ask=off"}
+			}
+			// Allow-always would store what cannot make it safe.
+			return Decision{Outcome: OutcomePrompt, Reason: v.Configured}
 		}
 		if !hit {
 			if v.ExactApproved {

@@ -60,6 +60,12 @@ func TestDecideTable(t *testing.T) {
 		row{"marker does not skip ask=always", eff(SecurityAllowlist, AskAlways), Verdict{Decidable: true, ExactApproved: true}, DecideOptions{}, OutcomePrompt, "ask=always"},
 		row{"marker does not beat deny", eff(SecurityDeny, AskOff), Verdict{Decidable: true, ExactApproved: true}, DecideOptions{}, OutcomeDeny, "exec denied: host=gateway security=deny"},
 
+		// Programs configured by files the agent can write always ask, and say why.
+		row{"configured asks even when the allowlist matches", eff(SecurityAllowlist, AskOnMiss), Verdict{Decidable: true, AllowlistHit: true, Configured: "git is configured by .git/config"}, DecideOptions{}, OutcomePrompt, "git is configured by .git/config"},
+		row{"configured asks despite a marker", eff(SecurityAllowlist, AskOnMiss), Verdict{Decidable: false, ExactApproved: true, Configured: "git is configured by .git/config"}, DecideOptions{}, OutcomePrompt, "git is configured by .git/config"},
+		row{"configured with ask off is denied", eff(SecurityAllowlist, AskOff), Verdict{Decidable: false, ExactApproved: true, Configured: "git is configured by .git/config"}, DecideOptions{}, OutcomeDeny, "exec denied: git is configured by .git/config, and ask=off"},
+		row{"configured under full runs", eff(SecurityFull, AskOnMiss), Verdict{Decidable: false, Configured: "git is configured by .git/config"}, DecideOptions{}, OutcomeRun, "security=full"},
+
 		row{"elevated bypass", Effective{Host: HostGateway, Security: SecurityFull, Ask: AskOff, Bypass: true}, miss, DecideOptions{}, OutcomeRun, "elevated full: approvals bypassed"},
 		row{"unknown security fails closed", Effective{Security: "yolo"}, hit, DecideOptions{}, OutcomeDeny, `exec denied: unknown security "yolo"`},
 	)
@@ -69,7 +75,7 @@ func TestDecideTable(t *testing.T) {
 			if d.Outcome != r.outcome || d.Reason != r.reason {
 				t.Errorf("Decide = %s %q, want %s %q", d.Outcome, d.Reason, r.outcome, r.reason)
 			}
-			if d.Outcome == OutcomePrompt && d.AllowAlways != (r.eff.Ask != AskAlways) {
+			if d.Outcome == OutcomePrompt && d.AllowAlways != (r.eff.Ask != AskAlways && r.v.Configured == "") {
 				t.Errorf("AllowAlways = %v with ask %s", d.AllowAlways, r.eff.Ask)
 			}
 		})

@@ -44,6 +44,13 @@ type Request struct {
 	ResolvedPath string   `json:"resolvedPath"`
 	SessionKey   string   `json:"sessionKey"`
 	EnvKeys      []string `json:"envKeys,omitempty"`
+	// UnavailableDecisions are decisions an operator may not give for
+	// this command (OpenClaw's field): allow-always for a command whose
+	// program is configured by files the agent can write, since the
+	// entries it would store cannot make the next run safe.
+	UnavailableDecisions []string `json:"unavailableDecisions,omitempty"`
+	// UnavailableWhy says why, for the error a refused decision gets.
+	UnavailableWhy string `json:"-"`
 
 	// Not sent: what the fallback and allow-always need.
 	ResolvedPaths []string `json:"-"`
@@ -298,8 +305,12 @@ func (m *Manager) Resolve(ctx context.Context, idOrPrefix, decision, resolvedBy 
 	}
 	m.mu.Lock()
 	r, err := m.find(idOrPrefix)
-	if err == nil && decision == DecisionAllowAlways && r.req.Ask == AskAlways {
+	switch {
+	case err != nil:
+	case decision == DecisionAllowAlways && r.req.Ask == AskAlways:
 		err = errors.New("allow-always is not offered when ask is always; use allow-once or deny")
+	case slices.Contains(r.req.UnavailableDecisions, decision):
+		err = fmt.Errorf("%s is not offered for this command (%s); use allow-once or deny", decision, r.req.UnavailableWhy)
 	}
 	if err != nil {
 		m.mu.Unlock()

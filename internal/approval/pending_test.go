@@ -160,6 +160,29 @@ func TestResolveDecisions(t *testing.T) {
 			t.Fatalf("still pending after the refused decision: %v", err)
 		}
 	})
+	t.Run("an unavailable decision is refused and says why", func(t *testing.T) {
+		m, rec := newManager(t, 1)
+		req := allowlistReq("git status")
+		req.UnavailableDecisions, req.UnavailableWhy = []string{DecisionAllowAlways}, "git is configured by .git/config"
+		p, _ := m.Request(req)
+		err := m.Resolve(ctx, p.ID, DecisionAllowAlways, "")
+		if err == nil || err.Error() != "allow-always is not offered for this command (git is configured by .git/config); use allow-once or deny" {
+			t.Fatalf("err = %v", err)
+		}
+		if err := m.Resolve(ctx, p.ID, DecisionAllowOnce, ""); err != nil {
+			t.Fatalf("still pending after the refused decision: %v", err)
+		}
+		if r := wait(t, p); !r.Run || r.Decision != DecisionAllowOnce {
+			t.Errorf("result %+v", r)
+		}
+		got := rec.events[0].Payload.(RequestedPayload).Request.UnavailableDecisions
+		if len(got) != 1 || got[0] != DecisionAllowAlways {
+			t.Errorf("requested event's unavailableDecisions = %v", got)
+		}
+		if a := m.Store.Load().File.Agents["main"]; a != nil && len(a.Allowlist) > 0 {
+			t.Errorf("something was persisted: %+v", a.Allowlist)
+		}
+	})
 	t.Run("allow-always with a relative path fails to persist but runs", func(t *testing.T) {
 		m, _ := newManager(t, 1)
 		req := allowlistReq("./bin/x")

@@ -41,6 +41,9 @@ type gated struct {
 // be resolved (a bad value in a layer, a host Talon does not have).
 func gate(_ context.Context, env *tools.Env, x execArgs) (*gated, error) {
 	g := &gated{command: x.command, view: viewOf(env, x.workdir)}
+	if g.view.err != nil {
+		return nil, fmt.Errorf("exec: %w; the command did not run", g.view.err)
+	}
 	g.view.env.Vars = x.env
 	for _, kv := range x.env[1:] { // [0] is OPENCLAW_SHELL
 		k, _, _ := strings.Cut(kv, "=")
@@ -108,6 +111,10 @@ func judge(plan *analyze.Plan, eff approval.Effective, env analyze.Env, command 
 			// What a reviewer cannot see as it runs: invisible characters,
 			// look-alike command names.
 			v.Obfuscated = true
+		case analyze.CodeConfigured:
+			if v.Configured == "" {
+				v.Configured = r.Detail
+			}
 		}
 	}
 	marker := approval.CommandMarker(command)
@@ -198,6 +205,9 @@ func (t *execTool) ask(ctx context.Context, env *tools.Env, g *gated, cmd sandbo
 		AgentID: g.agentID, ResolvedPath: firstPath(g.plan), SessionKey: env.SessionKey, EnvKeys: g.envKeys,
 		ResolvedPaths: g.verdict.ResolvedPaths, Hit: g.verdict.Hit(), AskFallback: g.eff.AskFallback, Timeout: env.ApprovalTimeout,
 	}
+	if g.verdict.Configured != "" {
+		req.UnavailableDecisions, req.UnavailableWhy = []string{approval.DecisionAllowAlways}, g.verdict.Configured
+	}
 	p, err := m.Request(req)
 	if err != nil {
 		return tools.Errorf("exec: asking for approval: %v", err), false, nil
@@ -257,9 +267,13 @@ func pendingResult(p *approval.Pending, req approval.Request, g *gated) tools.Re
 		Host: req.Host, Command: req.Command, Cwd: req.Cwd,
 	})
 	wait := time.Duration(p.ExpiresAtMs-p.CreatedAtMs) * time.Millisecond
+	decisions := "allow-once|allow-always|deny"
+	if len(req.UnavailableDecisions) > 0 || req.Ask == approval.AskAlways {
+		decisions = "allow-once|deny"
+	}
 	return tools.Result{Text: fmt.Sprintf("Approval required (id %s): %s. The command has not run: an operator must approve it within %s "+
-		"(talon approvals resolve %s allow-once|allow-always|deny, or an operator client). Its outcome arrives in this session as a "+
-		"system event, \"Exec finished …\" or \"Exec denied …\"; do not run it again meanwhile.\n%s", slug, g.decision.Reason, wait, slug, d)}
+		"(talon approvals resolve %s %s, or an operator client). Its outcome arrives in this session as a "+
+		"system event, \"Exec finished …\" or \"Exec denied …\"; do not run it again meanwhile.\n%s", slug, g.decision.Reason, wait, slug, decisions, d)}
 }
 
 // afterApproval waits for the operator's decision (or the fallback), runs

@@ -159,6 +159,34 @@ func TestDecisionThroughExec(t *testing.T) {
 			fileWith(map[string]*approval.Agent{"main": {Allowlist: []approval.Entry{{Pattern: echo, ArgPattern: "^ran$"}}}}, approval.Defaults{}), "",
 			map[string]any{"command": "echo ran"}, false, []string{"exec denied: allowlist miss"}},
 	}
+	// git runs what the workspace's .git/config says: an allowlist entry,
+	// even with the exact-command marker, never runs it unasked.
+	git := program(t, "git")
+	gitWhy := "git is configured by .git/config, ~/.gitconfig and hooks"
+	gitAllowed := func(d approval.Defaults, extra ...approval.Entry) *approval.File {
+		return fileWith(map[string]*approval.Agent{"main": {Allowlist: append([]approval.Entry{{Pattern: git}}, extra...)}}, d)
+	}
+	cases = append(cases, []struct {
+		name   string
+		policy approval.PolicyInput
+		file   *approval.File
+		raw    string
+		args   map[string]any
+		ran    bool
+		want   []string
+	}{
+		{"git allowlisted, ask off: denied, saying why", approval.PolicyInput{Global: approval.ExecSettings{Ask: "off"}}, gitAllowed(approval.Defaults{}), "",
+			map[string]any{"command": "git --version"}, false, []string{"exec denied: " + gitWhy, "so an allowlist entry alone never allows it, and ask=off: git --version"}},
+		{"git allowlisted, nobody to ask: denied, saying why", approval.PolicyInput{}, gitAllowed(approval.Defaults{}), "",
+			map[string]any{"command": "git --version"}, false, []string{"Exec denied (gateway id=", "approval-timeout): git --version", "It needed approval (" + gitWhy}},
+		{"git allowlisted, fallback allowlist: still a miss", approval.PolicyInput{}, gitAllowed(approval.Defaults{AskFallback: approval.SecurityAllowlist}), "",
+			map[string]any{"command": "git --version"}, false, []string{"approval-timeout (allowlist-miss)): git --version"}},
+		{"git with its exact-command marker: denied all the same", approval.PolicyInput{Global: approval.ExecSettings{Ask: "off"}},
+			gitAllowed(approval.Defaults{}, approval.Entry{Pattern: approval.CommandMarker("git --version")}), "",
+			map[string]any{"command": "git --version"}, false, []string{"exec denied: " + gitWhy}},
+		{"git under security full runs", approval.PolicyInput{Global: sec("full")}, nil, "",
+			map[string]any{"command": "git --version >/dev/null && echo ran"}, true, []string{"ran\n"}},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := newApprovals(t, 0)
@@ -326,6 +354,29 @@ func TestApprovalFlow(t *testing.T) {
 		if a.file("ran") {
 			t.Error("another shell command ran without asking")
 		}
+	})
+	t.Run("git asks every time: allow-always is not offered", func(t *testing.T) {
+		a := newApprovals(t, 1)
+		a.save(fileWith(map[string]*approval.Agent{"main": allow(program(t, "git"))}, approval.Defaults{}))
+		res := a.run(a.exec, a.env, map[string]any{"command": "git --version"})
+		d := pending(t, res)
+		if !strings.Contains(res.Text, "(talon approvals resolve "+d.ApprovalSlug+" allow-once|deny, ") || !strings.Contains(res.Text, "git is configured by .git/config") {
+			t.Errorf("the pending text offers allow-always or does not say why: %s", res.Text)
+		}
+		if list := a.svc.Pending(); len(list) != 1 || len(list[0].Request.UnavailableDecisions) != 1 {
+			t.Fatalf("pending %+v", list)
+		}
+		err := a.svc.Resolve(ctx, d.ApprovalID, approval.DecisionAllowAlways, "op")
+		if err == nil || !strings.Contains(err.Error(), "allow-always is not offered for this command (git is configured by") {
+			t.Fatalf("allow-always: %v", err)
+		}
+		if err := a.svc.Resolve(ctx, d.ApprovalID, approval.DecisionAllowOnce, "op"); err != nil {
+			t.Fatal(err)
+		}
+		if e := a.event(); !strings.Contains(e, "code 0)\ngit version ") {
+			t.Errorf("event %q", e)
+		}
+		pending(t, a.run(a.exec, a.env, map[string]any{"command": "git --version"})) // and asks again
 	})
 	t.Run("shutdown ends what waits and kills what runs", func(t *testing.T) {
 		a := newApprovals(t, 1)
