@@ -12,8 +12,10 @@
 // setsid escapes this; nothing here can stop it, as nothing isolates it).
 // Paths are mapped: a working directory under sandbox.Workdir is the same
 // path under Spec.Root, one under a Mount's Target is under its Source, and
-// any other absolute path is the host path itself. The commands see real
-// host paths ($PWD is the host directory), not /workspace. The environment
+// any other absolute path is the host path itself; whichever it is, it must
+// resolve, symlinks included, inside Spec.Root or a Mount's Source, so that
+// "/" or a link out of the workspace is refused (see Sandbox.Dir). The
+// commands see real host paths ($PWD is the host directory), not /workspace. The environment
 // is minimal (PATH, HOME = Spec.Root, LANG) plus Command.Env.
 //
 // Of the Limits only Timeout is enforced. The rlimits are not applied:
@@ -29,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -115,30 +118,116 @@ type Sandbox struct {
 func (*Sandbox) Isolated() bool { return false }
 
 // Dir maps a working directory inside the sandbox to the host directory
-// it stands for: "" and sandbox.Workdir are Spec.Root, paths under
-// Workdir are under Root, paths under a mount target are under its
-// source, other absolute paths are themselves, and relative ones are
-// relative to Workdir.
+// it stands for, and refuses one outside the sandbox's own directories:
+// "" and sandbox.Workdir are Spec.Root, paths under Workdir are under
+// Root, paths under a mount target are under its source, relative ones
+// are relative to Workdir, and any other absolute path is the host path
+// itself. The result is the real path, every symlink resolved, and it must
+// be Root or a mount's source or inside one: the host backend isolates
+// nothing, so the working directory is what keeps a command's relative
+// paths, and the approval analysis's rules about reading outside the
+// working directory, in the workspace. "/", "/root", ".." out of the
+// workspace and a symlink that leads out are errors that say so.
+//
+// The directory is resolved when Dir is called; a command that replaces a
+// directory on the path with a symlink between then and the chdir of the
+// next command's start can still move that command out.
 func (s *Sandbox) Dir(dir string) (string, error) {
 	if strings.IndexByte(dir, 0) >= 0 {
 		return "", fmt.Errorf("working directory %q contains a NUL byte", dir)
 	}
+	name := dir
+	if name == "" {
+		name = sandbox.Workdir
+	}
+	mapped, inside := s.hostDir(dir)
+	if !inside {
+		// Refused by its text first, so that the answer says nothing about
+		// which host paths exist.
+		return "", fmt.Errorf("working directory %q is outside the workspace; on the gateway host (sandbox backend %q) commands run only inside the workspace: give a path relative to it, or under %s", name, Name, sandbox.Workdir)
+	}
+	real, err := filepath.EvalSymlinks(mapped)
+	if err != nil {
+		return "", dirError(name, err)
+	}
+	for _, base := range s.dirs() {
+		if b, err := filepath.EvalSymlinks(base); err == nil {
+			if _, ok := under(real, b); ok {
+				if err := isDir(name, real); err != nil {
+					return "", err
+				}
+				return real, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("working directory %q leads out of the workspace through a symbolic link; on the gateway host (sandbox backend %q) commands run only inside the workspace", name, Name)
+}
+
+// hostDir maps dir to a host path as Dir describes, and reports whether
+// that path is, by its text, inside Root or a mount's source.
+func (s *Sandbox) hostDir(dir string) (string, bool) {
 	if dir == "" {
-		return s.spec.Root, nil
+		return s.spec.Root, true
 	}
 	if !path.IsAbs(dir) {
 		dir = path.Join(sandbox.Workdir, dir)
 	}
 	dir = path.Clean(dir)
 	if rest, ok := under(dir, sandbox.Workdir); ok {
-		return filepath.Join(s.spec.Root, rest), nil
+		return filepath.Join(s.spec.Root, rest), true
 	}
 	for _, m := range s.spec.Mounts {
 		if rest, ok := under(dir, path.Clean(m.Target)); ok {
-			return filepath.Join(m.Source, rest), nil
+			return filepath.Join(m.Source, rest), true
 		}
 	}
-	return dir, nil
+	for _, base := range s.dirs() {
+		if _, ok := under(dir, filepath.Clean(base)); ok {
+			return dir, true
+		}
+	}
+	return dir, false
+}
+
+// dirs are the host directories commands may work in: Root and the
+// mounts' sources.
+func (s *Sandbox) dirs() []string {
+	out := []string{s.spec.Root}
+	for _, m := range s.spec.Mounts {
+		out = append(out, m.Source)
+	}
+	return out
+}
+
+// dirError says why the working directory name cannot be used, without
+// the host path the error names.
+func dirError(name string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("working directory %q does not exist", name)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("working directory %q: a part of it is not a directory", name)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("working directory %q: permission denied", name)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("working directory %q cannot be resolved: %v", name, err)
+}
+
+// isDir reports an error when real, the working directory name resolved,
+// is not a directory.
+func isDir(name, real string) error {
+	fi, err := os.Stat(real)
+	if err != nil {
+		return dirError(name, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %q is not a directory", name)
+	}
+	return nil
 }
 
 // under reports whether p is dir or inside it, and the rest of p.

@@ -109,30 +109,78 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestDir: working directories map to the workspace and mounts, resolve
+// every symlink, and may not leave them: the host backend isolates
+// nothing, so "/", "/root", ".." out and a link out are refused with a
+// message saying so, which names the directory as given, never a host path.
 func TestDir(t *testing.T) {
 	agent := t.TempDir()
 	sb, root := open(t, sandbox.Mount{Source: agent, Target: "/agent", ReadOnly: true})
-	cases := []struct{ in, want string }{
-		{"", root},
-		{"/workspace", root},
-		{"/workspace/", root},
-		{"/workspace/a/b", filepath.Join(root, "a/b")},
-		{"a/b", filepath.Join(root, "a/b")},
-		{".", root},
-		{"/workspace/../etc", "/etc"},
-		{"/workspaces", "/workspaces"},
-		{"/agent", agent},
-		{"/agent/x", filepath.Join(agent, "x")},
-		{"/tmp", "/tmp"},
-	}
-	for _, c := range cases {
-		got, err := sb.Dir(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("Dir(%q) = %q, %v; want %q", c.in, got, err, c.want)
+	for _, d := range []string{filepath.Join(root, "a/b"), filepath.Join(agent, "x")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if _, err := sb.Dir("a\x00b"); err == nil {
-		t.Error("Dir with NUL: no error")
+	if err := os.WriteFile(filepath.Join(root, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"out": "/", "up": "..", "in": "a", "deep": "a/b/../../out/etc", "agentln": agent} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := "is outside the workspace; on the gateway host"
+	linkOut := "leads out of the workspace through a symbolic link"
+	cases := []struct{ in, want, err string }{
+		{"", root, ""},
+		{"/workspace", root, ""},
+		{"/workspace/", root, ""},
+		{".", root, ""},
+		{"/workspace/a/b", filepath.Join(root, "a/b"), ""},
+		{"a/b", filepath.Join(root, "a/b"), ""},
+		{"a/b/../..", root, ""},
+		{"in", filepath.Join(root, "a"), ""}, // a link inside is resolved
+		{"in/b", filepath.Join(root, "a/b"), ""},
+		{"/agent", agent, ""},
+		{"/agent/x", filepath.Join(agent, "x"), ""},
+		{"agentln", agent, ""},                                   // a link to a mount's source stays inside
+		{filepath.Join(root, "a"), filepath.Join(root, "a"), ""}, // the host path the commands see
+		{"/", "", outside},
+		{"/root", "", outside},
+		{"/tmp", "", outside},
+		{"/etc/passwd", "", outside},
+		{"..", "", outside},
+		{"../..", "", outside},
+		{"/workspace/../etc", "", outside},
+		{"a/../../..", "", outside},
+		{"/workspaces", "", outside},
+		{"/nonexistent/x", "", outside}, // outside, not "does not exist": no probing of the host
+		{"out", "", linkOut},
+		{"out/etc", "", linkOut},
+		{"up", "", linkOut},
+		{"deep", "", linkOut},
+		{"/workspace/out/root", "", linkOut},
+		{"nope", "", "does not exist"},
+		{"f", "", "is not a directory"},
+		{"f/x", "", "a part of it is not a directory"},
+		{"a\x00b", "", "NUL byte"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := sb.Dir(c.in)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Dir(%q) = %q, %v; want an error with %q", c.in, got, err, c.err)
+				}
+				if strings.Contains(err.Error(), root) || got != "" {
+					t.Errorf("the error shows the host path or a result came back: %q, %v", got, err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Errorf("Dir(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			}
+		})
 	}
 }
 
@@ -239,7 +287,8 @@ func TestStartErrors(t *testing.T) {
 		{"NUL in arg", sandbox.Command{Argv: []string{"echo", "a\x00"}}, "NUL"},
 		{"bad env", sandbox.Command{Argv: []string{"true"}, Env: []string{"NOEQUALS"}}, "not KEY=VALUE"},
 		{"missing program", sandbox.Command{Argv: []string{"/nonexistent/prog"}}, "no such file"},
-		{"missing dir", sandbox.Command{Argv: []string{"true"}, Dir: "/workspace/nope"}, "no such file"},
+		{"missing dir", sandbox.Command{Argv: []string{"true"}, Dir: "/workspace/nope"}, `working directory "/workspace/nope" does not exist`},
+		{"dir outside", sandbox.Command{Argv: []string{"true"}, Dir: "/"}, `working directory "/" is outside the workspace`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -17,6 +17,9 @@ import (
 type view struct {
 	host approval.Host
 	env  analyze.Env
+	// err says why the working directory is refused: on the gateway host
+	// it must resolve inside the workspace (host.Sandbox.Dir).
+	err error
 }
 
 // commandPath is the PATH every backend gives commands (host.Path,
@@ -31,7 +34,9 @@ const commandPath = host.Path
 //
 //   - the host backend (a session that is not sandboxed): the gateway, the
 //     host's files, the working directory mapped to its host directory as
-//     the backend maps it, HOME the workspace;
+//     the backend maps it, HOME the workspace; a working directory the
+//     backend refuses (outside the workspace, or a symlink out of it) is
+//     the view's err, and the command is refused before any decision;
 //   - bwrap: the sandbox, the host's /usr, /bin, /sbin, /lib* and
 //     /etc/alternatives (which the sandbox binds read-only), the workspace
 //     at /workspace and the spec's mounts, HOME /workspace;
@@ -90,8 +95,7 @@ var bwrapSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", 
 func hostView(sb *host.Sandbox, workdir string) view {
 	root, _ := sb.Dir("")
 	dir, err := sb.Dir(workdir)
-	if err != nil {
-		dir = "" // not absolute: undecidable
-	}
-	return view{host: approval.HostGateway, env: analyze.Env{Dir: dir, PATH: commandPath, HOME: root, FS: analyze.HostFS{}}}
+	// On an error Dir is "", which is not absolute: undecidable, should
+	// anyone analyse it.
+	return view{host: approval.HostGateway, env: analyze.Env{Dir: dir, PATH: commandPath, HOME: root, FS: analyze.HostFS{}}, err: err}
 }
