@@ -11,6 +11,12 @@
 // in jobs per session, jobs in all and output per job, and forgets
 // finished jobs after a TTL.
 //
+// On the gateway host the working directory must resolve, symlinks
+// included, inside the workspace (host.Sandbox.Dir): "/", "/root", ".."
+// out of it or a link out is refused before the policy is consulted,
+// whatever the policy, so the analysis's rules about the working directory
+// hold and a command's relative paths stay in the workspace.
+//
 // Every command passes the exec approval policy first (approval.Resolve
 // and Decide, spec §4.3–4.4), for where it actually runs: the session's
 // sandbox, or the gateway host when the session has none (the host
@@ -26,7 +32,9 @@
 // runs after allow-once or allow-always, and its outcome — "Exec finished
 // (gateway id=…, session=…, code N)" with the output's tail, or "Exec
 // denied (gateway id=…, reason): command" — goes to the session as a
-// system event (approval.Service.Post). Nothing runs on the host
+// system event (approval.Service.Post). A command running a program
+// configured by files the agent can write (git, make, npm, …) always
+// asks, and allow-always is not offered for it. Nothing runs on the host
 // silently unless the policy says security full.
 //
 // The tools are safe for concurrent use; a Jobs table is too.
