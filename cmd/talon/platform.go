@@ -59,7 +59,7 @@ func (l *lateAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // startPlatform opens the catalog, loads the templates, mounts the REST
 // API on late, and syncs every installation, as `talon serve` does on
 // start. It returns what to close at shutdown.
-func startPlatform(ctx context.Context, stateDir, templates, database string, gw net.Addr, late *lateAPI, log *slog.Logger) (func(), error) {
+func startPlatform(ctx context.Context, stateDir, templates, database string, gw net.Addr, drop func(string), late *lateAPI, log *slog.Logger) (func(), error) {
 	st, err := platform.OpenStore(ctx, stateDir, database)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 		}
 		return client.Dial(ctx, url, client.Options{Token: tok, Tenant: tenant, ClientID: "talon-platform", Mode: "backend"})
 	})
-	p, err := platform.New(ctx, platform.Options{StateDir: stateDir, Templates: templates, Store: st, Relay: rl, Log: log.With("component", "platform")})
+	p, err := platform.New(ctx, platform.Options{StateDir: stateDir, Templates: templates, Store: st, Relay: rl, CloseTenant: drop, Log: log.With("component", "platform")})
 	if err != nil {
 		rl.Close()
 		st.Close()

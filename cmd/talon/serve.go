@@ -149,7 +149,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if f.platform {
 		go func() {
 			defer close(platformDone)
-			c, err := startPlatform(ctx, stateDir, f.templates, f.database, ln.Addr(), late, log)
+			c, err := startPlatform(ctx, stateDir, f.templates, f.database, ln.Addr(), srv.DropTenant, late, log)
 			if err != nil {
 				log.Error("the platform did not start; the gateway goes on", "err", err)
 				late.err.Store(&err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"talon/internal/config"
 )
@@ -138,4 +139,67 @@ func callBody(t *testing.T, tool string, args any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestTenantDeleted: a deleted tenant's clients are disconnected, its
+// background commands killed and forgotten, its store closed; a tenant
+// made again under the same id starts empty — whether the gateway was
+// told (DropTenant, as the platform does) or finds the directory changed
+// at the next request (a deletion by another process).
+func TestTenantDeleted(t *testing.T) {
+	needBwrap(t)
+	for _, told := range []bool{true, false} {
+		t.Run(map[bool]string{true: "told", false: "found"}[told], func(t *testing.T) {
+			ts, url := startWS(t, "")
+			tdir := filepath.Join(ts.dir, "tenants", "epsilon")
+			make := func(token string) map[string]string {
+				writeFile(t, filepath.Join(tdir, "talon.json"), []byte(`{gateway: {auth: {token: "`+token+`"}}}`))
+				return map[string]string{"Authorization": "Bearer " + token, "X-Tenant-ID": "epsilon", "X-OpenClaw-Session-Key": "agent:main:openai-user:u1"}
+			}
+			h := make("old-token")
+			if rep := ts.post(h, callBody(t, "exec", map[string]any{"command": "echo the old customer's plan; sleep 300", "background": true})); rep.status != 200 || !strings.Contains(rep.content, "sessionId") {
+				t.Fatalf("background job: %d %s", rep.status, rep.body)
+			}
+			c := dialTenant(t, url, "epsilon", "old-token")
+
+			if err := os.RemoveAll(tdir); err != nil {
+				t.Fatal(err)
+			}
+			if told {
+				ts.srv.DropTenant("epsilon")
+				select {
+				case <-c.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the deleted tenant's client is still connected")
+				}
+			}
+			h = make("new-token")
+			if rep := ts.post(map[string]string{"Authorization": "Bearer old-token", "X-Tenant-ID": "epsilon"}, callBody(t, "session_status", map[string]any{})); rep.status != 401 {
+				t.Errorf("the old token: %d %s", rep.status, rep.body)
+			}
+			rep := ts.post(h, callBody(t, "process", map[string]any{"action": "list"}))
+			if rep.status != 200 || strings.Contains(rep.content, "old customer") || strings.Contains(rep.content, "sleep 300") {
+				t.Errorf("the new tenant sees the old one's jobs: %d %s", rep.status, rep.content)
+			}
+			nc := dialTenant(t, url, "epsilon", "new-token")
+			var hist struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			if err := nc.Call(t.Context(), "chat.history", map[string]any{"sessionKey": "agent:main:openai-user:u1"}, &hist); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range hist.Messages {
+				if b, _ := json.Marshal(m); strings.Contains(string(b), "old customer") {
+					t.Errorf("the new tenant reads the old one's transcript: %s", b)
+				}
+			}
+			if !told {
+				select {
+				case <-c.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the deleted tenant's client is still connected after the new one's requests")
+				}
+			}
+		})
+	}
 }

@@ -122,13 +122,29 @@ func (g *runRegistry) add(r *chatRun, timeout time.Duration) (context.Context, *
 // remove forgets a run that has ended.
 func (g *runRegistry) remove(r *chatRun) {
 	g.mu.Lock()
-	tr := g.ofLocked(r.t)
-	if tr.active[r.id] == r {
+	if tr := g.tenants[r.t]; tr != nil && tr.active[r.id] == r {
 		delete(tr.active, r.id)
 	}
 	g.mu.Unlock()
 	r.cancel(nil) // releases the context's resources
 	g.wg.Done()
+}
+
+// forget drops t's runs and idempotency cache, and returns its runs in
+// flight, for the caller to abort.
+func (g *runRegistry) forget(t *tenant) []*chatRun {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	tr := g.tenants[t]
+	delete(g.tenants, t)
+	if tr == nil {
+		return nil
+	}
+	out := make([]*chatRun, 0, len(tr.active))
+	for _, r := range tr.active {
+		out = append(out, r)
+	}
+	return out
 }
 
 // get returns the tenant's run in flight with this id, or nil.

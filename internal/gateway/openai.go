@@ -95,6 +95,9 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	ctx, unbind := t.bind(r.Context())
+	defer unbind()
+	r = r.WithContext(ctx)
 	if !chatEnabled(rt.file.Config) {
 		writeError(w, http.StatusNotFound, errNotFound, "not found")
 		return

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"talon/internal/agent"
@@ -22,6 +24,7 @@ import (
 	"talon/internal/sandbox"
 	"talon/internal/store"
 	"talon/internal/tenantid"
+	"talon/internal/tools"
 	"talon/protocol"
 )
 
@@ -35,9 +38,18 @@ type tenant struct {
 	dir        string
 	configPath string
 	envToken   string // TALON_GATEWAY_TOKEN, default tenant only
+	// ident is the directory's device and inode when it was opened: a
+	// directory deleted and made again under the same id is another
+	// tenant, which starts empty.
+	ident fileIdent
+	// life ends when the tenant is dropped (deleted): the HTTP runs bound
+	// to it end with it.
+	life context.Context
+	kill context.CancelCauseFunc
 
-	mu    sync.Mutex
-	stamp fileStamp
+	mu     sync.Mutex
+	closed bool // dropped: nothing opens again
+	stamp  fileStamp
 	rt    *runtime // current config and everything built from it
 	store *store.DB
 	// sandboxes outlive config versions: runs of one scope keep sharing a
@@ -109,6 +121,9 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errNoTenant
+	}
 	st := stampOf(t.configPath)
 	if t.rt != nil && st == t.stamp && t.rt.root == root {
 		return t.rt, nil
@@ -265,26 +280,91 @@ func (s *Server) lookup(id string) (*tenant, error) {
 	if !tenantid.Valid(id) {
 		return nil, errNoTenant
 	}
+	dir := filepath.Join(s.opts.StateDir, "tenants", id)
+	// One stat a request: a tenant deleted and made again (by the
+	// platform, the CLI or by hand) is not the one in memory.
+	fi, err := os.Stat(dir)
 	s.tenants.mu.Lock()
 	defer s.tenants.mu.Unlock()
-	if t, ok := s.tenants.m[id]; ok {
+	t, cached := s.tenants.m[id]
+	if cached && (err != nil || identOf(fi) != t.ident) {
+		delete(s.tenants.m, id)
+		go s.dropTenant(t, "its directory was deleted")
+		cached = false
+	}
+	switch {
+	case cached:
 		return t, nil
-	}
-	dir := filepath.Join(s.opts.StateDir, "tenants", id)
-	fi, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+	case errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir():
 		return nil, errNoTenant
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("opening tenant %q: %w", id, err)
 	}
 	path, ok := config.Find(dir)
 	if !ok {
 		path = filepath.Join(dir, config.Filename)
 	}
-	t := &tenant{id: id, dir: dir, configPath: path}
+	t = &tenant{id: id, dir: dir, configPath: path, ident: identOf(fi)}
+	t.life, t.kill = context.WithCancelCause(context.Background())
 	s.tenants.m[id] = t
 	return t, nil
+}
+
+// errTenantDropped ends what a deleted tenant had running.
+var errTenantDropped = errors.New("the tenant was deleted")
+
+// DropTenant forgets tenant id, whose directory the caller has deleted:
+// its runs are aborted and waited for, its WebSocket clients
+// disconnected, its background commands killed and forgotten, and every
+// handle it had (store, sandboxes, plugins, MCP servers, approvals)
+// closed. A tenant made again under the same id starts empty. The
+// platform calls it after deleting a tenant; a deletion this process was
+// not told of is found at the tenant's next request.
+func (s *Server) DropTenant(id string) {
+	s.tenants.mu.Lock()
+	t := s.tenants.m[id]
+	delete(s.tenants.m, id)
+	s.tenants.mu.Unlock()
+	if t != nil {
+		s.dropTenant(t, "deleted")
+	}
+}
+
+// dropTenant ends everything of t, which is no longer in s.tenants.
+func (s *Server) dropTenant(t *tenant, why string) {
+	s.log.Info("closing tenant", "tenant", t.id, "why", why)
+	t.kill(errTenantDropped)
+	abortRuns(context.Background(), s.runs.forget(t), errTenantDropped)
+	for _, c := range s.hubs.of(t) {
+		c.close(protocol.ClosePolicy, "tenant deleted")
+	}
+	for _, tool := range s.tools.All() {
+		if f, ok := tool.(tools.Forgetter); ok {
+			f.Forget(t.dir)
+		}
+	}
+	s.closeTenant(t)
+}
+
+// bind returns ctx ended also when t is dropped, and the function that
+// releases the binding.
+func (t *tenant) bind(ctx context.Context) (context.Context, func()) {
+	if t.life == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(t.life, func() { cancel(context.Cause(t.life)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// fileIdent is a directory's device and inode.
+type fileIdent struct{ dev, ino uint64 }
+
+func identOf(fi fs.FileInfo) fileIdent {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileIdent{uint64(st.Dev), st.Ino}
+	}
+	return fileIdent{}
 }
 
 // closeTenants closes every tenant's sandboxes and store.
@@ -296,35 +376,42 @@ func (s *Server) closeTenants() {
 	}
 	s.tenants.mu.Unlock()
 	for _, t := range all {
-		t.mu.Lock()
-		// Approvals first: their background commands run in the sandboxes
-		// and write their outcome to the store.
-		if t.approvals != nil {
-			t.approvals.Close()
-			t.approvals = nil
-		}
-		if t.plugins != nil {
-			if err := t.plugins.Close(); err != nil {
-				s.log.Error("closing plugins", "tenant", t.id, "err", err)
-			}
-			t.plugins = nil
-			t.mcp.Close() // after the plugins: their runs may still call a server
-			t.mcp = nil
-		}
-		if t.sandboxes != nil {
-			if err := t.sandboxes.Close(); err != nil {
-				s.log.Error("closing sandboxes", "tenant", t.id, "err", err)
-			}
-			t.sandboxes = nil
-		}
-		if t.store != nil {
-			if err := t.store.Close(); err != nil {
-				s.log.Error("closing store", "tenant", t.id, "err", err)
-			}
-			t.store = nil
-		}
-		t.mu.Unlock()
+		s.closeTenant(t)
 	}
+}
+
+// closeTenant closes what t opened; nothing opens again.
+func (s *Server) closeTenant(t *tenant) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	// Approvals first: their background commands run in the sandboxes
+	// and write their outcome to the store.
+	if t.approvals != nil {
+		t.approvals.Close()
+		t.approvals = nil
+	}
+	if t.plugins != nil {
+		if err := t.plugins.Close(); err != nil {
+			s.log.Error("closing plugins", "tenant", t.id, "err", err)
+		}
+		t.plugins = nil
+		t.mcp.Close() // after the plugins: their runs may still call a server
+		t.mcp = nil
+	}
+	if t.sandboxes != nil {
+		if err := t.sandboxes.Close(); err != nil {
+			s.log.Error("closing sandboxes", "tenant", t.id, "err", err)
+		}
+		t.sandboxes = nil
+	}
+	if t.store != nil {
+		if err := t.store.Close(); err != nil {
+			s.log.Error("closing store", "tenant", t.id, "err", err)
+		}
+		t.store = nil
+	}
+	t.rt = nil
 }
 
 // newRunner builds the agent runner for one config version.

@@ -41,6 +41,10 @@ type Options struct {
 	Relay *relay.Relay
 	// SyncConcurrency bounds the tenants synced at once; 0 means 8.
 	SyncConcurrency int
+	// CloseTenant, when set, is told of each tenant deleted, after its
+	// directory is gone: in talon serve, the gateway's DropTenant, which
+	// stops its runs and jobs and closes every handle it had.
+	CloseTenant func(id string)
 	Log             *slog.Logger
 }
 
@@ -162,12 +166,19 @@ func (p *Platform) Tenants(ctx context.Context) ([]catalog.Tenant, error) {
 	return p.o.Store.Tenants(ctx)
 }
 
-// DeleteTenant removes a tenant from the catalog, then its directory.
+// DeleteTenant removes a tenant from the catalog, then its directory,
+// then what the gateway still holds of it (Options.CloseTenant).
 func (p *Platform) DeleteTenant(ctx context.Context, id string) error {
 	if err := p.o.Store.DeleteTenant(ctx, id); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return err
 	}
-	return install.DeleteTenant(p.o.StateDir, id)
+	if err := install.DeleteTenant(p.o.StateDir, id); err != nil {
+		return err
+	}
+	if p.o.CloseTenant != nil {
+		p.o.CloseTenant(id)
+	}
+	return nil
 }
 
 // Install installs the employee slug for tenant: its files, its agent

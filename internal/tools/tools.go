@@ -12,6 +12,13 @@ import (
 	"talon/internal/sandbox"
 )
 
+// Forgetter is a tool that keeps state by workspace beyond a call
+// (exec's background jobs): Forget drops, and stops, all of it under dir,
+// when the tenant that owns dir is deleted.
+type Forgetter interface {
+	Forget(dir string)
+}
+
 // Tool is one capability the model can call. Implementations are safe for
 // concurrent use; per-call state lives in Env.
 type Tool interface {

@@ -72,7 +72,14 @@ func Check(env *tools.Env) error {
 
 type execTool struct{ jobs *Jobs }
 
-var _ tools.Tool = (*execTool)(nil)
+var (
+	_ tools.Tool      = (*execTool)(nil)
+	_ tools.Forgetter = (*execTool)(nil)
+)
+
+// Forget drops the background jobs of workspaces under dir; process
+// shares the table, so exec alone answers for it.
+func (t *execTool) Forget(dir string) { t.jobs.Forget(dir) }
 
 var execSchema = tools.Object(
 	tools.Prop{Name: "command", Type: tools.TypeString, Required: true,

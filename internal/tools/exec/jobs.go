@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"talon/internal/contain"
 	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
@@ -264,6 +265,27 @@ func (js *Jobs) Close() {
 		j.kill()
 	}
 	for _, j := range all {
+		<-j.done
+	}
+}
+
+// Forget kills and drops every job whose workspace is dir or lies in it:
+// a deleted tenant's, whose directory may be made again under the same
+// name (tools.Forgetter).
+func (js *Jobs) Forget(dir string) {
+	js.mu.Lock()
+	var gone []*job
+	for id, j := range js.byID {
+		if _, in := contain.Within(dir, j.owner.workspace); in {
+			gone = append(gone, j)
+			delete(js.byID, id)
+		}
+	}
+	js.mu.Unlock()
+	for _, j := range gone {
+		j.kill()
+	}
+	for _, j := range gone {
 		<-j.done
 	}
 }
