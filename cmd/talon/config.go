@@ -6,14 +6,29 @@ import (
 	"path/filepath"
 	"strings"
 
+	"talon/internal/ceiling"
 	"talon/internal/config"
+	"talon/internal/platform/install"
+	"talon/internal/plugin"
 	"talon/internal/policy"
+	"talon/internal/tenantid"
 )
 
 // loadConfig loads --config, or the first config file Talon knows in the
 // working directory when the flag is empty. A missing file is an error
 // here: these commands explain a config, so an empty one would mislead.
 func loadConfig(path string) (*config.File, error) {
+	f, err := loadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, _, err = heldToCeiling(f)
+	return f, err
+}
+
+// loadFile reads the config at path (else the first of config.Names in
+// the working directory) as it is written.
+func loadFile(path string) (*config.File, error) {
 	if path == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -120,4 +135,42 @@ func configIn(stateDir, flag string) string {
 		return p
 	}
 	return filepath.Join(stateDir, config.Filename)
+}
+
+// tenantOf reports whether path is a tenant's config,
+// <state>/tenants/<id>/<file>, and that tenant's state dir and directory.
+func tenantOf(path string) (stateDir, dir string, ok bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", false
+	}
+	dir = filepath.Dir(abs)
+	tenants := filepath.Dir(dir)
+	if filepath.Base(tenants) != install.TenantsDir || !tenantid.Valid(filepath.Base(dir)) {
+		return "", "", false
+	}
+	return filepath.Dir(tenants), dir, true
+}
+
+// heldToCeiling is f as the gateway runs it: a tenant's config (by its
+// place under a state dir) held to the ceiling of that state dir's root
+// config, with what the ceiling changed; any other config as it is.
+func heldToCeiling(f *config.File) (*config.File, *ceiling.Result, error) {
+	stateDir, dir, ok := tenantOf(f.Path)
+	if !ok {
+		return f, nil, nil
+	}
+	root := &config.File{Tree: config.NewObject(), Config: &config.Config{}}
+	if p, found := config.Find(stateDir); found {
+		var err error
+		if root, err = config.Load(p); err != nil {
+			return nil, nil, fmt.Errorf("loading the root config, whose ceiling the tenant is held to: %w", err)
+		}
+	}
+	var ids []string
+	for _, m := range plugin.Modules() {
+		ids = append(ids, m.ID)
+	}
+	c, _ := ceiling.New(root, ids)
+	return c.Effective(f, dir)
 }

@@ -24,7 +24,9 @@ func newDoctorCmd() *cobra.Command {
 		Short: "Lint a config: every agent's tools, with the fix for each mistake",
 		Long: `Checks the config the way 'tools explain' checks one run, for every agent: its main
 session, a sandboxed session when the sandbox mode is non-main, and each model provider
-named in byProvider. Exit status 1 when it finds an error (or, with --strict, a warning),
+named in byProvider. A tenant's config (STATE/tenants/ID/talon.json) is checked as the
+gateway runs it: held to the ceiling of STATE's root config, each key beyond it reported
+as an error. Exit status 1 when it finds an error (or, with --strict, a warning),
 2 when the config cannot be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -32,7 +34,7 @@ named in byProvider. Exit status 1 when it finds an error (or, with --strict, a 
 			if err != nil {
 				return err
 			}
-			f, err := loadConfig(cfgPath)
+			f, err := loadFile(cfgPath)
 			var verr *config.ValidationError
 			if errors.As(err, &verr) {
 				// A config with type errors is something wrong, not bad usage.
@@ -43,6 +45,14 @@ named in byProvider. Exit status 1 when it finds an error (or, with --strict, a 
 			}
 			if err != nil {
 				return err
+			}
+			f, held, err := heldToCeiling(f)
+			if err != nil {
+				return err
+			}
+			var beyond []config.Issue
+			if held != nil {
+				beyond = held.Violations
 			}
 			rep := policy.Doctor(f.Config, regs)
 			warnings := 0
@@ -58,20 +68,24 @@ named in byProvider. Exit status 1 when it finds an error (or, with --strict, a 
 				if err := enc.Encode(struct {
 					Path     string           `json:"path"`
 					Config   []string         `json:"config_warnings"`
+					Ceiling  []string         `json:"beyond_ceiling,omitempty"`
 					Findings []policy.Finding `json:"findings"`
-				}{f.Path, issueStrings(f.Warnings), rep.Findings}); err != nil {
+				}{f.Path, issueStrings(f.Warnings), issueStrings(beyond), rep.Findings}); err != nil {
 					return err
 				}
 			} else {
 				fmt.Fprintf(out, "%s: %d agents checked in %d runs\n", f.Path, countAgents(rep), len(rep.Runs))
+				if len(beyond) > 0 {
+					fmt.Fprintf(out, "\nbeyond the operator's ceiling for tenants (the gateway runs this tenant held to it, as if these keys said what the ceiling allows):\n  %s\n", strings.Join(issueStrings(beyond), "\n  "))
+				}
 				if len(f.Warnings) > 0 {
 					fmt.Fprintf(out, "\nconfig keys Talon keeps but does not act on:\n  %s\n", strings.Join(issueStrings(f.Warnings), "\n  "))
 				}
 				fmt.Fprint(out, policy.FindingsText(rep.Findings))
 			}
 			switch {
-			case rep.Errors() > 0:
-				return exitError{1, fmt.Sprintf("%s, %s", plural(rep.Errors(), "error"), plural(warnings, "warning"))}
+			case rep.Errors()+len(beyond) > 0:
+				return exitError{1, fmt.Sprintf("%s, %s", plural(rep.Errors()+len(beyond), "error"), plural(warnings, "warning"))}
 			case strict && warnings > 0:
 				return exitError{1, plural(warnings, "warning") + " (--strict)"}
 			}

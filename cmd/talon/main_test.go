@@ -235,3 +235,41 @@ func TestServeFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorTenantCeiling: a tenant's config, found by its place under a
+// state dir, is checked as the gateway runs it: held to the ceiling of
+// the root config, each key beyond it an error; explain shows it held.
+func TestDoctorTenantCeiling(t *testing.T) {
+	state := t.TempDir()
+	tdir := filepath.Join(state, "tenants", "acme")
+	if err := os.MkdirAll(tdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, body string) {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(state, "talon.json"), `{tenants: {sandbox: {limits: {memoryMb: 512}}}}`)
+	tcfg := filepath.Join(tdir, "talon.json")
+	write(tcfg, `{agents: {defaults: {sandbox: {mode: "off", limits: {memoryMb: 4096}}}, list: [{id: "main", workspace: "."}]}, mcp: {servers: {sh: {command: "/bin/sh"}}}}`)
+	out, errOut, code := talon(t, "", "doctor", "--config", tcfg)
+	if code != 1 || !strings.Contains(errOut, "4 errors") {
+		t.Errorf("doctor: exit %d, stderr %q; want 1 and 4 errors", code, errOut)
+	}
+	for _, w := range []string{"beyond the operator's ceiling", "agents.defaults.sandbox.mode:", "agents.defaults.sandbox.limits.memoryMb: the operator's ceiling is 512", "agents.list[0].workspace:", "mcp.servers.sh.command:"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("doctor output lacks %q:\n%s", w, out)
+		}
+	}
+	out, errOut, code = talon(t, "", "sandbox", "explain", "--config", tcfg, "--agent", "main", "--json")
+	if code != 0 || !strings.Contains(out, `"sandboxed": true`) || !strings.Contains(out, `"memory_bytes": 536870912`) {
+		t.Errorf("sandbox explain of the tenant: exit %d %s\n%s", code, errOut, out)
+	}
+	// The same file elsewhere is nobody's tenant: nothing to hold it to.
+	other := filepath.Join(t.TempDir(), "talon.json")
+	write(other, `{agents: {defaults: {sandbox: {mode: "off"}}}}`)
+	if out, _, code := talon(t, "", "doctor", "--config", other); code != 0 || strings.Contains(out, "ceiling") {
+		t.Errorf("doctor of a root config: exit %d\n%s", code, out)
+	}
+}
