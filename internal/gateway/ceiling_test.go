@@ -203,3 +203,54 @@ func TestTenantDeleted(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantSeesNoHostPaths: nothing a tenant is answered names where
+// Talon keeps files — config path, workspaces, sandbox roots, errors —
+// while the operator sees the real paths.
+func TestTenantSeesNoHostPaths(t *testing.T) {
+	needBwrap(t)
+	ts, url := startWS(t, "")
+	tdir := filepath.Join(ts.dir, "tenants", "acme")
+	writeFile(t, filepath.Join(tdir, "talon.json"), []byte(`{gateway: {auth: {token: "acme-token"}}, agents: {list: [{id: "main"}, {id: "bad", workspace: "bws"}]}}`))
+	if err := os.MkdirAll(filepath.Join(ts.dir, "tenants", "beta", "workspace"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../beta/workspace", filepath.Join(tdir, "bws")); err != nil {
+		t.Fatal(err)
+	}
+	c := dialTenant(t, url, "acme", "acme-token")
+	var answers []string
+	ask := func(method string, params any) {
+		var out json.RawMessage
+		err := c.Call(t.Context(), method, params, &out)
+		answers = append(answers, method+": "+string(out))
+		if err != nil {
+			answers = append(answers, method+" error: "+err.Error())
+		}
+	}
+	ask("config.get", nil)
+	ask("agents.list", nil)
+	ask("sandbox.explain", map[string]any{"agentId": "main"})
+	ask("sessions.list", nil)
+	ask("agents.create", map[string]any{"name": "x", "workspace": "/etc/x"})
+	rep := ts.post(map[string]string{"Authorization": "Bearer acme-token", "X-Tenant-ID": "acme"}, `{"model":"openclaw/bad","messages":[{"role":"user","content":"hi"}]}`)
+	answers = append(answers, "chat: "+rep.body)
+	all := strings.Join(answers, "\n")
+	real, _ := filepath.EvalSymlinks(ts.dir)
+	for _, p := range []string{ts.dir, real} {
+		if strings.Contains(all, p) {
+			t.Errorf("a tenant was shown the host path %s:\n%s", p, all)
+		}
+	}
+	for _, want := range []string{`"path":"talon.json"`, `"workspace":"workspace"`, "outside the tenant directory"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("answers lack %q:\n%s", want, all)
+		}
+	}
+	// The operator sees real paths.
+	root := dialWS(t, url)
+	var got map[string]any
+	if err := root.Call(t.Context(), "config.get", nil, &got); err != nil || got["path"] != filepath.Join(ts.dir, "talon.json") {
+		t.Errorf("the operator's config.get path = %v (%v)", got["path"], err)
+	}
+}

@@ -181,7 +181,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 	res, err := req.rt.runner.Run(r.Context(), req.runReq)
 	if err != nil {
 		s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
-		out.send(chunk(map[string]any{"content": "Error: " + safeRunError(err)}, "stop"))
+		out.send(chunk(map[string]any{"content": "Error: " + req.t.hideString(safeRunError(err))}, "stop"))
 		out.done()
 		return
 	}
@@ -501,11 +501,11 @@ func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request,
 	var serr *sandbox.Error
 	switch {
 	case errors.As(err, &perr):
-		writeError(w, http.StatusBadGateway, errAPI, safeRunError(err))
+		writeError(w, http.StatusBadGateway, errAPI, req.t.hideString(safeRunError(err)))
 	case errors.As(err, &serr):
-		writeError(w, http.StatusServiceUnavailable, errAPI, safeRunError(err))
+		writeError(w, http.StatusServiceUnavailable, errAPI, req.t.hideString(safeRunError(err)))
 	default:
-		writeError(w, http.StatusInternalServerError, errAPI, safeRunError(err))
+		writeError(w, http.StatusInternalServerError, errAPI, req.t.hideString(safeRunError(err)))
 	}
 }
 

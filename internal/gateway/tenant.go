@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -42,6 +43,9 @@ type tenant struct {
 	// directory deleted and made again under the same id is another
 	// tenant, which starts empty.
 	ident fileIdent
+	// paths hides host paths from the tenant (see hide); nil for the
+	// default tenant, whose operator owns the host.
+	paths *hostPaths
 	// life ends when the tenant is dropped (deleted): the HTTP runs bound
 	// to it end with it.
 	life context.Context
@@ -304,7 +308,7 @@ func (s *Server) lookup(id string) (*tenant, error) {
 	if !ok {
 		path = filepath.Join(dir, config.Filename)
 	}
-	t = &tenant{id: id, dir: dir, configPath: path, ident: identOf(fi)}
+	t = &tenant{id: id, dir: dir, configPath: path, ident: identOf(fi), paths: newHostPaths(dir, s.opts.StateDir)}
 	t.life, t.kill = context.WithCancelCause(context.Background())
 	s.tenants.m[id] = t
 	return t, nil
@@ -439,4 +443,54 @@ func (s *Server) openStore(dir string) (*store.DB, error) {
 		return nil, fmt.Errorf("opening the session store: %w", err)
 	}
 	return db, nil
+}
+
+// hostPaths rewrites the host paths a tenant could be shown: its own
+// directory's become relative to it ("workspace-main"; the directory
+// itself "." as a JSON value, "the tenant directory" in a sentence), and
+// the state directory's "…". A
+// tenant learns neither where Talon keeps its files nor who else it
+// keeps there; paths it sends back are relative to its directory anyway.
+type hostPaths struct {
+	roots [][]byte // what to look for first, the state dir and its real path
+	r     *strings.Replacer
+}
+
+func newHostPaths(dir, stateDir string) *hostPaths {
+	h := &hostPaths{}
+	var pairs []string
+	add := func(d, state string) {
+		pairs = append(pairs, `"`+d+`"`, `"."`, d+"/", "", d, "the tenant directory", state+"/", "…/", state, "…")
+		h.roots = append(h.roots, []byte(state))
+	}
+	add(dir, stateDir)
+	if real, err := filepath.EvalSymlinks(stateDir); err == nil && real != stateDir {
+		add(filepath.Join(real, dir[len(stateDir):]), real)
+	}
+	h.r = strings.NewReplacer(pairs...)
+	return h
+}
+
+// hide is b with the host paths a tenant must not see rewritten; the
+// default tenant (and a connection before its handshake) sees b as is.
+// JSON does not escape '/', so an encoded frame holds the paths as they
+// are.
+func (t *tenant) hide(b []byte) []byte {
+	if t == nil || t.paths == nil {
+		return b
+	}
+	for _, r := range t.paths.roots {
+		if bytes.Contains(b, r) {
+			return []byte(t.paths.r.Replace(string(b)))
+		}
+	}
+	return b
+}
+
+// hideString is hide for a string.
+func (t *tenant) hideString(s string) string {
+	if t == nil || t.paths == nil {
+		return s
+	}
+	return t.paths.r.Replace(s)
 }

@@ -386,7 +386,7 @@ func (c *conn) encodeResponse(id string, payload any, e *protocol.Error) []byte 
 		c.s.log.Error("encoding response", "conn", c.id, "err", err)
 		b, _ = json.Marshal(protocol.Response{Type: protocol.TypeRes, ID: id, Error: &protocol.Error{Code: protocol.CodeUnavailable, Message: "response could not be encoded"}})
 	}
-	return b
+	return c.t.hide(b)
 }
 
 // sendEvent queues a targeted event (no seq) or, with seq, the next of
@@ -408,6 +408,7 @@ func (c *conn) sendRaw(name string, payload json.RawMessage, seq, droppable bool
 	if c.closed {
 		return
 	}
+	payload = c.t.hide(payload)
 	b := make([]byte, 0, len(payload)+64)
 	b = append(b, `{"type":"event","event":`...)
 	b = appendJSONString(b, name)

@@ -382,7 +382,7 @@ func TestTenantScopedConnect(t *testing.T) {
 		}
 		if err == nil {
 			var st struct{ Tenant, StateDir string }
-			if err := c.Call(ctx, "status", nil, &st); err != nil || st.Tenant != "acme" || st.StateDir != tdir {
+			if err := c.Call(ctx, "status", nil, &st); err != nil || st.Tenant != "acme" || st.StateDir != "." {
 				t.Errorf("status = %+v, %v", st, err)
 			}
 			c.Close()
