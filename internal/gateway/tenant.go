@@ -54,8 +54,8 @@ type tenant struct {
 	mu     sync.Mutex
 	closed bool // dropped: nothing opens again
 	stamp  fileStamp
-	rt    *runtime // current config and everything built from it
-	store *store.DB
+	rt     *runtime // current config and everything built from it
+	store  *store.DB
 	// sandboxes outlive config versions: runs of one scope keep sharing a
 	// sandbox across reloads (a changed spec gets a new one).
 	sandboxes *sandbox.Manager

@@ -45,7 +45,7 @@ type Options struct {
 	// directory is gone: in talon serve, the gateway's DropTenant, which
 	// stops its runs and jobs and closes every handle it had.
 	CloseTenant func(id string)
-	Log             *slog.Logger
+	Log         *slog.Logger
 }
 
 // Platform is the workforce platform over one gateway state dir.
