@@ -47,8 +47,12 @@ type diskConfig struct {
 	// file is nil when the file does not parse.
 	file *config.File
 	// issues say why the file is not valid: a syntax error, type and
-	// value errors, or a tenant rule (workspaces inside the tenant).
+	// value errors.
 	issues []config.Issue
+	// beyond are a tenant's keys beyond the operator's ceiling: the file
+	// is valid and in force held to the ceiling; a write must not keep
+	// them.
+	beyond []config.Issue
 }
 
 // readConfig reads the tenant's config file afresh, not the version in
@@ -78,7 +82,7 @@ func readConfig(c *call) (*diskConfig, error) {
 		d.issues = []config.Issue{{Path: "(root)", Message: err.Error()}}
 	}
 	d.file = f
-	d.issues = append(d.issues, tenantIssues(c, f.Tree)...)
+	d.beyond = tenantIssues(c, f.Tree)
 	return d, nil
 }
 
@@ -308,7 +312,7 @@ func configGet(_ *Server, c *call) (any, error) {
 	if d.file != nil {
 		snap.Parsed = redactedJSON(d.file.Tree)
 		snap.Config = snap.Parsed
-		snap.Warnings = issuesOf(d.file.Warnings)
+		snap.Warnings = issuesOf(append(d.beyond, d.file.Warnings...))
 		if d.exists {
 			raw := redactRaw(d.raw, d.file.Tree)
 			snap.Raw = &raw
