@@ -73,7 +73,9 @@ func TestTenantAttacks(t *testing.T) {
 		}
 		// config.get says what the ceiling holds back; a patch that
 		// removes it is accepted.
-		var got struct{ Warnings []struct{ Path, Message string } }
+		var got struct {
+			Warnings []struct{ Path, Message string }
+		}
 		if err := c.Call(context.Background(), "config.get", nil, &got); err != nil || len(got.Warnings) == 0 || got.Warnings[0].Path != "mcp.servers.x.command" {
 			t.Errorf("config.get warnings = %+v, %v", got.Warnings, err)
 		}
