@@ -151,6 +151,12 @@ func TestApply(t *testing.T) {
 			want:       map[string]string{"agents.list.4.workspace": `"bws"`},
 		},
 		{
+			name:       "the image-gen endpoint on a private address",
+			tenant:     `{plugins: {entries: {"image-gen": {enabled: true, config: {baseUrl: "http://10.0.0.7/api/v1", model: "m"}}}}}`,
+			violations: []string{"plugins.entries.image-gen.config.baseUrl"},
+			want:       map[string]string{"plugins.entries.image-gen.config": `{"model":"m"}`},
+		},
+		{
 			name:       "api-tools never read the gateway's environment for a tenant",
 			tenant:     `{plugins: {entries: {"api-tools": {enabled: true, config: {processEnv: ["TALON_ADMIN_TOKEN"]}}}}}`,
 			violations: []string{"plugins.entries.api-tools.config.processEnv"},

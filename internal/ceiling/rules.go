@@ -194,6 +194,12 @@ func (a *applier) mcpServers() {
 // plugins the ceiling does not offer.
 func (a *applier) plugins() {
 	t := a.res.Tree
+	if base, ok := str(t.Lookup("plugins", "entries", "image-gen", "config", "baseUrl")); ok && base != "" {
+		if err := netguard.CheckURL(base, a.c.Net()); err != nil {
+			a.violate("plugins.entries.image-gen.config.baseUrl", a.refused("the image-gen endpoint", err))
+			t.Lookup("plugins", "entries", "image-gen", "config").Delete("baseUrl")
+		}
+	}
 	if c := t.Lookup("plugins", "entries", "api-tools", "config"); c != nil && c.Get("processEnv") != nil {
 		a.violate("plugins.entries.api-tools.config.processEnv", "the gateway's environment is the operator's: a tenant's api-tools read its own env only")
 		c.Delete("processEnv")

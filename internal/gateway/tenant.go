@@ -161,8 +161,9 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 			t.mcp = mcp.NewGuardedManager(s.log.With("tenant", t.id), root.ceil.Net())
 		}
 		opts := plugin.Options{StateDir: t.dir, ProcessEnv: t.id == "", Log: s.log.With("tenant", t.id), MCP: t.mcp}
-		if t.id != "" {
-			opts.Confine = t.dir
+		if root != nil {
+			guard := root.ceil.Net()
+			opts.Confine, opts.Guard = t.dir, &guard
 		}
 		t.plugins = plugin.NewHost(opts)
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	// tenant's plugins see only their config's env, never the gateway's
 	// secrets.
 	ProcessEnv bool
+	// Guard, when set, is the network guard of the endpoints a config
+	// names for a plugin (a tenant's): handed to instances in Provision.
+	Guard *netguard.Options
 	// Confine, when set, is the directory every plugin directory must
 	// really be in (a tenant's): one a symbolic link leads out of is
 	// listed with the problem and not read.
@@ -177,7 +180,7 @@ func (h *Host) start(m *Module, raw json.RawMessage) (Instance, error) {
 	if err := inst.Decode(raw); err != nil {
 		return nil, fmt.Errorf("plugins.entries.%s.config: %w", m.ID, err)
 	}
-	if err := inst.Provision(&Provision{StateDir: h.opts.StateDir, Log: h.opts.Log.With("plugin", m.ID), host: h}); err != nil {
+	if err := inst.Provision(&Provision{StateDir: h.opts.StateDir, Log: h.opts.Log.With("plugin", m.ID), Guard: h.opts.Guard, host: h}); err != nil {
 		_ = inst.Close()
 		return nil, fmt.Errorf("provisioning plugin %s: %w", m.ID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"talon/internal/netguard"
 	"talon/internal/plugin/imagegen"
 )
 
@@ -18,7 +19,8 @@ func init() {
 // imageGenPlugin offers generate_image as an optional tool: an allow list
 // must name it, its plugin or group:plugins (spec §9.2).
 type imageGenPlugin struct {
-	cfg imagegen.Config
+	cfg   imagegen.Config
+	guard *netguard.Options
 }
 
 func (p *imageGenPlugin) Decode(raw json.RawMessage) (err error) {
@@ -26,7 +28,10 @@ func (p *imageGenPlugin) Decode(raw json.RawMessage) (err error) {
 	return err
 }
 
-func (p *imageGenPlugin) Provision(*Provision) error { return nil }
+func (p *imageGenPlugin) Provision(pr *Provision) error {
+	p.guard = pr.Guard
+	return nil
+}
 
 // Validate builds the tool once, which checks the config as New does.
 func (p *imageGenPlugin) Validate() error {
@@ -42,6 +47,9 @@ func (p *imageGenPlugin) Tools(_ context.Context, run Run) ([]Tool, error) {
 	t, err := imagegen.New(p.cfg, run.lookup(func(string) bool { return true }))
 	if err != nil {
 		return nil, err
+	}
+	if p.guard != nil {
+		t.Guard(*p.guard)
 	}
 	return []Tool{{Tool: t, Optional: true}}, nil
 }

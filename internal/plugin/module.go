@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"talon/internal/netguard"
 	"talon/internal/tools"
 )
 
@@ -44,6 +45,9 @@ type Provision struct {
 	// StateDir is the tenant's state directory.
 	StateDir string
 	Log      *slog.Logger
+	// Guard, for a tenant, is the network guard of the endpoints its
+	// config names (image-gen's baseUrl); nil for the operator's.
+	Guard *netguard.Options
 	// host gives instances the tenant-wide services that outlive a config
 	// version (the memory index).
 	host *Host

@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"talon/internal/netguard"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -16,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"talon/internal/netguard"
 )
 
 // Defaults shared by the HTTP clients.

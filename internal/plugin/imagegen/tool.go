@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"talon/internal/netguard"
 	"talon/internal/provider"
 	"talon/internal/tools"
 )
@@ -56,6 +57,15 @@ func New(cfg Config, env func(string) (string, bool)) (*Tool, error) {
 		client: newClient(cfg),
 		url:    base + "/chat/completions", retries: provider.DefaultMaxRetries,
 	}, nil
+}
+
+// Guard makes the tool reach its endpoint through netguard with opts, at
+// every connect and through no proxy: a tenant's configured endpoint is
+// input, and must not lead to a private address.
+func (t *Tool) Guard(opts netguard.Options) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy, tr.DialContext = nil, netguard.NewDialer(opts).DialContext
+	t.client.Transport = tr
 }
 
 // newClient is a plain client for the configured endpoint, following a

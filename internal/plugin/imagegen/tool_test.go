@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/netguard"
 	"talon/internal/tools"
 )
 
@@ -401,5 +403,24 @@ func TestSchema(t *testing.T) {
 	}
 	if len(s.Properties) != 3 {
 		t.Errorf("properties = %v", s.Properties)
+	}
+}
+
+// A guarded tool (a tenant's) reaches no private address, wherever its
+// configured endpoint leads; the operator can open one exactly.
+func TestGuardedEndpoint(t *testing.T) {
+	pngData := encodePNG(t, 4, 4)
+	f := newFake(t, reply(200, answerJSON("", dataURL("image/png", pngData))))
+	root, _ := workspace(t)
+	tool := newTool(t, f, keyEnv)
+	tool.retries = 0
+	tool.Guard(netguard.Options{})
+	res, err := tool.Run(context.Background(), &tools.Env{Workspace: root}, argsJSON("prompt", "fox", "filename", "fox"))
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "loopback address") || len(f.requests()) != 0 {
+		t.Fatalf("guarded Run = %+v, %v (%d requests)", res, err, len(f.requests()))
+	}
+	tool.Guard(netguard.Options{Allow: []netip.AddrPort{netip.MustParseAddrPort(strings.TrimPrefix(f.URL, "http://"))}})
+	if res, err := tool.Run(context.Background(), &tools.Env{Workspace: root}, argsJSON("prompt", "fox", "filename", "fox")); err != nil || res.IsError {
+		t.Fatalf("Run with the endpoint opened = %+v, %v", res, err)
 	}
 }
