@@ -32,6 +32,11 @@ type Spec struct {
 	// have none, loopback included.
 	Network bool
 	Limits  Limits
+	// Real says Root and every mount Source hold no symbolic link (a
+	// confined Manager resolved them): a backend that can opens them
+	// without following any, so a link planted since the check cannot
+	// lead a mount elsewhere.
+	Real bool
 }
 
 // Mount shows a host path inside the sandbox.

@@ -146,6 +146,7 @@ func (m *Manager) confine(p *Plan) error {
 			return err
 		}
 	}
+	p.Spec.Real = true
 	return nil
 }
 

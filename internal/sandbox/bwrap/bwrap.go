@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"talon/internal/sandbox"
 )
 
@@ -243,14 +245,52 @@ func (b *Backend) open(spec sandbox.Spec) (*Sandbox, error) {
 				"or give it a cgroup hierarchy with the pids controller", err)
 		}
 	}
+	if spec.Real {
+		if s.binds, err = openBinds(spec); err != nil {
+			return nil, err
+		}
+	}
 	if s.etc, err = writeEtc(etcNames(spec)); err != nil {
+		closeAll(s.binds)
 		return nil, err
 	}
 	if err := s.layout(); err != nil {
+		closeAll(s.binds)
 		os.RemoveAll(s.etc)
 		return nil, err
 	}
 	return s, nil
+}
+
+// bindFD is the descriptor of a command where the first of Sandbox.binds
+// is: after the status, info and block pipes.
+const bindFD = 6
+
+// openBinds opens the root and every mount source of a spec whose paths
+// are Real, refusing any symbolic link on the way (openat2 with
+// RESOLVE_NO_SYMLINKS): bwrap then mounts what was opened, so a link
+// planted after the paths were checked cannot lead a mount elsewhere.
+func openBinds(spec sandbox.Spec) ([]*os.File, error) {
+	paths := []string{spec.Root}
+	for _, m := range spec.Mounts {
+		paths = append(paths, m.Source)
+	}
+	var out []*os.File
+	for _, p := range paths {
+		fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+		if err != nil {
+			closeAll(out)
+			return nil, fmt.Errorf("opening %s without following links: %w (a link in the path since it was checked?)", p, err)
+		}
+		out = append(out, os.NewFile(uintptr(fd), p))
+	}
+	return out, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // reserved are the paths the sandbox provides itself; a mount may not
@@ -333,6 +373,19 @@ func etcNames(spec sandbox.Spec) []string {
 	return hostEtc
 }
 
+// bind is bwrap's arguments to mount source at target: by the descriptor
+// opened for it (binds[i]) when the spec's paths are Real, else by path.
+func (s *Sandbox) bind(i int, readOnly bool, source, target string) []string {
+	opt := "--bind"
+	if readOnly {
+		opt = "--ro-bind"
+	}
+	if s.binds != nil {
+		return []string{opt + "-fd", strconv.Itoa(bindFD + i), target}
+	}
+	return []string{opt, source, target}
+}
+
 // layout computes the bwrap arguments and the helper's Landlock rules and
 // limits that every command of the sandbox shares.
 func (s *Sandbox) layout() error {
@@ -376,8 +429,8 @@ func (s *Sandbox) layout() error {
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--dev", "/dev",
 		"--size", strconv.FormatInt(s.limits.Memory, 10), "--tmpfs", "/tmp",
-		"--bind", s.spec.Root, sandbox.Workdir,
 	)
+	a = append(a, s.bind(0, false, s.spec.Root, sandbox.Workdir)...)
 	h.rwDirs = []string{sandbox.Workdir, "/tmp"}
 	for i, m := range s.spec.Mounts {
 		target := path.Clean(m.Target)
@@ -396,11 +449,7 @@ func (s *Sandbox) layout() error {
 		if err != nil {
 			return fmt.Errorf("mount %d: source: %w", i, err)
 		}
-		bind := "--bind"
-		if m.ReadOnly {
-			bind = "--ro-bind"
-		}
-		a = append(a, bind, m.Source, target)
+		a = append(a, s.bind(i+1, m.ReadOnly, m.Source, target)...)
 		switch {
 		case fi.IsDir() && m.ReadOnly:
 			h.roDirs = append(h.roDirs, target)

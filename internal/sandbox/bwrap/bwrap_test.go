@@ -350,3 +350,47 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// A spec whose paths are Real is mounted by the directories opened at
+// Open, no link followed: a path with a link in it is refused, and a
+// link swapped in afterwards (a sandboxed command planting it between the
+// check and a later command) does not move the mount.
+func TestRealPathsBindOpened(t *testing.T) {
+	requireBwrap(t)
+	base := t.TempDir()
+	real, other := filepath.Join(base, "ws"), filepath.Join(base, "other")
+	ro := filepath.Join(base, "ro")
+	for _, d := range []string{real, other, ro} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(ro, "f"), []byte("ro"), 0o644)
+	if err := os.Symlink(real, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := New(nil)
+	if _, err := b.Open(context.Background(), sandbox.Spec{ID: "x", Root: filepath.Join(base, "link"), Real: true}); err == nil || !strings.Contains(err.Error(), "without following links") {
+		t.Fatalf("Open through a link = %v; want refused", err)
+	}
+	sb := open(t, sandbox.Spec{Root: real, Real: true, Mounts: []sandbox.Mount{{Source: ro, Target: "/data", ReadOnly: true}}})
+	if r := run(t, sb, "cat /data/f && echo one > /workspace/a"); r.exit.Code != 0 || r.stdout != "ro" {
+		t.Fatalf("first command: %+v", r)
+	}
+	// The directory is moved away and a link put in its place.
+	if err := os.Rename(real, real+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, real); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, sb, "echo two > /workspace/b && ls /workspace"); r.exit.Code != 0 {
+		t.Fatalf("second command: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(other, "b")); err == nil {
+		t.Error("the second command wrote through the link swapped in")
+	}
+	if got, _ := os.ReadFile(filepath.Join(real+".moved", "b")); string(got) != "two\n" {
+		t.Errorf("the opened directory has b = %q", got)
+	}
+}

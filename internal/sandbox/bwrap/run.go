@@ -40,6 +40,9 @@ type Sandbox struct {
 	args    []string       // bwrap's arguments up to the helper
 	helper  helperConfig
 	procs   sandbox.Procs
+	// binds are the root and the mount sources opened when the spec's
+	// paths are Real, passed to every command from fd bindFD on.
+	binds []*os.File
 }
 
 // Start runs cmd in new namespaces. It is killed, with everything it
@@ -103,7 +106,7 @@ func (s *Sandbox) start(ctx context.Context, cmd sandbox.Command) (*process, err
 	args = append([]string{"--info-fd", "4", "--block-fd", "5"}, args...)
 	c := exec.Command(s.bwrap, args...)
 	c.Env, c.Dir, c.WaitDelay = env, "/", waitDelay
-	if err := p.plumb(c, cmd); err != nil {
+	if err := p.plumb(c, cmd, s.binds); err != nil {
 		p.cleanup()
 		return nil, err
 	}
@@ -233,6 +236,9 @@ func (s *Sandbox) Close() error {
 	if !s.procs.Close() {
 		return nil
 	}
+	for _, f := range s.binds {
+		f.Close()
+	}
 	if err := os.RemoveAll(s.etc); err != nil {
 		return fmt.Errorf("closing bwrap sandbox %s: %w", s.spec.ID, err)
 	}
@@ -264,7 +270,7 @@ type process struct {
 }
 
 // plumb connects cmd's streams and the status pipe to c.
-func (p *process) plumb(c *exec.Cmd, cmd sandbox.Command) error {
+func (p *process) plumb(c *exec.Cmd, cmd sandbox.Command, binds []*os.File) error {
 	var err error
 	if p.statusR, p.statusW, err = os.Pipe(); err != nil {
 		return fmt.Errorf("creating the status pipe: %w", err)
@@ -275,7 +281,7 @@ func (p *process) plumb(c *exec.Cmd, cmd sandbox.Command) error {
 	if p.blockR, p.blockW, err = os.Pipe(); err != nil {
 		return fmt.Errorf("creating bwrap's block pipe: %w", err)
 	}
-	c.ExtraFiles = []*os.File{p.statusW, p.infoW, p.blockR} // fds 3 (statusFD), 4, 5
+	c.ExtraFiles = append([]*os.File{p.statusW, p.infoW, p.blockR}, binds...) // fds 3 (statusFD), 4, 5, then bindFD…
 	switch in := cmd.Stdin.(type) {
 	case nil:
 	case *os.File:
