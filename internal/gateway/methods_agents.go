@@ -13,6 +13,7 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/config"
+	"talon/internal/contain"
 	"talon/internal/policy"
 	"talon/protocol"
 )
@@ -435,16 +436,16 @@ func checkWorkspace(method string, t *tenant, cfg *config.Config, id, raw string
 	bad := func(format string, args ...any) error {
 		return protocol.Errorf("invalid %s params: workspace %s %s", method, dir, fmt.Sprintf(format, args...))
 	}
-	if _, in := pathWithin(t.dir, dir); t.id != "" && !in {
+	if _, in := contain.Within(t.dir, dir); t.id != "" && !in {
 		return "", bad("is outside the tenant directory")
 	}
-	if _, in := pathWithin(dir, t.dir); in {
+	if _, in := contain.Within(dir, t.dir); in {
 		return "", bad("would contain the state directory %s", t.dir)
 	}
-	if _, in := pathWithin(dir, t.configPath); in {
+	if _, in := contain.Within(dir, t.configPath); in {
 		return "", bad("would contain the config file %s", t.configPath)
 	}
-	if _, in := pathWithin(filepath.Join(t.dir, trashDir), dir); in {
+	if _, in := contain.Within(filepath.Join(t.dir, trashDir), dir); in {
 		return "", bad("is in the trash")
 	}
 	for _, other := range agentIDs(cfg) {
@@ -455,28 +456,10 @@ func checkWorkspace(method string, t *tenant, cfg *config.Config, id, raw string
 	return dir, nil
 }
 
-// pathWithin reports whether p is dir or inside it, lexically, and p's path
-// relative to dir.
-func pathWithin(dir, p string) (string, bool) {
-	rel, err := filepath.Rel(dir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
-}
-
 // pathsOverlap reports whether one of a and b contains the other, by their
 // paths and, where they exist, by their real paths.
 func pathsOverlap(a, b string) bool {
-	_, ab := pathWithin(a, b)
-	_, ba := pathWithin(b, a)
-	if ab || ba {
-		return true
-	}
-	ra, rb := realPathOr(a), realPathOr(b)
-	_, ab = pathWithin(ra, rb)
-	_, ba = pathWithin(rb, ra)
-	return ab || ba
+	return contain.Overlap(a, b) || contain.Overlap(realPathOr(a), realPathOr(b))
 }
 
 func realPathOr(p string) string {
@@ -548,10 +531,10 @@ func trashWorkspace(t *tenant, rest *config.Config, id, dir string) (func() erro
 	refuse := func(why string) error {
 		return protocol.Errorf("agents.delete: workspace %s of agent %q %s; delete with deleteFiles:false to keep its files", dir, id, why)
 	}
-	if _, in := pathWithin(dir, t.dir); in {
+	if _, in := contain.Within(dir, t.dir); in {
 		return nil, refuse("contains the state directory")
 	}
-	if _, in := pathWithin(t.dir, dir); t.id != "" && !in {
+	if _, in := contain.Within(t.dir, dir); t.id != "" && !in {
 		return nil, refuse("is outside the tenant directory")
 	}
 	for _, other := range agentIDs(rest) {
@@ -627,7 +610,7 @@ func (f *tenantFS) close() {
 
 // rel is p inside the tenant's root.
 func (f *tenantFS) rel(p string) (string, error) {
-	rel, in := pathWithin(f.base, p)
+	rel, in := contain.Within(f.base, p)
 	if !in {
 		return "", fmt.Errorf("%s is outside the tenant directory", p)
 	}
