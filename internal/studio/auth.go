@@ -4,15 +4,13 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"talon/internal/authlimit"
 	"talon/internal/tenantid"
 )
 
@@ -56,71 +54,6 @@ func (s *session) Admin() bool { return s.admin }
 type sessions struct {
 	mu sync.Mutex
 	m  map[string]*session
-	// fails are the recent failed sign-ins per client address.
-	fails map[string][]time.Time
-}
-
-// Failed sign-ins: an address with maxFails failures in failWindow is
-// refused (429) until the oldest of them leaves the window, so a token
-// cannot be guessed at network speed.
-const (
-	maxFails   = 10
-	failWindow = time.Minute
-)
-
-// throttled reports how long addr must wait before its next try.
-func (ss *sessions) throttled(addr string, now time.Time) time.Duration {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	recent := ss.recent(addr, now)
-	if len(recent) < maxFails {
-		return 0
-	}
-	return recent[0].Add(failWindow).Sub(now)
-}
-
-// failed records a failed sign-in of addr.
-func (ss *sessions) failed(addr string, now time.Time) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.fails == nil {
-		ss.fails = map[string][]time.Time{}
-	}
-	if len(ss.fails) > maxSessions {
-		for a := range ss.fails {
-			if len(ss.recent(a, now)) == 0 {
-				delete(ss.fails, a)
-			}
-		}
-	}
-	ss.fails[addr] = append(ss.recent(addr, now), now)
-}
-
-// recent are addr's failures inside the window; mu is held.
-func (ss *sessions) recent(addr string, now time.Time) []time.Time {
-	l := ss.fails[addr]
-	i := 0
-	for i < len(l) && now.Sub(l[i]) >= failWindow {
-		i++
-	}
-	l = l[i:]
-	if len(l) == 0 {
-		delete(ss.fails, addr)
-	} else {
-		ss.fails[addr] = l
-	}
-	return l
-}
-
-// clientAddr is the address failures are counted by: the peer's IP (a
-// proxy in front would need its forwarded header trusted; Studio binds
-// loopback by default and trusts none).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 func (ss *sessions) add(admin bool, tenant string) *session {
@@ -229,10 +162,15 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		p := &page{Title: "Sign in", HasPlatform: s.o.Platform != nil, Error: msg, Data: d}
 		s.render(w, status, "signin", p)
 	}
-	addr := clientAddr(r)
-	if wait := s.auth.throttled(addr, time.Now()); wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		again(http.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins from your address: try again in %d s.", int(wait.Seconds())+1))
+	// Failed sign-ins are counted per address and per token that could
+	// have been meant (authlimit): once over the limit, a try is refused
+	// before the token is compared, so a token cannot be guessed at
+	// network speed.
+	addr, scopes := authlimit.Addr(r), signinScopes(tenant)
+	if wait := s.limit.Wait(addr, scopes...); wait > 0 {
+		secs := authlimit.RetryAfter(wait)
+		w.Header().Set("Retry-After", secs)
+		again(http.StatusTooManyRequests, "Too many failed sign-ins: try again in "+secs+" s.")
 		return
 	}
 	switch {
@@ -254,7 +192,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		if err != nil || want == "" || !equal(token, want) {
 			// One answer for an unknown tenant, a tenant without a
 			// token and a wrong token: none tells which it was.
-			s.auth.failed(addr, time.Now())
+			s.limit.Fail(addr, scopes...)
 			again(http.StatusUnauthorized, "That token does not sign in to "+tenantName(tenant)+".")
 			return
 		}
@@ -274,6 +212,15 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+// signinScopes are the secrets a sign-in to tenant may be trying: a
+// tenant's token, and with no tenant also the admin token.
+func signinScopes(tenant string) []string {
+	if tenant == "" {
+		return []string{authlimit.Admin, authlimit.Tenant("")}
+	}
+	return []string{authlimit.Tenant(tenant)}
 }
 
 func equal(a, b string) bool {

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 
+	"talon/internal/authlimit"
 	"talon/internal/platform"
 	"talon/internal/platform/relay"
 	"talon/internal/tenantid"
@@ -47,6 +48,9 @@ type Options struct {
 	Platform func() (*platform.Platform, error)
 	// Log receives what a person is not shown; nil means slog.Default().
 	Log *slog.Logger
+	// AuthLimit throttles failed sign-ins; `talon serve` shares one with
+	// the gateway and the platform API. Nil means one of Studio's own.
+	AuthLimit *authlimit.Guard
 }
 
 // Server serves Studio.
@@ -55,6 +59,7 @@ type Server struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	auth   sessions
+	limit  *authlimit.Guard
 	repair repairs
 }
 
@@ -69,7 +74,10 @@ func New(o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	s := &Server{o: o, log: o.Log, auth: sessions{m: map[string]*session{}}, repair: repairs{done: map[string]*repairOutcome{}}}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.NewGuard()
+	}
+	s := &Server{o: o, log: o.Log, auth: sessions{m: map[string]*session{}}, limit: o.AuthLimit, repair: repairs{done: map[string]*repairOutcome{}}}
 	s.routes()
 	return s, nil
 }

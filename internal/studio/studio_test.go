@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"talon/internal/authlimit"
 )
 
 func TestSignIn(t *testing.T) {
@@ -338,23 +341,39 @@ func approvalsOf(t *testing.T, e *env) string {
 	return string(f.Agents["worker"])
 }
 
-// Guessing tokens is slowed: after maxFails failures in a minute an
-// address is refused, even with the right token, until the window moves.
+// Guessing tokens is slowed: after authlimit.PerAddress failures in a
+// minute an address is refused, even with the right token, until the
+// window moves; after authlimit.PerScope failures on one tenant's token,
+// from any addresses, so is every sign-in to that tenant.
 func TestSignInThrottle(t *testing.T) {
 	e := newEnv(t, "")
+	now := time.Now()
+	e.s.limit.Now = func() time.Time { return now }
 	b := &browser{e: e, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	for i := range maxFails {
+	for i := range authlimit.PerAddress {
 		if res, _ := b.postRaw("/signin", url.Values{"token": {"guess"}}, ""); res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d", i, res.StatusCode)
 		}
 	}
 	res, body := b.postRaw("/signin", url.Values{"token": {adminToken}}, "")
-	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || !strings.Contains(body, "Too many failed sign-ins") {
-		t.Fatalf("after %d failures: %d %q\n%s", maxFails, res.StatusCode, res.Header.Get("Retry-After"), body)
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "60" || !strings.Contains(body, "Too many failed sign-ins") {
+		t.Fatalf("after %d failures: %d %q\n%s", authlimit.PerAddress, res.StatusCode, res.Header.Get("Retry-After"), body)
 	}
 	// The window is the rule, not the count alone.
-	now := time.Now()
-	if e.s.auth.throttled("127.0.0.1", now.Add(failWindow)) != 0 {
-		t.Error("still throttled once the failures are a minute old")
+	now = now.Add(authlimit.Window)
+	if res, _ := b.postRaw("/signin", url.Values{"token": {adminToken}}, ""); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a minute later with the admin token: %d, want 303", res.StatusCode)
+	}
+	// A tenant guessed at from many addresses: its own token waits too,
+	// from an address that never failed; another tenant does not.
+	for i := range authlimit.PerScope {
+		e.s.limit.Fail("192.0.2."+strconv.Itoa(i), authlimit.Tenant("acme"))
+	}
+	res, body = b.postRaw("/signin", url.Values{"token": {acmeToken}, "tenant": {"acme"}}, "")
+	if res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("acme after %d failures elsewhere: %d\n%s", authlimit.PerScope, res.StatusCode, body)
+	}
+	if res, _ := b.postRaw("/signin", url.Values{"token": {adminToken}}, ""); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the admin token while acme is throttled: %d, want 303", res.StatusCode)
 	}
 }
