@@ -74,7 +74,7 @@ type Gateway struct {
 	Auth           GatewayAuth `json:"auth"`
 	HTTP           *Raw        `json:"http"`
 	Tools          ToolPolicy  `json:"tools"`
-	ControlUI      *Raw        `json:"controlUi" talon:"unused"`
+	ControlUI      ControlUI   `json:"controlUi"`
 	Remote         *Raw        `json:"remote" talon:"unused"`
 	Reload         *Raw        `json:"reload" talon:"unused"`
 	TLS            *Raw        `json:"tls" talon:"unused"`

@@ -44,6 +44,7 @@ func check(c *Config) (errs, warns []Issue) {
 	if p := c.Gateway.Port; p != nil && (*p < 1 || *p > 65535) {
 		k.fail("gateway.port", fmt.Sprintf("expected a port number from 1 to 65535 (got %d)", *p))
 	}
+	k.origins("gateway.controlUi.allowedOrigins", c.Gateway.ControlUI.AllowedOrigins)
 	k.oneOf("session.scope", c.Session.Scope, sessionScopes)
 	k.sandbox("agents.defaults.sandbox", c.Agents.Defaults.Sandbox)
 	k.hostBackend("agents.defaults.sandbox", c.Agents.Defaults.Sandbox, c.Agents.Defaults.Sandbox)
