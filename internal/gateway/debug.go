@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/http"
 	goruntime "runtime"
+
+	"talon/internal/authlimit"
 )
 
 // handleDebugRuntime answers GET /debug/runtime with the process's
@@ -19,7 +21,12 @@ func (s *Server) handleDebugRuntime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt, err := s.defaultTenant.current(s)
-	if err != nil || !s.defaultTenant.authorize(rt.file.Config, bearer(r), s.loopback) {
+	if err != nil {
+		writeError(w, http.StatusNotFound, errNotFound, "not found")
+		return
+	}
+	// Throttled like any bearer auth, and a throttled try is the same 404.
+	if ok, _ := s.checkSecret(authlimit.Addr(r), "", s.defaultTenant, rt, bearer(r)); !ok {
 		writeError(w, http.StatusNotFound, errNotFound, "not found")
 		return
 	}

@@ -54,6 +54,7 @@ func TestDebugRuntime(t *testing.T) {
 	// Over a non-loopback connection even the right token gets the 404.
 	req := httptest.NewRequest(http.MethodGet, "/debug/runtime", nil)
 	req.RemoteAddr = "192.0.2.7:40000"
+	req.Host = "127.0.0.1"
 	req.Header.Set("Authorization", "Bearer k")
 	rec := httptest.NewRecorder()
 	ts.srv.Handler().ServeHTTP(rec, req)

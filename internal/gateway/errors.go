@@ -13,6 +13,7 @@ const (
 	errAPI            = "api_error"
 	errTooLarge       = "payload_too_large"
 	errTimeout        = "request_timeout"
+	errRateLimited    = "rate_limited"
 )
 
 // writeError sends {"error":{"message","type"}} with a status. Messages are

@@ -425,6 +425,7 @@ func TestClientDisconnect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			req.Header.Set("Content-Type", "application/json")
 			// The client reads the stream until the model's text has come
 			// through, then stays until it leaves (cancel).
 			read, left := make(chan error, 1), make(chan struct{})

@@ -37,6 +37,7 @@ func TestAbort(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.url+"/v1/chat/completions",
 			strings.NewReader(`{"model":"openclaw","stream":true,"user":"abort","messages":[{"role":"user","content":"long task"}]}`))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			_, err = readBody(resp)

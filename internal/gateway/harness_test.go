@@ -162,15 +162,25 @@ type testServer struct {
 
 func startServer(t testing.TB, dir string, env map[string]string) *testServer {
 	t.Helper()
+	return startServerWith(t, dir, env, nil)
+}
+
+// startServerWith is startServer with options set changes (nil: none).
+func startServerWith(t testing.TB, dir string, env map[string]string, set func(*Options)) *testServer {
+	t.Helper()
 	reg, err := core.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{
+	opts := Options{
 		StateDir: dir, Addr: "127.0.0.1:0", Tools: reg,
 		Env:    func(k string) string { return env[k] },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if set != nil {
+		set(&opts)
+	}
+	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +222,7 @@ func (ts *testServer) post(headers map[string]string, body string) reply {
 	if err != nil {
 		ts.t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json") // unless headers say otherwise
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"talon/internal/agent"
+	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
@@ -202,7 +203,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 // authenticate finds the tenant and checks the bearer. Every failure is
 // the same 401, so a client cannot probe which tenants exist.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*tenant, *runtime, bool) {
-	t, err := s.lookup(strings.TrimSpace(r.Header.Get("X-Tenant-ID")))
+	id := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
+	t, err := s.lookup(id)
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant lookup", "err", err)
 	}
@@ -215,7 +217,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*tenant, 
 			return nil, nil, false
 		}
 	}
-	if err != nil || !t.authorize(rt.file.Config, bearer(r), s.loopback) {
+	ok, wait := s.checkSecret(authlimit.Addr(r), id, t, rt, bearer(r))
+	if wait > 0 {
+		rateLimited(w, wait)
+		return nil, nil, false
+	}
+	if !ok {
 		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
 		return nil, nil, false
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/tools"
 )
@@ -50,6 +52,15 @@ type Options struct {
 	// SyncWindow is the session stores' store.Options.SyncWindow: 0
 	// fsyncs every commit before a turn is answered.
 	SyncWindow time.Duration
+	// DefaultToken is a secret of the default tenant beside its config's,
+	// as TALON_GATEWAY_TOKEN is (which wins when both are set): `talon
+	// serve` passes the token it keeps in STATE/gateway.token when nothing
+	// else sets one. Empty leaves such a gateway open on loopback.
+	DefaultToken string
+	// AuthLimit throttles failed bearer and WebSocket authentication;
+	// `talon serve` shares one with the platform API and Studio. Nil
+	// means one of the server's own.
+	AuthLimit *authlimit.Guard
 }
 
 // Server is the gateway.
@@ -61,6 +72,8 @@ type Server struct {
 	tenants       tenants
 	locks         sessionLocks
 	loopback      bool
+	bindIP        net.IP // the listening IP; nil before Listen or for "localhost"
+	limit         *authlimit.Guard
 	hubs          hubs        // WebSocket clients per tenant
 	runs          runRegistry // chat.send and agent runs, idempotency caches
 	started       time.Time
@@ -102,6 +115,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Tools == nil {
 		return nil, errors.New("gateway: a tool registry is required")
 	}
+	if opts.AuthLimit == nil {
+		opts.AuthLimit = authlimit.NewGuard()
+	}
 	cfgPath := opts.ConfigPath
 	if cfgPath == "" {
 		if p, ok := config.Find(opts.StateDir); ok {
@@ -115,8 +131,9 @@ func New(opts Options) (*Server, error) {
 		log:   opts.Logger,
 		tools: opts.Tools,
 		defaultTenant: &tenant{
-			dir: opts.StateDir, configPath: cfgPath, envToken: opts.Env("TALON_GATEWAY_TOKEN"),
+			dir: opts.StateDir, configPath: cfgPath, envToken: cmp.Or(opts.Env("TALON_GATEWAY_TOKEN"), opts.DefaultToken),
 		},
+		limit:   opts.AuthLimit,
 		tenants: tenants{m: map[string]*tenant{}},
 		ready:   make(chan struct{}),
 		started: time.Now(),
@@ -124,8 +141,13 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the HTTP routes.
+// Handler returns the HTTP routes, behind the browser-safety rules
+// (browser.go).
 func (s *Server) Handler() http.Handler {
+	return s.browserSafe(s.routes())
+}
+
+func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.handleChatCompletions)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
@@ -162,6 +184,7 @@ func (s *Server) Listen() (net.Listener, error) {
 		return nil, fmt.Errorf("gateway: address %q: %w", s.opts.Addr, err)
 	}
 	s.loopback = isLoopbackHost(host)
+	s.bindIP = net.ParseIP(host)
 	rt, err := s.defaultTenant.current(s)
 	if err != nil {
 		return nil, err

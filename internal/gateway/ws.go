@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"talon/internal/authlimit"
 	"talon/protocol"
 )
 
@@ -87,7 +88,19 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	// The tenant is named on the upgrade request; an unknown one is only
 	// refused at connect, with the same message as a bad token.
 	tenantID := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
-	ws, err := websocket.Accept(w, r, nil)
+	if !s.originOK(r) {
+		origin := r.Header.Get("Origin")
+		s.log.Debug("websocket origin refused", "origin", origin, "host", r.Host, "remote", r.RemoteAddr)
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{
+			"message": fmt.Sprintf("Origin %q may not open this gateway's WebSocket: a browser page may when it is served by the gateway itself or its origin is in gateway.controlUi.allowedOrigins of the operator's config", origin),
+			"type":    "forbidden", "code": "origin_not_allowed",
+		}})
+		return
+	}
+	// originOK is the one Origin rule; the library's own check (the
+	// Origin's host equal to the Host, scheme ignored) would only repeat
+	// part of it.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		s.log.Debug("websocket upgrade", "err", err)
 		return
@@ -148,7 +161,7 @@ func (s *Server) handshake(c *conn, tenantID, nonce string, r *http.Request, dat
 	if p.Role != "" && p.Role != protocol.RoleOperator {
 		return fail(protocol.ClosePolicy, protocol.Errorf("unauthorized role: %s (Talon serves operator clients only; it has no node hosts)", p.Role))
 	}
-	t, rt, e := s.authorizeWS(tenantID, &p)
+	t, rt, e := s.authorizeWS(authlimit.Addr(r), tenantID, &p)
 	if e != nil {
 		return fail(protocol.ClosePolicy, e)
 	}
@@ -204,9 +217,10 @@ func grantScopes(asked []string) map[string]bool {
 	return out
 }
 
-// authorizeWS finds the tenant and checks the shared secret. Every
-// failure reads the same, so a client cannot probe which tenants exist.
-func (s *Server) authorizeWS(tenantID string, p *protocol.ConnectParams) (*tenant, *runtime, *protocol.Error) {
+// authorizeWS finds the tenant and checks the shared secret of a client
+// at addr, under the failed-auth throttle. Every failure reads the same,
+// so a client cannot probe which tenants exist.
+func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (*tenant, *runtime, *protocol.Error) {
 	t, err := s.lookup(tenantID)
 	var rt *runtime
 	if err == nil {
@@ -226,7 +240,11 @@ func (s *Server) authorizeWS(tenantID string, p *protocol.ConnectParams) (*tenan
 			secret = p.Auth.DeviceToken
 		}
 	}
-	if err == nil && t.authorize(rt.file.Config, secret, s.loopback) {
+	ok, wait := s.checkSecret(addr, tenantID, t, rt, secret) // rt is nil for a tenant not found
+	if wait > 0 {
+		return nil, nil, rateLimitedWS(wait)
+	}
+	if ok {
 		return t, rt, nil
 	}
 	code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
