@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"talon/internal/authlimit"
 	"talon/internal/platform"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	// MaxBody caps request bodies in bytes; 0 means DefaultMaxBody.
 	MaxBody int64
 	Log     *slog.Logger
+	// AuthLimit throttles wrong tokens; `talon serve` shares one with the
+	// gateway and Studio. Nil means one of the API's own.
+	AuthLimit *authlimit.Guard
 }
 
 type server struct {
@@ -41,6 +45,9 @@ func New(p *platform.Platform, o Options) http.Handler {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.NewGuard()
 	}
 	s := &server{p: p, o: o}
 	mux := http.NewServeMux()
@@ -77,7 +84,7 @@ func New(p *platform.Platform, o Options) http.Handler {
 func (s *server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
-		if err := s.authorize(rt.access, r); err != nil {
+		if err := s.authorizeLimited(rt.access, r); err != nil {
 			s.fail(w, r, err)
 			return
 		}

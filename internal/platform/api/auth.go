@@ -2,8 +2,11 @@ package api
 
 import (
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
+
+	"talon/internal/authlimit"
 )
 
 // authorize checks the Authorization header for a route: 401 when there
@@ -44,6 +47,32 @@ func (s *server) authorize(a access, r *http.Request) error {
 		return errorf(http.StatusForbidden, "forbidden", "the token is neither the admin token nor tenant %q's token", id)
 	}
 	return errorf(http.StatusForbidden, "forbidden", "the token is not the admin token")
+}
+
+// authorizeLimited is authorize under the failed-auth throttle
+// (authlimit): a client over its limit, by address or by the token it
+// may be trying (the admin token's, or the route's tenant's), is refused
+// with 429 before its token is compared, and a wrong token (403) counts
+// against both. A request without a token guesses nothing and is not
+// counted.
+func (s *server) authorizeLimited(a access, r *http.Request) error {
+	if a == public {
+		return nil
+	}
+	addr, scopes := authlimit.Addr(r), []string{authlimit.Admin}
+	if a == tenant {
+		scopes = append(scopes, authlimit.Tenant(r.PathValue("id")))
+	}
+	if wait := s.o.AuthLimit.Wait(addr, scopes...); wait > 0 {
+		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", retryAfter: wait,
+			message: "too many failed authentication attempts; try again in " + authlimit.RetryAfter(wait) + " s"}
+	}
+	err := s.authorize(a, r)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusForbidden {
+		s.o.AuthLimit.Fail(addr, scopes...)
+	}
+	return err
 }
 
 // same compares in constant time; an empty want never matches.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
+	"talon/internal/authlimit"
 	"talon/internal/platform"
 	"talon/internal/platform/install"
 	"talon/internal/store/catalog"
@@ -18,6 +20,8 @@ type apiError struct {
 	code    string
 	message string
 	fix     string
+	// retryAfter, when set, is sent as Retry-After.
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -88,6 +92,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="talon-platform"`)
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", authlimit.RetryAfter(e.retryAfter))
 	}
 	var b errorBody
 	b.Error.Code, b.Error.Message, b.Error.Fix = e.code, e.message, e.fix

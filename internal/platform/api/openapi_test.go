@@ -84,12 +84,13 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		var want []string
 		switch rt.access {
 		case admin:
-			want = []string{"401", "403", "503"}
+			want = []string{"401", "403", "429", "503"}
 		case tenant:
-			want = []string{"401", "403"}
+			want = []string{"401", "403", "429"}
 		}
-		if rt.method == http.MethodPost && op.Responses["415"] == nil && strings.Contains(string(raw), "requestBody") {
-			t.Errorf("%s takes a body but does not document 415", k)
+		// talon serve refuses a POST or DELETE that is not JSON, body or no.
+		if (rt.method == http.MethodPost || rt.method == http.MethodDelete) && op.Responses["415"] == nil {
+			t.Errorf("%s does not document 415", k)
 		}
 		for _, s := range want {
 			if op.Responses[s] == nil {
