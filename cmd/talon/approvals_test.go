@@ -190,6 +190,7 @@ func chatTurn(t *testing.T, httpURL, session, text string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+callToken)
 	req.Header.Set("X-OpenClaw-Session-Key", session)
 	res, err := http.DefaultClient.Do(req)

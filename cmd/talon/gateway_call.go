@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"talon/internal/config"
+	"talon/internal/gatewaytoken"
 	"talon/protocol"
 	"talon/protocol/client"
 )
@@ -57,7 +59,9 @@ Where it connects and with which secret, first match wins:
           gateway.bind, a lan bind being reached on 127.0.0.1).
   secret: --token; --password; $TALON_GATEWAY_TOKEN; $TALON_GATEWAY_PASSWORD;
           else gateway.auth.token or gateway.auth.password of the config: the
-          default tenant's, or with --tenant ID that of STATE/tenants/ID/.
+          default tenant's, or with --tenant ID that of STATE/tenants/ID/;
+          else, for the default tenant, the token talon serve keeps in
+          STATE/gateway.token.
 The config's secret is sent only to the URL derived from the same config: with
 --url, pass the secret by flag or environment, so that a local token never goes
 to a gateway someone else named.
@@ -82,7 +86,7 @@ or, as OpenClaw's CLI takes it, a number of milliseconds.`,
 func connFlags(cmd *cobra.Command, f *callFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "gateway URL, ws:// or wss:// (default: the local gateway of the config)")
-	fl.StringVar(&f.token, "token", "", "gateway token (default: $"+envToken+", else the config's)")
+	fl.StringVar(&f.token, "token", "", "gateway token (default: $"+envToken+", else the config's, else STATE/"+gatewaytoken.File+")")
 	fl.StringVar(&f.password, "password", "", "gateway password, for gateways with password auth")
 	fl.StringVar(&f.tenant, "tenant", "", "tenant id, sent as X-Tenant-ID (default: the default tenant)")
 	fl.StringVar(&f.timeout, "timeout", "30s", "time allowed to connect and answer: a duration, or milliseconds")
@@ -254,6 +258,13 @@ func resolveCallTarget(f callFlags) (callTarget, error) {
 		auth = tf.Config.Gateway.Auth
 	}
 	t.token, t.password = auth.Token, auth.Password
+	if f.tenant == "" && t.token == "" && t.password == "" {
+		tok, err := gatewaytoken.Load(stateDir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return t, err
+		}
+		t.token = tok
+	}
 	return t, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/platform"
 	"talon/internal/platform/api"
@@ -58,8 +59,9 @@ func (l *lateAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // startPlatform opens the catalog, loads the templates, mounts the REST
 // API on late, and syncs every installation, as `talon serve` does on
-// start. It returns what to close at shutdown.
-func startPlatform(ctx context.Context, stateDir, templates, database string, gw net.Addr, drop func(string), late *lateAPI, log *slog.Logger) (func(), error) {
+// start; wrong tokens count in limit, and drop is told of each tenant
+// deleted. It returns what to close at shutdown.
+func startPlatform(ctx context.Context, stateDir, templates, database string, gw net.Addr, drop func(string), late *lateAPI, limit *authlimit.Guard, log *slog.Logger) (func(), error) {
 	st, err := platform.OpenStore(ctx, stateDir, database)
 	if err != nil {
 		return nil, err
@@ -82,6 +84,7 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 		AdminToken: os.Getenv(adminTokenEnv), AdminTokenHint: "set " + adminTokenEnv + " in talon serve's environment",
 		TenantToken: func(id string) (string, error) { return tenantGatewayToken(stateDir, id) },
 		Log:         log.With("component", "platform-api"),
+		AuthLimit:   limit,
 	})
 	late.h.Store(&h)
 	late.p.Store(p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,8 +18,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/gateway"
+	"talon/internal/gatewaytoken"
 	"talon/internal/platform/relay"
 	"talon/internal/tools/core"
 )
@@ -52,7 +55,12 @@ func newServeCmd(use, short string) *cobra.Command {
 		Long: `Starts the gateway: POST /v1/chat/completions, GET /v1/models, /healthz and /readyz,
 on 127.0.0.1:18789 unless told otherwise. The default tenant's config is
 STATE/talon.json (or an openclaw.json / clawdbot.json there); tenants live in
-STATE/tenants/<id>/ and are selected with the X-Tenant-ID header.`,
+STATE/tenants/<id>/ and are selected with the X-Tenant-ID header.
+
+When neither the default tenant's config (gateway.auth.token or password) nor
+$TALON_GATEWAY_TOKEN sets a secret, the first start makes a token, saves it in
+STATE/gateway.token (mode 0600) and prints it once; later starts use it.
+gateway.auth.mode "none" keeps a tokenless gateway on loopback instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, f) },
 	}
@@ -97,11 +105,19 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	kept, err := keptToken(cmd.ErrOrStderr(), log, stateDir, file.Config)
+	if err != nil {
+		return err
+	}
 	reg, err := core.Registry()
 	if err != nil {
 		return err
 	}
-	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log, SyncWindow: f.fsyncWindow}
+	// One failed-auth throttle for every way in: the gateway's bearer and
+	// WebSocket auth, the platform API and Studio's sign-in.
+	limit := authlimit.NewGuard()
+	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log, SyncWindow: f.fsyncWindow,
+		DefaultToken: kept, AuthLimit: limit}
 	var (
 		late      *lateAPI
 		studioURL atomic.Pointer[string]
@@ -113,7 +129,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		late = &lateAPI{}
 		opts.API = late
 		var st http.Handler
-		st, ui, admin, generated, err = studioFor(stateDir, cfgPath, &studioURL, late.platform, log)
+		st, ui, admin, generated, err = studioFor(stateDir, cfgPath, kept, limit, &studioURL, late.platform, log)
 		if err != nil {
 			return err
 		}
@@ -149,7 +165,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	if f.platform {
 		go func() {
 			defer close(platformDone)
-			c, err := startPlatform(ctx, stateDir, f.templates, f.database, ln.Addr(), srv.DropTenant, late, log)
+			c, err := startPlatform(ctx, stateDir, f.templates, f.database, ln.Addr(), srv.DropTenant, late, limit, log)
 			if err != nil {
 				log.Error("the platform did not start; the gateway goes on", "err", err)
 				late.err.Store(&err)
@@ -174,6 +190,33 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		return err
 	}
 	return <-errc
+}
+
+// keptToken is the default tenant's secret that talon serve keeps in
+// STATE/gateway.token, made at the first start, when neither its config
+// nor TALON_GATEWAY_TOKEN sets one and gateway.auth.mode is not "none";
+// "" otherwise. A token made now is printed once on stderr, as Studio's
+// admin token is; later starts log where it is, never its value.
+func keptToken(stderr io.Writer, log *slog.Logger, stateDir string, cfg *config.Config) (string, error) {
+	a := cfg.Gateway.Auth
+	switch {
+	case os.Getenv(envToken) != "", strings.TrimSpace(a.Token) != "", strings.TrimSpace(a.Password) != "":
+		return "", nil
+	case a.Mode == "none":
+		log.Info("gateway.auth.mode is none: the default tenant takes no secret on loopback, so every local process and program may use it")
+		return "", nil
+	}
+	tok, created, err := gatewaytoken.Ensure(stateDir)
+	if err != nil {
+		return "", err
+	}
+	path := gatewaytoken.Path(stateDir)
+	if created {
+		fmt.Fprintf(stderr, "Gateway token: %s (made for this state dir; saved in %s; send it as Authorization: Bearer)\n", tok, path)
+	} else {
+		log.Info("gateway token", "file", path)
+	}
+	return tok, nil
 }
 
 // listenAddr combines --bind/--port with gateway.bind/gateway.port.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/platform"
 	"talon/internal/platform/relay"
@@ -19,10 +21,11 @@ import (
 // studioFor builds Studio for `talon serve`. It reaches the gateway over
 // loopback through its own relay (url is set once the gateway listens),
 // each tenant with its own token: the default tenant's from
-// TALON_GATEWAY_TOKEN or its config, another's from its config. The
-// admin token is TALON_ADMIN_TOKEN, else one made now, which the caller
-// prints (generated says so).
-func studioFor(stateDir, cfgPath string, url *atomic.Pointer[string], plat func() (*platform.Platform, error), log *slog.Logger) (s *studio.Server, rl *relay.Relay, admin string, generated bool, err error) {
+// TALON_GATEWAY_TOKEN, its config or kept (the token talon serve keeps
+// for it), another's from its config. The admin token is
+// TALON_ADMIN_TOKEN, else one made now, which the caller prints
+// (generated says so). Failed sign-ins count in limit.
+func studioFor(stateDir, cfgPath, kept string, limit *authlimit.Guard, url *atomic.Pointer[string], plat func() (*platform.Platform, error), log *slog.Logger) (s *studio.Server, rl *relay.Relay, admin string, generated bool, err error) {
 	admin = os.Getenv(adminTokenEnv)
 	if admin == "" {
 		b := make([]byte, 24)
@@ -42,7 +45,7 @@ func studioFor(stateDir, cfgPath string, url *atomic.Pointer[string], plat func(
 		if err != nil {
 			return "", err
 		}
-		return f.Config.Gateway.Auth.Token, nil
+		return cmp.Or(f.Config.Gateway.Auth.Token, kept), nil
 	}
 	rl = relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
 		u := url.Load()
@@ -63,7 +66,7 @@ func studioFor(stateDir, cfgPath string, url *atomic.Pointer[string], plat func(
 		}
 		return client.Dial(ctx, *u, o)
 	})
-	s, err = studio.New(studio.Options{Relay: rl, TenantToken: token, AdminToken: admin, Platform: plat, Log: log.With("component", "studio")})
+	s, err = studio.New(studio.Options{Relay: rl, TenantToken: token, AdminToken: admin, Platform: plat, Log: log.With("component", "studio"), AuthLimit: limit})
 	if err != nil {
 		rl.Close()
 		if !generated {

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"talon/internal/config"
+	"talon/internal/gatewaytoken"
+	"talon/internal/talonproc"
+)
+
+// TestKeptToken: a token is made only when nothing else sets a secret and
+// the mode is not "none"; it is printed once, then only its place is
+// logged; a file others may have read stops the start.
+func TestKeptToken(t *testing.T) {
+	cases := []struct {
+		name, cfg, env string
+		want           bool // a kept token is used
+	}{
+		{"nothing set", `{}`, "", true},
+		{"mode token, no token", `{gateway:{auth:{mode:"token"}}}`, "", true},
+		{"a config token", `{gateway:{auth:{token:"cfg-token"}}}`, "", false},
+		{"a config password", `{gateway:{auth:{password:"cfg-pass"}}}`, "", false},
+		{"the environment", `{}`, "env-token", false},
+		{"mode none", `{gateway:{auth:{mode:"none"}}}`, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(envToken, c.env)
+			dir := t.TempDir()
+			f, err := config.Parse("talon.json", []byte(c.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr, logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			tok, err := keptToken(&stderr, log, dir, f.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Stat(gatewaytoken.Path(dir))
+			if !c.want {
+				if tok != "" || statErr == nil || stderr.Len() > 0 {
+					t.Fatalf("token %q, file %v, printed %q; want none", tok, statErr, stderr.String())
+				}
+				return
+			}
+			if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(tok) {
+				t.Fatalf("token %q", tok)
+			}
+			if want := "Gateway token: " + tok + " (made for this state dir; saved in " + gatewaytoken.Path(dir); !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), want)
+			}
+			stderr.Reset()
+			logs.Reset()
+			again, err := keptToken(&stderr, log, dir, f.Config)
+			if err != nil || again != tok {
+				t.Fatalf("second start: %q, %v; want %q", again, err, tok)
+			}
+			if stderr.Len() > 0 || strings.Contains(logs.String(), tok) || !strings.Contains(logs.String(), gatewaytoken.Path(dir)) {
+				t.Errorf("second start printed %q and logged %q; want only the file's place logged", stderr.String(), logs.String())
+			}
+			if err := os.Chmod(gatewaytoken.Path(dir), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := keptToken(&stderr, log, dir, f.Config); err == nil || !strings.Contains(err.Error(), "others may have read it") {
+				t.Errorf("a world-readable token file: %v, want a refusal", err)
+			}
+		})
+	}
+}
+
+// startGatewayIn runs `talon gateway --state-dir state` (this test binary
+// standing in) with cfg, a format taking the port, and no secret in the
+// environment.
+func startGatewayIn(t *testing.T, state, cfg string) *talonproc.Proc {
+	t.Helper()
+	var writeErr error
+	p, err := talonproc.Start(talonproc.Options{
+		Bin: os.Args[0],
+		Env: append(os.Environ(), "TALON_TEST_MAIN=1", envToken+"=", envPassword+"="),
+		Args: func(port int) []string {
+			writeErr = os.WriteFile(filepath.Join(state, "talon.json"), fmt.Appendf(nil, cfg, port), 0o600)
+			return []string{"gateway", "--state-dir", state, "--log-level", "info"}
+		},
+	})
+	if writeErr != nil {
+		t.Fatal(writeErr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func stopGateway(t *testing.T, p *talonproc.Proc) {
+	t.Helper()
+	if err := p.Stop(10 * time.Second); err != nil {
+		t.Errorf("stopping talon gateway: %v\n%s", err, p.Log)
+	}
+}
+
+// modelsStatus is GET /v1/models's status with token ("" none).
+func modelsStatus(t *testing.T, base, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/models", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServeKeepsToken: a fresh state dir with no secret gets a token at
+// the first start, in a 0600 file, printed once; the gateway then wants
+// it, gateway call finds it by itself, and the next start reuses it
+// without printing it.
+func TestServeKeepsToken(t *testing.T) {
+	t.Setenv(envToken, "")
+	t.Setenv(envPassword, "")
+	state := t.TempDir()
+	const cfg = `{gateway: {port: %d}}`
+	p := startGatewayIn(t, state, cfg)
+	tok, err := gatewaytoken.Load(state)
+	if err != nil {
+		t.Fatalf("after the first start: %v\n%s", err, p.Log)
+	}
+	if fi, err := os.Stat(gatewaytoken.Path(state)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v, want mode 0600", fi, err)
+	}
+	if !strings.Contains(p.Log.String(), "Gateway token: "+tok+" (made for this state dir") {
+		t.Errorf("the first start did not print the token:\n%s", p.Log)
+	}
+	if got := modelsStatus(t, p.URL, ""); got != 401 {
+		t.Errorf("without the token: %d, want 401", got)
+	}
+	if got := modelsStatus(t, p.URL, tok); got != 200 {
+		t.Errorf("with the token: %d, want 200", got)
+	}
+	if out, errOut, code := talon(t, "", "gateway", "call", "health", "--state-dir", state); code != 0 || !strings.Contains(out, `"ok": true`) {
+		t.Errorf("gateway call from the state dir: exit %d, %s %s", code, out, errOut)
+	}
+	stopGateway(t, p)
+
+	p = startGatewayIn(t, state, cfg)
+	defer stopGateway(t, p)
+	if again, err := gatewaytoken.Load(state); err != nil || again != tok {
+		t.Fatalf("after the second start: %q, %v; want %q", again, err, tok)
+	}
+	if strings.Contains(p.Log.String(), tok) {
+		t.Errorf("the second start printed the token:\n%s", p.Log)
+	}
+	if !strings.Contains(p.Log.String(), gatewaytoken.Path(state)) {
+		t.Errorf("the second start did not say where the token is:\n%s", p.Log)
+	}
+	if got := modelsStatus(t, p.URL, tok); got != 200 {
+		t.Errorf("with the token after a restart: %d, want 200", got)
+	}
+}
+
+// TestServeAuthModeNone: gateway.auth.mode "none" keeps the tokenless
+// gateway on loopback and makes no token; beyond loopback it still does
+// not start.
+func TestServeAuthModeNone(t *testing.T) {
+	t.Setenv(envToken, "")
+	state := t.TempDir()
+	const cfg = `{gateway: {port: %d, auth: {mode: "none"}}}`
+	p := startGatewayIn(t, state, cfg)
+	defer stopGateway(t, p)
+	if got := modelsStatus(t, p.URL, ""); got != 200 {
+		t.Errorf("tokenless on loopback: %d, want 200", got)
+	}
+	if _, err := os.Stat(gatewaytoken.Path(state)); err == nil {
+		t.Error("a token file was made under mode none")
+	}
+
+	lan := t.TempDir()
+	if err := os.WriteFile(filepath.Join(lan, "talon.json"), []byte(`{gateway: {auth: {mode: "none"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "gateway", "--state-dir", lan, "--bind", "lan", "--port", strconv.Itoa(freePortT(t)))
+	cmd.Env = append(os.Environ(), "TALON_TEST_MAIN=1", envToken+"=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "refusing to listen") {
+		t.Errorf("mode none bound to all interfaces: %v\n%s\nwant a refusal to listen", err, out)
+	}
+}
+
+// freePortT is a loopback port nothing listens on at the moment.
+func freePortT(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
