@@ -308,6 +308,7 @@ func leaveMidStream(ctx context.Context, c *http.Client, base string, tr turn) e
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+defaultToken)
 	req.Header.Set("X-OpenClaw-Model", tr.model)
 	resp, err := c.Do(req)
