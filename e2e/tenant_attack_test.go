@@ -273,9 +273,7 @@ func (a *attacker) api(method, path, body string) (int, string) {
 	a.t.Helper()
 	req, _ := http.NewRequest(method, a.s.base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+a.admin)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
