@@ -23,6 +23,7 @@ import (
 	"talon/internal/gateway"
 	"talon/internal/gatewaytoken"
 	"talon/internal/platform/relay"
+	"talon/internal/provider"
 	"talon/internal/tools/core"
 )
 
@@ -42,6 +43,8 @@ type serveFlags struct {
 	port                                 int
 	// fsyncWindow is how long an answered turn may wait for the disk.
 	fsyncWindow time.Duration
+	// model, when set, is every run's model (--model, $TALON_MODEL).
+	model string
 	// platform runs the workforce platform beside the gateway (serve).
 	platform            bool
 	templates, database string
@@ -70,6 +73,7 @@ gateway.auth.mode "none" keeps a tokenless gateway on loopback instead.`,
 	fl.IntVar(&f.port, "port", 0, "port (default gateway.port, else 18789)")
 	fl.StringVar(&f.bind, "bind", "", "address to bind: an IP, or loopback / lan (default gateway.bind, else 127.0.0.1)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.model, "model", os.Getenv(modelEnv), "run every agent of every tenant on this model, whatever configs, sessions and requests name: inspect (offline) or provider/model, resolved in each tenant's own config ($"+modelEnv+")")
 	fl.DurationVar(&f.fsyncWindow, "fsync-window", defaultFsyncWindow,
 		"how long an answered turn's transcript may wait for its fsync: a power cut can lose at most this much (a killed process loses nothing); 0 fsyncs every commit before answering")
 	if use == "serve" {
@@ -116,8 +120,15 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	// One failed-auth throttle for every way in: the gateway's bearer and
 	// WebSocket auth, the platform API and Studio's sign-in.
 	limit := authlimit.NewGuard()
+	model, err := overrideModel(file, f.model)
+	if err != nil {
+		return err
+	}
+	if model != "" {
+		log.Info("every agent of every tenant runs on one model (--model)", "model", model)
+	}
 	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log, SyncWindow: f.fsyncWindow,
-		DefaultToken: kept, AuthLimit: limit}
+		DefaultToken: kept, AuthLimit: limit, Model: model}
 	var (
 		late      *lateAPI
 		studioURL atomic.Pointer[string]
@@ -248,4 +259,21 @@ func listenAddr(cfg *config.Config, f serveFlags) (string, error) {
 		host = bind
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// modelEnv sets --model's default.
+const modelEnv = "TALON_MODEL"
+
+// overrideModel checks --model against the default tenant's config, so a
+// reference that cannot resolve (no such provider, no API key) stops the
+// start rather than every turn; a tenant resolves it in its own config.
+func overrideModel(root *config.File, ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return "", nil
+	}
+	if _, _, err := provider.Resolve(root.Config, ref, nil); err != nil {
+		return "", fmt.Errorf("--model %q: %w", ref, err)
+	}
+	return ref, nil
 }

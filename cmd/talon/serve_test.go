@@ -216,3 +216,24 @@ func freePortT(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+func TestOverrideModel(t *testing.T) {
+	root, err := config.Parse("talon.json", []byte(`{models: {providers: {local: {baseUrl: "http://127.0.0.1:11434/v1"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	for _, tc := range []struct{ ref, want, err string }{
+		{"", "", ""},
+		{"  inspect ", "inspect", ""},
+		{"local/llama3", "local/llama3", ""},
+		{"nosuch/model", "", `--model "nosuch/model": resolving model "nosuch/model": unknown provider "nosuch"`},
+		{"openai/gpt-4o", "", `--model "openai/gpt-4o": openai: no API key: set OPENAI_API_KEY`},
+		{"justaname", "", "no provider"},
+	} {
+		got, err := overrideModel(root, tc.ref)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("overrideModel(%q) = %q, %v; want %q, %q", tc.ref, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -58,6 +58,10 @@ type Runner struct {
 	// Nil means the runner opens its own over StateDir, with nobody to
 	// approve: a command that needs approval falls back at once.
 	Approvals *approval.Service
+	// Model, when set, is every run's model, over the request's, the
+	// session's and the config's: the operator's `talon serve --model`,
+	// to run every employee on the offline model (or one provider).
+	Model string
 
 	// bootstrap keeps the workspaces' bootstrap files between turns, and
 	// prompts the system prompts built from them.
@@ -164,7 +168,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("reading session %s: %w", req.SessionKey, err)
 	}
-	ref := runModel(cfg, agentID, req.Model, entry)
+	ref := r.Model
+	if ref == "" {
+		ref = runModel(cfg, agentID, req.Model, entry)
+	}
 	prov, modelID, err := r.Resolve(ref)
 	if err != nil {
 		return nil, fmt.Errorf("resolving model %q: %w", ref, err)

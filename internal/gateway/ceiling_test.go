@@ -254,3 +254,22 @@ func TestTenantSeesNoHostPaths(t *testing.T) {
 		t.Errorf("the operator's config.get path = %v (%v)", got["path"], err)
 	}
 }
+
+// TestModelOverride: with Options.Model every run of every tenant uses
+// that model, whatever the config, the session or the request names.
+func TestModelOverride(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway: {auth: {token: "root"}}, agents: {defaults: {model: "nosuch/model"}}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "acme", "talon.json"), []byte(`{gateway: {auth: {token: "acme"}}, agents: {list: [{id: "main", model: "openrouter/anthropic/claude-x"}]}}`))
+	ts := startServerWith(t, dir, nil, func(o *Options) { o.Model = "inspect" })
+	for _, h := range []map[string]string{
+		{"Authorization": "Bearer root", "X-OpenClaw-Model": "nosuch/other"},
+		{"Authorization": "Bearer acme", "X-Tenant-ID": "acme"},
+	} {
+		h["Content-Type"] = "application/json"
+		rep := ts.post(h, `{"model":"openclaw","messages":[{"role":"user","content":"hi"}]}`)
+		if rep.status != 200 || !strings.HasPrefix(rep.content, "inspect:") {
+			t.Errorf("%v: %d %s", h, rep.status, rep.body)
+		}
+	}
+}

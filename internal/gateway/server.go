@@ -49,6 +49,9 @@ type Options struct {
 	// UI, when set, serves every other path that is not a WebSocket
 	// upgrade (Studio in `talon serve`); it does its own auth.
 	UI http.Handler
+	// Model, when set, is the model of every run of every tenant, over
+	// what configs, sessions and requests name (talon serve --model).
+	Model string
 	// SyncWindow is the session stores' store.Options.SyncWindow: 0
 	// fsyncs every commit before a turn is answered.
 	SyncWindow time.Duration

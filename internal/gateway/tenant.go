@@ -432,6 +432,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		Approvals: t.approvals,
 		Plugins:   t.plugins.Configure(cfg),
 		Log:       s.log.With("tenant", t.id),
+		Model:     s.opts.Model,
 	}
 }
 
