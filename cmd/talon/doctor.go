@@ -54,7 +54,11 @@ as an error. Exit status 1 when it finds an error (or, with --strict, a warning)
 			if held != nil {
 				beyond = held.Violations
 			}
-			rep := policy.Doctor(f.Config, regs)
+			_, built, err := builtTools()
+			if err != nil {
+				return err
+			}
+			rep := policy.Doctor(f.Config, regs, built)
 			warnings := 0
 			for _, fd := range rep.Findings {
 				if fd.Severity == policy.SeverityWarning {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/tools"
 	"talon/internal/tools/core"
@@ -20,16 +22,20 @@ func newToolsCmd() *cobra.Command {
 	)
 	explain := &cobra.Command{
 		Use:   "explain",
-		Short: "Show every candidate tool: available, or removed by which layer and key, and the fix",
+		Short: "Show every candidate tool: available, removed by which layer and key, or not built in Talon",
 		Long: `Evaluates the tool policy for one run of one agent and prints a table of every
-candidate tool: available, or removed by which layer and which config key. Below it,
-the steps that applied and the likely mistakes, each with a one-line fix.
+candidate tool: available, removed by which layer and which config key, or "not built
+in Talon". Below it, the steps that applied and the likely mistakes, each with a
+one-line fix.
 
-The candidates are OpenClaw's tool catalog (§1.3 of the tool-policy spec); TOKENS is
-what each core tool Talon implements costs in every model request (o200k_base), "-" for
-catalog tools Talon does not implement and for plugin tools. Declare
-plugin tools with --plugin-tool NAME=PLUGIN[,optional][,origin=...] (origin defaults
-to bundled, whose plugins are off until enabled).`,
+The candidates are OpenClaw's tool catalog (§1.3 of the tool-policy spec). A catalog
+tool Talon does not have is "not built in Talon" whatever the policy says: never
+available, and no fix adds it. Available tools are exactly those a model is offered.
+TOKENS is what each core tool costs in every model request (o200k_base), "-" for the
+others. This command loads no plugins: Talon's built tools are its core tools and
+memory-core's; declare other plugin tools with --plugin-tool
+NAME=PLUGIN[,optional][,origin=...] (origin defaults to bundled, whose plugins are
+off until enabled).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (agent == "") == (sessionKey == "") {
@@ -62,10 +68,12 @@ to bundled, whose plugins are off until enabled).`,
 			if cmd.Flags().Changed("sandboxed") {
 				ctx.Sandboxed = &sandboxed
 			}
-			x := policy.Explain(f.Config, ctx, policy.CandidateTools(f.Config))
-			if err := priceTools(&x); err != nil {
+			reg, built, err := builtTools()
+			if err != nil {
 				return err
 			}
+			x := policy.Explain(f.Config, ctx, policy.CandidateTools(f.Config), policy.Inventory{Built: built})
+			tools.PriceExplanation(&x, reg)
 			return printReport(cmd.OutOrStdout(), asJSON, &x)
 		},
 	}
@@ -85,13 +93,18 @@ to bundled, whose plugins are off until enabled).`,
 	return cmd
 }
 
-// priceTools fills in the token cost of every tool Talon implements; the
-// catalog tools it does not implement stay unpriced ("-").
-func priceTools(x *policy.Explanation) error {
+// builtTools is what this binary has of OpenClaw's catalog, offline: the
+// core registry (which also prices the explanation), and memory-core's
+// tools when that plugin is compiled in. Other plugin tools are what
+// --plugin-tool declares.
+func builtTools() (*tools.Registry, []string, error) {
 	reg, err := core.Registry()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	tools.PriceExplanation(x, reg)
-	return nil
+	built := reg.Names()
+	if slices.ContainsFunc(plugin.Modules(), func(m plugin.Module) bool { return m.ID == policy.MemoryPlugin }) {
+		built = append(built, policy.MemoryTools...)
+	}
+	return reg, built, nil
 }

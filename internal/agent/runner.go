@@ -552,6 +552,18 @@ func (r *Runner) candidates(pt *plugin.RunTools) []policy.Tool {
 	return append(out, pt.Candidates...)
 }
 
+// Built names the candidate tools a run has, as tools.explain counts
+// them built: the registry's and the memory slot's of pt. The rest of
+// OpenClaw's catalog is not built in Talon.
+func (r *Runner) Built(pt *plugin.RunTools) []string {
+	c := r.candidates(pt)
+	out := make([]string, len(c))
+	for i, t := range c {
+		out[i] = t.Name
+	}
+	return out
+}
+
 // pluginTools are the plugin tools of a run; a plugin that failed to load
 // is logged and its tools are absent (tools.explain and talon plugins list
 // say why).

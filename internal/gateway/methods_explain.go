@@ -76,7 +76,8 @@ func toolsExplain(s *Server, c *call) (any, error) {
 	}
 	live := c.rt.runner.Plugins.Tools(c.ctx, c.pluginRun(id))
 	ctx.Plugins = append(live.Registrations, ctx.Plugins...)
-	x := policy.Explain(cfg, ctx, policy.CandidateTools(cfg))
+	inv := policy.Inventory{Built: c.rt.runner.Built(live)}
+	x := policy.Explain(cfg, ctx, policy.CandidateTools(cfg), inv)
 	tools.PriceExplanation(&x, s.tools)
 	return &toolsExplainResult{Explanation: &x, Plugins: live.Plugins}, nil
 }

@@ -131,7 +131,10 @@ func TestExplainMethods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := policy.Explain(cfg, tc.ctx, policy.CandidateTools(cfg))
+			// Built: the core registry and memory-core's tools (the
+			// memory slot's default); a declared plugin tool is built.
+			built := append(ts.srv.tools.Names(), policy.MemoryTools...)
+			want := policy.Explain(cfg, tc.ctx, policy.CandidateTools(cfg), policy.Inventory{Built: built})
 			tools.PriceExplanation(&want, ts.srv.tools)
 			wantJSON, _ := json.Marshal(&want)
 			// The answer is the explanation plus the agent's plugins.
@@ -173,8 +176,13 @@ func TestExplainMethods(t *testing.T) {
 				}
 			}
 			for _, n := range tc.removed {
-				if r, ok := rows[n]; !ok || r.Available || r.Removal == nil {
+				if r, ok := rows[n]; !ok || r.Available || r.Removal == nil || r.Reason == "" {
 					t.Errorf("%s: row %+v, want removed with a reason", n, r)
+				}
+			}
+			for _, n := range []string{"canvas", "message", "sessions_yield"} {
+				if r := rows[n]; r.Available || r.State != policy.StateNotBuilt || r.Reason != policy.ReasonNotBuilt || r.Fix != "" {
+					t.Errorf("%s: row %+v, want not built in Talon, without a fix", n, r)
 				}
 			}
 			if rows["read"].Tokens == 0 {

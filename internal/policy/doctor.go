@@ -28,9 +28,11 @@ func (d *DoctorReport) Errors() int {
 
 // Doctor explains every agent in the config (main when there is none) for
 // its main session and, under sandbox mode non-main, a sandboxed session,
-// once with no model provider and once per byProvider key. Findings are
-// de-duplicated and carry the agent they were found for.
-func Doctor(cfg *config.Config, plugins []Registration) DoctorReport {
+// once with no model provider and once per byProvider key. plugins are
+// the plugin tools every agent's runs register, built the names of the
+// candidate tools Talon has (Inventory.Built). Findings are de-duplicated
+// and carry the agent they were found for.
+func Doctor(cfg *config.Config, plugins []Registration, built []string) DoctorReport {
 	ids := []string{}
 	for _, a := range cfg.Agents.List {
 		if id := NormalizeAgentID(a.ID); !slices.Contains(ids, id) {
@@ -70,7 +72,7 @@ func Doctor(cfg *config.Config, plugins []Registration) DoctorReport {
 					SessionKey: key, AgentID: id, SenderIsOwner: true,
 					ModelProvider: m[0], ModelID: m[1], Plugins: plugins,
 				}
-				x := Explain(cfg, ctx, candidates)
+				x := Explain(cfg, ctx, candidates, Inventory{Built: built})
 				rep.Runs = append(rep.Runs, x)
 				add(id, x.Findings)
 			}

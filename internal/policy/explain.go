@@ -30,6 +30,7 @@ const (
 	CodePathsOnly         = "sandbox-paths-only"
 	CodeUnknownTool       = "unknown-tool"
 	CodeProviderKeyClash  = "byprovider-key-clash"
+	CodeNotBuilt          = "tool-not-built"
 )
 
 // Finding is a likely mistake with the one-line fix.
@@ -43,14 +44,37 @@ type Finding struct {
 	Fix      string   `json:"fix"`
 }
 
+// Tool states: what a row of an explanation says about a tool.
+const (
+	// StateAvailable: the policy allows the tool and Talon has it.
+	StateAvailable = "available"
+	// StateRemoved: Talon has the tool and the policy removes it.
+	StateRemoved = "removed"
+	// StateNotBuilt: Talon does not have the tool, whatever the policy
+	// says of it.
+	StateNotBuilt = "not-built"
+)
+
+// ReasonNotBuilt is the reason of a row in StateNotBuilt.
+const ReasonNotBuilt = "not built in Talon"
+
 // ToolRow is one candidate tool's outcome.
 type ToolRow struct {
-	Name      string   `json:"name"`
-	Plugin    string   `json:"plugin,omitempty"`
-	Available bool     `json:"available"`
-	Removal   *Removal `json:"removal,omitempty"`
+	Name   string `json:"name"`
+	Plugin string `json:"plugin,omitempty"`
+	// Available is true only for a tool the policy allows and Talon has:
+	// the model is offered exactly the available rows.
+	Available bool   `json:"available"`
+	State     string `json:"state"`
+	// Reason says why a row is not available.
+	Reason string `json:"reason,omitempty"`
+	// Removal is what removed the tool: for a tool Talon has, in the run
+	// Talon makes; for one it does not have, in OpenClaw's policy over its
+	// catalog (nil when that policy allows it).
+	Removal *Removal `json:"removal,omitempty"`
 	// Fix is the one-line change that would keep a removed tool, or what
-	// it depends on when no config key can ("none in config: …").
+	// it depends on when no config key can ("none in config: …"). A tool
+	// Talon does not have gets none.
 	Fix string `json:"fix,omitempty"`
 	// Tokens is what the tool's definition costs in a model request, when
 	// the caller knows its schema (Talon implements it); 0 otherwise.
@@ -69,9 +93,22 @@ type Explanation struct {
 	WorkspaceAccess string          `json:"workspace_access,omitempty"`
 	Subagent        *SubagentReport `json:"subagent,omitempty"`
 	Tools           []ToolRow       `json:"tools"`
-	Steps           []StepReport    `json:"steps"`
-	Warnings        []string        `json:"warnings"`
-	Findings        []Finding       `json:"findings"`
+	// Counts sums up Tools.
+	Counts   Counts       `json:"counts"`
+	Steps    []StepReport `json:"steps"`
+	Warnings []string     `json:"warnings"`
+	Findings []Finding    `json:"findings"`
+}
+
+// Counts sums up the rows of an explanation.
+type Counts struct {
+	Tools     int `json:"tools"`
+	Available int `json:"available"`
+	Removed   int `json:"removed"`
+	// NotBuilt counts the rows Talon does not have; AllowedNotBuilt those
+	// of them that OpenClaw's policy allows.
+	NotBuilt        int `json:"not_built"`
+	AllowedNotBuilt int `json:"allowed_not_built"`
 }
 
 // Available returns the names of the tools the run keeps.
@@ -85,59 +122,161 @@ func (x *Explanation) Available() []string {
 	return out
 }
 
-// Explain evaluates one run and turns the result into rows and findings.
-// Plugin registrations in ctx appear as rows too.
-func Explain(cfg *config.Config, ctx Context, candidates []Tool) Explanation {
-	r := Evaluate(cfg, ctx, candidates)
+// Inventory is what Talon has, kept apart from what the policy allows:
+// OpenClaw's policy decides over its whole catalog (the conformance
+// vectors' tools_out), while a model is offered only tools Talon has built.
+type Inventory struct {
+	// Built names the candidate tools Talon has for the run: its core
+	// registry and the memory slot's tools. A registration in
+	// Context.Plugins is built: a plugin registered it for the run (or,
+	// offline, the caller declared it).
+	Built []string
+	// Elsewhere are plugin tools registered for other agents of the
+	// config (api-tools files of their workspaces): they make a name an
+	// allow list holds known, never available to this run.
+	Elsewhere []Registration
+}
+
+// built splits candidates into the tools Talon has and the rest.
+func (inv *Inventory) built(candidates []Tool) (have []Tool, missing map[string]bool) {
+	missing = map[string]bool{}
+	for _, t := range candidates {
+		if slices.Contains(inv.Built, t.Name) {
+			have = append(have, t)
+		} else {
+			missing[t.Name] = true
+		}
+	}
+	return have, missing
+}
+
+// Explain evaluates one run twice: OpenClaw's policy over candidates (its
+// catalog), and the run Talon makes, over the candidates it has built,
+// which is the run's real tool list (an allow list naming only tools
+// Talon lacks is ignored there, as OpenClaw ignores one naming tools its
+// runtime lacks). Rows of tools Talon has come from the run, the others
+// from the policy; steps and findings describe the run, warnings are
+// what OpenClaw logs for the policy. Plugin registrations in ctx appear
+// as rows too.
+func Explain(cfg *config.Config, ctx Context, candidates []Tool, inv Inventory) Explanation {
+	eng := New(cfg)
+	have, missing := inv.built(candidates)
+	allowed := eng.Evaluate(ctx, candidates)
+	r := eng.Evaluate(ctx, have)
 	x := Explanation{
 		Agent: r.AgentID, SessionKey: ctx.SessionKey, Owner: ctx.SenderIsOwner,
 		ModelProvider: ctx.ModelProvider, ModelID: ctx.ModelID,
 		Sandboxed: r.Sandboxed, SandboxMode: r.SandboxMode, WorkspaceAccess: r.WorkspaceAccess,
-		Subagent: r.Subagent, Steps: r.Steps, Warnings: r.Warnings,
+		Subagent: r.Subagent, Steps: r.Steps, Warnings: allowed.Warnings,
 	}
 	if x.Warnings == nil {
 		x.Warnings = []string{}
 	}
-	// A plugin registration is traced at the plugin stage when it is
-	// dropped there, and like any candidate when a later stage removes it;
-	// names are unique past the plugin stage, so matching by name is exact.
-	pipeline := map[string]*Removal{}
-	registry := map[string]*Removal{}
+	a, idx := agentEntry(cfg, r.AgentID)
+	run, catalog := removals(&r), removals(&allowed)
+	for _, t := range candidates {
+		if missing[t.Name] {
+			x.Tools = append(x.Tools, ToolRow{
+				Name: t.Name, Plugin: t.Plugin, State: StateNotBuilt, Reason: ReasonNotBuilt,
+				Removal: catalog.pipeline[t.Name],
+			})
+			continue
+		}
+		x.Tools = append(x.Tools, run.row(cfg, t, nil, idx))
+	}
+	for _, reg := range ctx.Plugins {
+		x.Tools = append(x.Tools, run.row(cfg, Tool{Name: reg.Name, Plugin: reg.Plugin}, run.registry[reg.Name], idx))
+	}
+	x.Counts = count(x.Tools)
+	// A name a plugin registers for the run names a tool the run has,
+	// even where OpenClaw's catalog tool of that name is not built.
+	for _, reg := range ctx.Plugins {
+		delete(missing, reg.Name)
+	}
+	lists := namingLists(cfg, a, idx)
+	x.Findings = append(x.Findings, runFindings(cfg, &r, lists, idx, missing)...)
+	x.Findings = append(x.Findings, notBuiltFindings(x.Tools, lists, missing)...)
+	x.Findings = append(x.Findings, ConfigFindings(cfg, append(slices.Clip(ctx.Plugins), inv.Elsewhere...))...)
+	if x.Findings == nil {
+		x.Findings = []Finding{}
+	}
+	return x
+}
+
+// traced indexes a result's removals by tool. A plugin registration is
+// traced at the plugin stage when it is dropped there, and like any
+// candidate when a later stage removes it; names are unique past the
+// plugin stage, so matching by name is exact.
+type traced struct {
+	pipeline, registry map[string]*Removal
+}
+
+func removals(r *Result) traced {
+	t := traced{pipeline: map[string]*Removal{}, registry: map[string]*Removal{}}
 	for i := range r.Removed {
-		m := pipeline
+		m := t.pipeline
 		if r.Removed[i].Stage == StagePlugin {
-			m = registry
+			m = t.registry
 		}
 		if _, seen := m[r.Removed[i].Tool]; !seen {
 			m[r.Removed[i].Tool] = &r.Removed[i]
 		}
 	}
-	row := func(t Tool, dropped *Removal) ToolRow {
-		tr := ToolRow{Name: t.Name, Plugin: t.Plugin, Removal: dropped}
-		if tr.Removal == nil {
-			tr.Removal = pipeline[t.Name]
+	return t
+}
+
+// row is the row of a tool Talon has; dropped is its plugin-stage
+// removal, if any.
+func (tr traced) row(cfg *config.Config, t Tool, dropped *Removal, idx int) ToolRow {
+	row := ToolRow{Name: t.Name, Plugin: t.Plugin, Removal: dropped, State: StateAvailable}
+	if row.Removal == nil {
+		row.Removal = tr.pipeline[t.Name]
+	}
+	if rm := row.Removal; rm != nil {
+		row.State, row.Reason, row.Fix = StateRemoved, "removed by "+describeRemoval(*rm), rowFix(cfg, *rm, idx)
+	}
+	row.Available = row.State == StateAvailable
+	return row
+}
+
+func count(rows []ToolRow) Counts {
+	c := Counts{Tools: len(rows)}
+	for _, r := range rows {
+		switch r.State {
+		case StateAvailable:
+			c.Available++
+		case StateRemoved:
+			c.Removed++
+		case StateNotBuilt:
+			c.NotBuilt++
+			if r.Removal == nil {
+				c.AllowedNotBuilt++
+			}
 		}
-		tr.Available = tr.Removal == nil
-		return tr
 	}
-	for _, t := range candidates {
-		x.Tools = append(x.Tools, row(t, nil))
-	}
-	for _, reg := range ctx.Plugins {
-		x.Tools = append(x.Tools, row(Tool{Name: reg.Name, Plugin: reg.Plugin}, registry[reg.Name]))
-	}
-	a, idx := agentEntry(cfg, r.AgentID)
-	for i := range x.Tools {
-		if rm := x.Tools[i].Removal; rm != nil {
-			x.Tools[i].Fix = rowFix(cfg, *rm, idx)
+	return c
+}
+
+// notBuiltFindings name the tools an allow list asks for that the run
+// does not have (missing): no config change makes them available, so
+// they get no fix that adds them anywhere.
+func notBuiltFindings(rows []ToolRow, lists []namedList, missing map[string]bool) []Finding {
+	var out []Finding
+	for _, r := range rows {
+		if r.State != StateNotBuilt || !missing[r.Name] {
+			continue
 		}
+		by, named := namedBy(lists, r.Name)
+		if !named {
+			continue
+		}
+		out = append(out, Finding{
+			Severity: SeverityWarning, Code: CodeNotBuilt, Key: by,
+			Message: fmt.Sprintf("%q is named in %s, but it is %s: OpenClaw's policy may allow it, no model is offered it", r.Name, by, ReasonNotBuilt),
+			Fix:     fmt.Sprintf("none in config: Talon does not have %q (keep the entry for OpenClaw, or remove it from %s)", r.Name, by),
+		})
 	}
-	x.Findings = append(x.Findings, runFindings(cfg, &ctx, &r, a, idx)...)
-	x.Findings = append(x.Findings, ConfigFindings(cfg, ctx.Plugins)...)
-	if x.Findings == nil {
-		x.Findings = []Finding{}
-	}
-	return x
+	return out
 }
 
 // namedList is an allow or alsoAllow list and its key.
@@ -168,9 +307,11 @@ func namedBy(lists []namedList, tool string) (string, bool) {
 	return "", false
 }
 
-func runFindings(cfg *config.Config, ctx *Context, r *Result, a *config.Agent, idx int) []Finding {
+// runFindings are the mistakes of the run Talon makes; missing are the
+// candidates it does not have, which the findings of ignored allow lists
+// name.
+func runFindings(cfg *config.Config, r *Result, lists []namedList, idx int, missing map[string]bool) []Finding {
 	var out []Finding
-	lists := namingLists(cfg, a, idx)
 	for _, rm := range r.Removed {
 		if rm.Stage == StagePlugin {
 			out = append(out, pluginFinding(rm, idx)...)
@@ -191,7 +332,7 @@ func runFindings(cfg *config.Config, ctx *Context, r *Result, a *config.Agent, i
 		out = append(out, f)
 	}
 	for _, ig := range r.Ignored {
-		out = append(out, ignoredFinding(ig))
+		out = append(out, ignoredFinding(ig, missing))
 	}
 	return out
 }
@@ -302,9 +443,15 @@ func pluginEnableFix(rm Removal) string {
 	return fmt.Sprintf("set %s: true", rm.Key)
 }
 
-func ignoredFinding(ig IgnoredAllowlist) Finding {
+func ignoredFinding(ig IgnoredAllowlist, missing map[string]bool) Finding {
 	f := Finding{Severity: SeverityError, Code: CodeAllowlistIgnored, Key: ig.Key}
 	entries := quoteList(ig.Entries)
+	var lacking []string
+	for _, e := range ig.Entries {
+		if missing[Normalize(e)] {
+			lacking = append(lacking, e)
+		}
+	}
 	also := strings.TrimSuffix(strings.TrimSuffix(ig.Key, ".allow"), ".alsoAllow") + ".alsoAllow"
 	switch ig.Why {
 	case WhyPluginOnly:
@@ -322,6 +469,18 @@ func ignoredFinding(ig IgnoredAllowlist) Finding {
 	default:
 		f.Message = fmt.Sprintf("%s names no available core tool %s, so %s ignores it", ig.Key, entries, ig.Step)
 		f.Fix = fmt.Sprintf("name the core tools you want in %s and move plugin tools to %s", ig.Key, also)
+	}
+	// No fix may point at tools no config can make available.
+	switch {
+	case len(lacking) == 0:
+	case len(lacking) == len(ig.Entries):
+		f.Message = fmt.Sprintf("%s names only tools that are %s %s, so %s ignores it and every core tool stays", ig.Key, ReasonNotBuilt, entries, ig.Step)
+		f.Fix = fmt.Sprintf("name in %s the tools you want among those Talon has", ig.Key)
+	default:
+		f.Message += fmt.Sprintf(" (%s: %s)", ReasonNotBuilt, quoteList(lacking))
+		if ig.Why == WhyUnavailableCore {
+			f.Fix = fmt.Sprintf("name in %s the tools you want among those Talon has", ig.Key)
+		}
 	}
 	return f
 }

@@ -26,19 +26,10 @@ func (x *Explanation) Text() string {
 	if x.Subagent != nil {
 		fmt.Fprintf(&b, "subagent: depth %d, role %s\n", x.Subagent.Depth, x.Subagent.Role)
 	}
-	avail, tokens, priced := 0, 0, 0
-	for _, t := range x.Tools {
-		if t.Available {
-			avail++
-			if t.Tokens > 0 {
-				tokens += t.Tokens
-				priced++
-			}
-		}
-	}
-	fmt.Fprintf(&b, "\n%d of %d tools available", avail, len(x.Tools))
-	if priced > 0 {
-		fmt.Fprintf(&b, "; the %d of them Talon implements cost %d tokens of tool definitions per model call", priced, tokens)
+	b.WriteString("\n")
+	b.WriteString(x.Counts.Summary())
+	if tokens, priced := x.price(); priced > 0 {
+		fmt.Fprintf(&b, "; the %d core tools among them cost %d tokens of tool definitions per model call", priced, tokens)
 	}
 	b.WriteString("\n\n")
 
@@ -54,10 +45,10 @@ func (x *Explanation) Text() string {
 			cost = fmt.Sprint(t.Tokens)
 		}
 		switch {
-		case t.Available:
+		case t.State == StateAvailable:
 			fmt.Fprintf(tw, "%s\tavailable\t%s\t\t\t\n", name, cost)
-		case t.Removal == nil:
-			fmt.Fprintf(tw, "%s\tnot built\t%s\t\t\t\n", name, cost)
+		case t.State == StateNotBuilt || t.Removal == nil:
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\n", name, ReasonNotBuilt, cost)
 		default:
 			rm := t.Removal
 			key := rm.Key
@@ -96,6 +87,27 @@ func (x *Explanation) Text() string {
 	}
 	writeFindings(&b, x.Findings)
 	return b.String()
+}
+
+// Summary is the count line of an explanation: what the model is
+// offered, and what the policy allows that Talon does not have.
+func (c Counts) Summary() string {
+	s := fmt.Sprintf("%d of %d tools available", c.Available, c.Tools)
+	if c.AllowedNotBuilt > 0 {
+		s += fmt.Sprintf("; %d more the policy allows are %s", c.AllowedNotBuilt, ReasonNotBuilt)
+	}
+	return s
+}
+
+// price sums what the available tools Talon prices cost per model call.
+func (x *Explanation) price() (tokens, priced int) {
+	for _, t := range x.Tools {
+		if t.Available && t.Tokens > 0 {
+			tokens += t.Tokens
+			priced++
+		}
+	}
+	return tokens, priced
 }
 
 // FindingsText renders findings as the doctor prints them.

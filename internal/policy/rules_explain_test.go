@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestRulesExplainFindings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			x := Explain(mustConfig(t, c.cfg), c.ctx, stdTools())
+			x := Explain(mustConfig(t, c.cfg), c.ctx, stdTools(), allBuilt)
 			f, ok := findFinding(x.Findings, c.code, c.key)
 			if !ok {
 				t.Fatalf("no %s finding for %s; findings: %+v", c.code, c.key, x.Findings)
@@ -136,7 +137,7 @@ func TestRulesExplainNoFalseFindings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			x := Explain(mustConfig(t, c.cfg), ownerMain, stdTools())
+			x := Explain(mustConfig(t, c.cfg), ownerMain, stdTools(), allBuilt)
 			if len(x.Findings) != 0 {
 				t.Errorf("findings: %+v", x.Findings)
 			}
@@ -150,7 +151,7 @@ func TestRulesExplainRows(t *testing.T) {
 	cfg := mustConfig(t, `{"tools":{"deny":["browser"]}}`)
 	ctx := ownerMain
 	ctx.Plugins = []Registration{{Plugin: "lobster", Name: "lobster"}, {Plugin: "multi", Name: "message"}}
-	x := Explain(cfg, ctx, stdTools())
+	x := Explain(cfg, ctx, stdTools(), allBuilt)
 	r := Evaluate(cfg, ctx, stdTools())
 	if diff := cmp.Diff(r.Names(), x.Available()); diff != "" {
 		t.Errorf("Available() differs from Evaluate (-evaluate +explain):\n%s", diff)
@@ -197,7 +198,7 @@ func TestRulesDoctor(t *testing.T) {
 				{"id":"main","default":true},
 				{"id":"family","tools":{"allow":["read","sessions_list","session_status"],"deny":["exec"]}}]},
 			"channels":{"whatsapp":{"groups":{"*":{"tools":{"deny":["exec"]}}}}}}`)
-		rep := Doctor(cfg, nil)
+		rep := Doctor(cfg, nil, specSTD)
 		if n := rep.Errors(); n != 0 {
 			t.Errorf("Errors() = %d, want 0:\n%s", n, FindingsText(rep.Findings))
 		}
@@ -207,7 +208,7 @@ func TestRulesDoctor(t *testing.T) {
 	})
 	t.Run("broken config has errors", func(t *testing.T) {
 		cfg := mustConfig(t, `{"tools":{"allow":["memory_search"],"byProvider":{"OpenAI":{},"openai":{}}}}`)
-		rep := Doctor(cfg, nil)
+		rep := Doctor(cfg, nil, specSTD)
 		if rep.Errors() < 2 {
 			t.Errorf("Errors() = %d, want at least 2:\n%s", rep.Errors(), FindingsText(rep.Findings))
 		}
@@ -292,7 +293,7 @@ func TestRulesExplainRowFix(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			x := Explain(mustConfig(t, c.cfg), c.ctx, stdTools())
+			x := Explain(mustConfig(t, c.cfg), c.ctx, stdTools(), allBuilt)
 			for _, r := range x.Tools {
 				if r.Available && r.Fix != "" {
 					t.Errorf("%s is available but has fix %q", r.Name, r.Fix)
@@ -309,6 +310,145 @@ func TestRulesExplainRowFix(t *testing.T) {
 				for _, want := range c.fixHas {
 					if !strings.Contains(r.Fix, want) {
 						t.Errorf("fix %q lacks %q", r.Fix, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// talonBuilt is an inventory like Talon's today: its core registry and
+// memory-core's tools, not the rest of OpenClaw's catalog.
+var talonBuilt = Inventory{Built: []string{
+	"read", "edit", "write", "apply_patch", "exec", "process", "sessions_list", "sessions_history",
+	"sessions_send", "sessions_spawn", "session_status", "web_fetch", "image", "memory_search", "memory_get",
+}}
+
+// The state of each row keeps "the policy allows it" apart from "Talon
+// has it": a tool Talon has not built is never available, never counted
+// as available, and no fix suggests adding it; the available rows are
+// exactly what a run over the built tools offers the model, while
+// Evaluate over the whole catalog (OpenClaw's tools_out) is unchanged.
+func TestRulesExplainNotBuilt(t *testing.T) {
+	notBuilt := []string{"whatsapp_login", "browser", "canvas", "nodes", "cron", "message", "tts", "gateway",
+		"agents_list", "sessions_yield", "subagents", "web_search", "pdf"}
+	cases := []struct {
+		name   string
+		cfg    string
+		ctx    Context
+		counts Counts
+		// states of a few rows; removed says the row carries a policy removal.
+		states  map[string]string
+		removed []string
+		// codes must be among the findings, absent must not.
+		codes, absent []string
+	}{
+		{"empty config, owner", `{}`, ownerMain,
+			Counts{Tools: 28, Available: 14, Removed: 1, NotBuilt: 13, AllowedNotBuilt: 13},
+			map[string]string{"read": StateAvailable, "apply_patch": StateRemoved, "browser": StateNotBuilt, "memory_get": StateAvailable},
+			[]string{"apply_patch"}, nil, []string{CodeNotBuilt}},
+		{"not an owner: the policy removes owner-only tools too", `{}`, Context{SessionKey: "agent:main:main"},
+			Counts{Tools: 28, Available: 14, Removed: 1, NotBuilt: 13, AllowedNotBuilt: 9},
+			map[string]string{"cron": StateNotBuilt, "exec": StateAvailable},
+			[]string{"cron", "nodes", "gateway", "whatsapp_login"}, nil, nil},
+		// OpenClaw keeps only browser; Talon's run has no browser, so
+		// the allow list names only tools it lacks and is ignored (§4.7).
+		{"allow list of a tool Talon lacks", `{"tools":{"allow":["browser"]}}`, ownerMain,
+			Counts{Tools: 28, Available: 14, Removed: 1, NotBuilt: 13, AllowedNotBuilt: 1},
+			map[string]string{"browser": StateNotBuilt, "read": StateAvailable},
+			[]string{"canvas", "message"}, []string{CodeNotBuilt, CodeAllowlistIgnored}, nil},
+		{"named tool Talon lacks, removed by the sandbox too", `{"tools":{"alsoAllow":["browser","web_fetch"]},"agents":{"defaults":{"sandbox":{"mode":"all"}}}}`, ownerMain,
+			Counts{Tools: 28, Available: 11, Removed: 4, NotBuilt: 13, AllowedNotBuilt: 2},
+			map[string]string{"browser": StateNotBuilt, "web_fetch": StateRemoved, "subagents": StateNotBuilt},
+			[]string{"browser", "web_fetch"}, []string{CodeNotBuilt, CodeNamedToolRemoved}, nil},
+		// OpenClaw's native message wins the name over a plugin's (§9.3);
+		// Talon has no native message, so the plugin's is offered, and
+		// naming it asks for a tool the run has.
+		{"plugin tool named like a native tool Talon lacks", `{"tools":{"alsoAllow":["message"]}}`,
+			func() Context {
+				c := ownerMain
+				c.Plugins = []Registration{{Plugin: "multi", Name: "message"}}
+				return c
+			}(),
+			Counts{Tools: 29, Available: 15, Removed: 1, NotBuilt: 13, AllowedNotBuilt: 13},
+			map[string]string{"message": StateNotBuilt}, nil, nil, []string{CodeNotBuilt}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := mustConfig(t, c.cfg)
+			x := Explain(cfg, c.ctx, stdTools(), talonBuilt)
+			if diff := cmp.Diff(c.counts, x.Counts); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+			var have []Tool
+			for _, tool := range stdTools() {
+				if slices.Contains(talonBuilt.Built, tool.Name) {
+					have = append(have, tool)
+				}
+			}
+			run := Evaluate(cfg, c.ctx, have)
+			if diff := cmp.Diff(run.Names(), x.Available()); diff != "" {
+				t.Errorf("available rows differ from the run over the built tools (-run +explain):\n%s", diff)
+			}
+			rows := map[string]ToolRow{}
+			for _, r := range x.Tools {
+				if _, seen := rows[r.Name]; !seen {
+					rows[r.Name] = r
+				}
+				switch {
+				case r.State == StateNotBuilt && (r.Available || r.Reason != ReasonNotBuilt || r.Fix != ""):
+					t.Errorf("not-built row %+v: want unavailable, reason %q, no fix", r, ReasonNotBuilt)
+				case r.State == StateNotBuilt && !slices.Contains(notBuilt, r.Name):
+					t.Errorf("%s is built but its row says not-built", r.Name)
+				case r.State != StateNotBuilt && slices.Contains(notBuilt, r.Name) && r.Plugin == "":
+					t.Errorf("%s is not built but its row says %s", r.Name, r.State)
+				case r.Available != (r.State == StateAvailable):
+					t.Errorf("row %+v: available and state disagree", r)
+				}
+				if rm := r.Removal; rm != nil && r.State == StateAvailable {
+					t.Errorf("available row %s has a removal %+v", r.Name, rm)
+				}
+			}
+			for n, want := range c.states {
+				if got := rows[n].State; got != want {
+					t.Errorf("%s: state %q, want %q", n, got, want)
+				}
+			}
+			for _, n := range c.removed {
+				if rows[n].Removal == nil {
+					t.Errorf("%s: no removal in row %+v", n, rows[n])
+				}
+			}
+			for _, code := range c.codes {
+				if _, ok := findFinding(x.Findings, code, ""); !ok {
+					t.Errorf("no %s finding in %+v", code, x.Findings)
+				}
+			}
+			for _, code := range c.absent {
+				if f, ok := findFinding(x.Findings, code, ""); ok {
+					t.Errorf("unexpected finding %+v", f)
+				}
+			}
+			for _, f := range x.Findings {
+				if f.Code == CodeNamedToolRemoved && slices.Contains(notBuilt, strings.Trim(strings.Fields(f.Message)[0], `"`)) {
+					t.Errorf("named-tool-removed finding about a tool Talon lacks: %+v", f)
+				}
+			}
+			// No fix adds a tool Talon lacks.
+			fixes := []string{}
+			for _, r := range x.Tools {
+				fixes = append(fixes, r.Fix)
+			}
+			for _, f := range x.Findings {
+				fixes = append(fixes, f.Fix)
+			}
+			for _, fix := range fixes {
+				if !strings.HasPrefix(fix, "add ") {
+					continue
+				}
+				for _, n := range notBuilt {
+					if strings.Contains(fix, `"`+n+`"`) {
+						t.Errorf("fix %q suggests %s, which Talon has not built", fix, n)
 					}
 				}
 			}

@@ -47,6 +47,10 @@ func stdTools() []Tool {
 	return out
 }
 
+// allBuilt is an inventory with every specSTD tool built: the policy's own
+// view, where the available rows are Evaluate's tool list.
+var allBuilt = Inventory{Built: specSTD}
+
 // coreTools builds plugin-less candidates.
 func coreTools(names ...string) []Tool {
 	out := make([]Tool, len(names))
