@@ -76,10 +76,27 @@ func toolsExplain(s *Server, c *call) (any, error) {
 	}
 	live := c.rt.runner.Plugins.Tools(c.ctx, c.pluginRun(id))
 	ctx.Plugins = append(live.Registrations, ctx.Plugins...)
-	inv := policy.Inventory{Built: c.rt.runner.Built(live)}
+	inv := policy.Inventory{Built: c.rt.runner.Built(live), Elsewhere: c.otherAgentsTools(cfg, id)}
 	x := policy.Explain(cfg, ctx, policy.CandidateTools(cfg), inv)
 	tools.PriceExplanation(&x, s.tools)
 	return &toolsExplainResult{Explanation: &x, Plugins: live.Plugins}, nil
+}
+
+// otherAgentsTools are the plugin tools the runs of the config's other
+// agents register (the api-tools files of their workspaces): an allow
+// list naming one of them names a tool that exists, though not for id.
+func (c *call) otherAgentsTools(cfg *config.Config, id string) []policy.Registration {
+	var out []policy.Registration
+	seen := map[string]bool{id: true}
+	for _, a := range cfg.Agents.List {
+		other := policy.NormalizeAgentID(a.ID)
+		if seen[other] {
+			continue
+		}
+		seen[other] = true
+		out = append(out, c.rt.runner.Plugins.Tools(c.ctx, c.pluginRun(other)).Registrations...)
+	}
+	return out
 }
 
 // toolsExplainResult is the policy's explanation and the plugins that

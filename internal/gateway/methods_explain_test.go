@@ -222,3 +222,87 @@ func TestExplainMethods(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainMatchesRun: for every agent, the rows tools.explain calls
+// available are, in order, the tools a real run offers the model (the
+// inspect model answers "/tools" with their names), and a plugin tool
+// of another agent's workspace is neither available to this agent nor
+// flagged as a tool nothing provides.
+func TestExplainMatchesRun(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{
+  "gateway": {"auth": {"token": "`+wsToken+`"}},
+  "plugins": {"entries": {"api-tools": {"enabled": true}}},
+  "agents": {"defaults": {"model": "inspect"}, "list": [
+    {"id": "main", "default": true},
+    {"id": "coder", "workspace": "ws-coder", "tools": {"deny": ["web_fetch"]}},
+    {"id": "social", "workspace": "ws-social", "tools": {"alsoAllow": ["publish_linkedin", "browser"]}}
+  ]}
+}`))
+	writeFile(t, filepath.Join(dir, "ws-social", "api-tools", "publish_linkedin.yaml"), []byte(`name: publish_linkedin
+description: Publish a post
+parameters:
+  text:
+    type: string
+    description: The post
+    required: true
+request:
+  method: POST
+  url: "https://api.example.com/posts"
+allowed_hosts: [api.example.com]
+`))
+	ts := startServer(t, dir, nil)
+	c := dialWS(t, "ws"+strings.TrimPrefix(ts.url, "http"))
+	for _, tc := range []struct {
+		agent, model string
+		has, lacks   []string
+	}{
+		{"main", "openclaw", []string{"read", "web_fetch", "memory_search"}, []string{"publish_linkedin", "browser"}},
+		{"coder", "openclaw/coder", []string{"exec"}, []string{"web_fetch", "publish_linkedin", "browser"}},
+		{"social", "openclaw/social", []string{"publish_linkedin", "web_fetch"}, []string{"browser"}},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			x := mustCall[policy.Explanation](t, c, "tools.explain", map[string]any{"agentId": tc.agent})
+			r := ts.post(map[string]string{"Authorization": "Bearer " + wsToken},
+				`{"model":"`+tc.model+`","messages":[{"role":"user","content":"/tools"}]}`)
+			if r.status != 200 {
+				t.Fatalf("chat: %d %s", r.status, r.body)
+			}
+			offered := strings.Split(r.content, "\n")
+			if diff := cmp.Diff(offered, x.Available()); diff != "" {
+				t.Errorf("available rows differ from the tools the model is offered (-offered +explain):\n%s", diff)
+			}
+			if x.Counts.Available != len(offered) || x.Counts.AllowedNotBuilt == 0 {
+				t.Errorf("counts = %+v, want %d available and some the policy allows but Talon lacks", x.Counts, len(offered))
+			}
+			for _, n := range tc.has {
+				if !slices.Contains(offered, n) {
+					t.Errorf("%s is not offered: %v", n, offered)
+				}
+			}
+			for _, n := range tc.lacks {
+				if slices.Contains(x.Available(), n) {
+					t.Errorf("%s is available to %s", n, tc.agent)
+				}
+			}
+			for _, f := range x.Findings {
+				if f.Code == policy.CodeUnknownTool && strings.Contains(f.Message, "publish_linkedin") {
+					t.Errorf("publish_linkedin, which social's api-tools provide, is flagged: %+v", f)
+				}
+			}
+			_, browserNamed := findCode(x.Findings, policy.CodeNotBuilt)
+			if browserNamed != (tc.agent == "social") {
+				t.Errorf("tool-not-built finding for browser: %v, want it for social only; findings %+v", browserNamed, x.Findings)
+			}
+		})
+	}
+}
+
+func findCode(fs []policy.Finding, code string) (policy.Finding, bool) {
+	for _, f := range fs {
+		if f.Code == code {
+			return f, true
+		}
+	}
+	return policy.Finding{}, false
+}
