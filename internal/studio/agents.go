@@ -326,9 +326,6 @@ type explained struct {
 	Plugins []plugin.Status `json:"plugins"`
 }
 
-// Available counts the tools kept.
-func (x *explained) Available() int { return len(x.Explanation.Available()) }
-
 func (s *Server) agentPage(q *req) { s.showAgent(q, http.StatusOK, "", nil) }
 
 // showAgent renders the agent's page, with an error or a list of what a
