@@ -92,13 +92,16 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 	if err != nil {
 		log.Error("platform start-up sync", "err", err)
 	}
+	changed := 0
 	for _, r := range res {
 		if r.Error != "" {
 			log.Error("platform start-up sync", "tenant", r.Tenant, "template", r.Slug, "err", r.Error)
 		} else if len(r.Summary) > 0 {
+			changed++
 			log.Info("platform start-up sync", "tenant", r.Tenant, "template", r.Slug, "changes", len(r.Summary))
 		}
 	}
+	log.Info("platform start-up sync done", "installations", len(res), "changed", changed)
 	return func() { rl.Close(); st.Close() }, nil
 }
 
