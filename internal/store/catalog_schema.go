@@ -44,4 +44,21 @@ CREATE TABLE installations (
 -- checks them.
 CREATE INDEX installations_by_slug ON installations (slug, tenant_id);
 `,
+	// 2: the files each installation's template shipped, so an update
+	// replaces exactly those and tells the employee's edits by hash. An
+	// installation from version 1 has none: the platform then proves
+	// ownership from the workspace (see platform.Sync).
+	`
+CREATE TABLE installation_files (
+	tenant_id TEXT    NOT NULL,
+	slug      TEXT    NOT NULL,
+	path      TEXT    NOT NULL CHECK (length(CAST(path AS BLOB)) BETWEEN 1 AND 1024
+		AND ('/' || path || '/') NOT GLOB '*//*' AND ('/' || path || '/') NOT GLOB '*/./*'
+		AND ('/' || path || '/') NOT GLOB '*/../*'),
+	sha256    TEXT    NOT NULL CHECK (length(sha256) = 64 AND sha256 NOT GLOB '*[^0-9a-f]*'),
+	exec      INTEGER NOT NULL CHECK (exec IN (0, 1)),
+	PRIMARY KEY (tenant_id, slug, path),
+	FOREIGN KEY (tenant_id, slug) REFERENCES installations (tenant_id, slug) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+`,
 }

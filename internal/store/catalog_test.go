@@ -2,10 +2,15 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/sqlitedb"
 	"talon/internal/store/catalog"
 	"talon/internal/store/catalog/catalogtest"
 )
@@ -35,6 +40,17 @@ func TestCatalogChecks(t *testing.T) {
 	if _, err := c.exec(ctx, `INSERT INTO library VALUES ('a', 'A', '', '', '', '', '[]', 1, '', '', 0)`); err != nil {
 		t.Fatal(err)
 	}
+	// Installation t1/c holds the files; t1/a stays free for the checks
+	// on installations.
+	for _, q := range []string{
+		`INSERT INTO library VALUES ('c', 'C', '', '', '', '', '[]', 1, '', '', 0)`,
+		`INSERT INTO installations VALUES ('t1', 'c', '', 0, 0, 'ok', '')`,
+		`INSERT INTO installation_files VALUES ('t1', 'c', 'skills/s/SKILL.md', '` + hex64 + `', 1)`,
+	} {
+		if _, err := c.exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	for _, c2 := range []struct{ name, sql string }{
 		{"upper-case slug", `INSERT INTO library VALUES ('A', 'A', '', '', '', '', '[]', 1, '', '', 0)`},
 		{"slug starting with _", `INSERT INTO library VALUES ('_a', 'A', '', '', '', '', '[]', 1, '', '', 0)`},
@@ -45,6 +61,14 @@ func TestCatalogChecks(t *testing.T) {
 		{"status unknown", `INSERT INTO installations VALUES ('t1', 'a', '', 0, 0, 'fine', '')`},
 		{"error without message", `INSERT INTO installations VALUES ('t1', 'a', '', 0, 0, 'error', '')`},
 		{"ok with message", `INSERT INTO installations VALUES ('t1', 'a', '', 0, 0, 'ok', 'x')`},
+		{"file of no installation", `INSERT INTO installation_files VALUES ('t1', 'a', 'x', '` + hex64 + `', 0)`},
+		{"absolute file path", `INSERT INTO installation_files VALUES ('t1', 'c', '/x', '` + hex64 + `', 0)`},
+		{"file path with ..", `INSERT INTO installation_files VALUES ('t1', 'c', 'a/../../x', '` + hex64 + `', 0)`},
+		{"file path with .", `INSERT INTO installation_files VALUES ('t1', 'c', './x', '` + hex64 + `', 0)`},
+		{"file path ending in /", `INSERT INTO installation_files VALUES ('t1', 'c', 'x/', '` + hex64 + `', 0)`},
+		{"empty file path", `INSERT INTO installation_files VALUES ('t1', 'c', '', '` + hex64 + `', 0)`},
+		{"bad sha256", `INSERT INTO installation_files VALUES ('t1', 'c', 'x', 'XYZ', 0)`},
+		{"exec 2", `INSERT INTO installation_files VALUES ('t1', 'c', 'x', '` + hex64 + `', 2)`},
 	} {
 		t.Run(c2.name, func(t *testing.T) {
 			_, err := c.exec(ctx, c2.sql)
@@ -54,6 +78,8 @@ func TestCatalogChecks(t *testing.T) {
 		})
 	}
 }
+
+const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestCatalogReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "platform.db")
@@ -100,4 +126,62 @@ func TestCatalogReopen(t *testing.T) {
 		t.Fatalf("reopening sessions: %v", err)
 	}
 	s.Close()
+}
+
+// TestCatalogMigrationFromV1 opens a catalog written by schema version 1
+// (installations without a record of shipped files): its rows come
+// through migration 2 unchanged, with Files nil — "not recorded", which
+// the platform treats as such — and a later update records them.
+func TestCatalogMigrationFromV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "platform.db")
+	ctx := context.Background()
+	sdb, err := sqlitedb.Open(path, sqlitedb.Options{What: "platform catalog", Synchronous: "FULL", Pragmas: []string{"foreign_keys(1)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = writeTx(ctx, sdb.W, func(tx *sql.Tx) error {
+		if err := applyMigrations(ctx, tx, "catalog_migrations", catalogMigrations[:1], time.UnixMilli(1)); err != nil {
+			return err
+		}
+		for _, q := range []string{
+			`INSERT INTO tenants VALUES ('acme', 'Acme', 1000)`,
+			`INSERT INTO library VALUES ('researcher', 'Researcher', '', '', '', '', '[]', 1, '', 'h1', 1000)`,
+			`INSERT INTO installations VALUES ('acme', 'researcher', 'h1', 2000, 3000, 'ok', '')`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+
+	c, err := OpenCatalog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var version int
+	if err := c.db.R.QueryRow(`SELECT MAX(version) FROM catalog_migrations`).Scan(&version); err != nil || version != len(catalogMigrations) {
+		t.Fatalf("catalog version %d (%v), want %d", version, err, len(catalogMigrations))
+	}
+	ins, err := c.Installations(ctx, catalog.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []catalog.Installation{{TenantID: "acme", Slug: "researcher", TemplateHash: "h1",
+		InstalledAt: time.UnixMilli(2000).UTC(), UpdatedAt: time.UnixMilli(3000).UTC(), Status: catalog.StatusOK}}
+	if d := cmp.Diff(want, ins); d != "" {
+		t.Fatalf("installations after the migration (-want +got):\n%s", d)
+	}
+	files := []catalog.ShippedFile{{Path: "AGENTS.md", SHA256: hex64}}
+	if err := c.UpdateInstallation(ctx, catalog.Installation{TenantID: "acme", Slug: "researcher", TemplateHash: "h1", Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	if ins, err := c.Installations(ctx, catalog.Filter{}); err != nil || len(ins) != 1 || !cmp.Equal(ins[0].Files, files) {
+		t.Fatalf("after recording files: %+v, %v", ins, err)
+	}
 }

@@ -32,8 +32,9 @@ type Store interface {
 	// side does not exist.
 	Install(ctx context.Context, in Installation) error
 	// UpdateInstallation replaces an installation's template hash, times,
-	// status and message (after an update or a sync); ErrNotFound when the
-	// pair is not installed. InstalledAt is kept when zero.
+	// status and message (after an update or a sync) and, when Files is not
+	// nil, its shipped files; ErrNotFound when the pair is not installed.
+	// InstalledAt is kept when zero.
 	UpdateInstallation(ctx context.Context, in Installation) error
 	Installations(ctx context.Context, f Filter) ([]Installation, error)
 	// Uninstall returns ErrNotFound when the pair is not installed.
@@ -95,6 +96,22 @@ type Installation struct {
 	UpdatedAt    time.Time `json:"updatedAt"`
 	Status       Status    `json:"status"`            // empty means StatusOK
 	Message      string    `json:"message,omitempty"` // set exactly when Status is StatusError
+	// Files are the files the template shipped into the workspace at the
+	// last install or update, sorted by path: the installer owns exactly
+	// these and tells the employee's edits by their hashes. Nil means not
+	// recorded (installed by a Talon that kept no record); a record is
+	// never empty. Bookkeeping, not shown by the API.
+	Files []ShippedFile `json:"-"`
+}
+
+// ShippedFile is one file a template wrote into a workspace, as written.
+type ShippedFile struct {
+	// Path is relative to the workspace, with forward slashes.
+	Path string
+	// SHA256 is the hex SHA-256 of the content.
+	SHA256 string
+	// Exec is the execute bit the file was written with.
+	Exec bool
 }
 
 // Filter selects installations; an empty field matches any value.

@@ -13,8 +13,9 @@
 // The database itself enforces the rules, not only Go: an installation
 // names an existing tenant and library entry (foreign keys), a pair is
 // installed at most once (primary key), a library entry with installations
-// cannot be deleted, deleting a tenant deletes its installations, and
-// values keep their formats (check constraints). Go validates the same
+// cannot be deleted, deleting a tenant deletes its installations (and an
+// installation's record of shipped files goes with it), and values keep
+// their formats (check constraints). Go validates the same
 // formats first (Normalize) only to give clearer messages.
 //
 // # Times

@@ -3,7 +3,10 @@ package catalog
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"talon/internal/tenantid"
 )
@@ -97,5 +100,51 @@ func (in *Installation) Normalize(now time.Time, keepInstalled bool) error {
 		base = now
 	}
 	in.UpdatedAt = stamp(in.UpdatedAt, base)
+	return in.normalizeFiles()
+}
+
+// MaxShippedPath is the longest path a ShippedFile may have, in bytes.
+const MaxShippedPath = 1024
+
+var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// CheckShippedPath reports whether p can name a file inside a workspace:
+// relative, forward slashes, no empty, "." or ".." segment.
+func CheckShippedPath(p string) error {
+	switch {
+	case p == "" || len(p) > MaxShippedPath:
+		return fmt.Errorf("shipped file path %q: want 1-%d bytes: %w", p, MaxShippedPath, ErrInvalid)
+	case !utf8.ValidString(p) || strings.ContainsRune(p, 0):
+		return fmt.Errorf("shipped file path %q: not valid text: %w", p, ErrInvalid)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("shipped file path %q: want a relative path without empty, . or .. segments: %w", p, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// normalizeFiles checks the shipped files and sorts them by path.
+func (in *Installation) normalizeFiles() error {
+	if in.Files == nil {
+		return nil
+	}
+	if len(in.Files) == 0 {
+		return fmt.Errorf("installation %s/%s: an empty record of shipped files (leave it nil when unknown): %w", in.TenantID, in.Slug, ErrInvalid)
+	}
+	in.Files = slices.Clone(in.Files)
+	slices.SortFunc(in.Files, func(a, b ShippedFile) int { return strings.Compare(a.Path, b.Path) })
+	for i, f := range in.Files {
+		if err := CheckShippedPath(f.Path); err != nil {
+			return fmt.Errorf("installation %s/%s: %w", in.TenantID, in.Slug, err)
+		}
+		if !sha256Pattern.MatchString(f.SHA256) {
+			return fmt.Errorf("installation %s/%s: shipped file %q: sha256 %q is not 64 lower-case hex digits: %w", in.TenantID, in.Slug, f.Path, f.SHA256, ErrInvalid)
+		}
+		if i > 0 && in.Files[i-1].Path == f.Path {
+			return fmt.Errorf("installation %s/%s: shipped file %q is listed twice: %w", in.TenantID, in.Slug, f.Path, ErrInvalid)
+		}
+	}
 	return nil
 }

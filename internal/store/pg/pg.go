@@ -40,7 +40,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("opening PostgreSQL catalog: %w", err)
 	}
 	s := &Store{Now: time.Now, pool: pool}
-	if err := s.migrate(ctx); err != nil {
+	if err := migrate(ctx, pool, migrations, s.now()); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening PostgreSQL catalog on %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
@@ -53,8 +53,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+// migrate brings the schema up to len(list) (tests pass a prefix of
+// migrations to build an older schema).
+func migrate(ctx context.Context, pool *pgxpool.Pool, list []string, now time.Time) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
 			return fmt.Errorf("locking for migration: %w", err)
 		}
@@ -68,14 +70,14 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM catalog_migrations`).Scan(&cur); err != nil {
 			return fmt.Errorf("reading schema version: %w", err)
 		}
-		if cur > len(migrations) {
-			return fmt.Errorf("database schema version %d is newer than this binary supports (%d): upgrade talon", cur, len(migrations))
+		if cur > len(list) {
+			return fmt.Errorf("database schema version %d is newer than this binary supports (%d): upgrade talon", cur, len(list))
 		}
-		for v := cur + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+		for v := cur + 1; v <= len(list); v++ {
+			if _, err := tx.Exec(ctx, list[v-1]); err != nil {
 				return fmt.Errorf("applying migration %d: %w", v, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO catalog_migrations (version, applied_at) VALUES ($1, $2)`, v, s.now()); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO catalog_migrations (version, applied_at) VALUES ($1, $2)`, v, now); err != nil {
 				return fmt.Errorf("recording migration %d: %w", v, err)
 			}
 		}

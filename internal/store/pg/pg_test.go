@@ -4,6 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"talon/internal/store/catalog"
 	"talon/internal/store/catalog/catalogtest"
@@ -34,6 +38,10 @@ func TestChecks(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO tenants VALUES ('t1', 'T', now())`,
 		`INSERT INTO library VALUES ('a', 'A', '', '', '', '', '{}', true, '', '', now())`,
+		// t1/c holds the files; t1/a stays free for the installation checks.
+		`INSERT INTO library VALUES ('c', 'C', '', '', '', '', '{}', true, '', '', now())`,
+		`INSERT INTO installations VALUES ('t1', 'c', '', now(), now(), 'ok', '')`,
+		`INSERT INTO installation_files VALUES ('t1', 'c', 'skills/s/SKILL.md', '` + hex64 + `', true)`,
 	} {
 		if _, err := s.exec(ctx, q); err != nil {
 			t.Fatal(err)
@@ -48,6 +56,13 @@ func TestChecks(t *testing.T) {
 		{"status unknown", `INSERT INTO installations VALUES ('t1', 'a', '', now(), now(), 'fine', '')`, checkViolation},
 		{"error without message", `INSERT INTO installations VALUES ('t1', 'a', '', now(), now(), 'error', '')`, checkViolation},
 		{"unknown tenant", `INSERT INTO installations VALUES ('t9', 'a', '', now(), now(), 'ok', '')`, foreignKeyViolation},
+		{"file of no installation", `INSERT INTO installation_files VALUES ('t1', 'a', 'x', '` + hex64 + `', false)`, foreignKeyViolation},
+		{"absolute file path", `INSERT INTO installation_files VALUES ('t1', 'c', '/x', '` + hex64 + `', false)`, checkViolation},
+		{"file path with ..", `INSERT INTO installation_files VALUES ('t1', 'c', 'a/../../x', '` + hex64 + `', false)`, checkViolation},
+		{"file path with .", `INSERT INTO installation_files VALUES ('t1', 'c', './x', '` + hex64 + `', false)`, checkViolation},
+		{"file path ending in /", `INSERT INTO installation_files VALUES ('t1', 'c', 'x/', '` + hex64 + `', false)`, checkViolation},
+		{"empty file path", `INSERT INTO installation_files VALUES ('t1', 'c', '', '` + hex64 + `', false)`, checkViolation},
+		{"bad sha256", `INSERT INTO installation_files VALUES ('t1', 'c', 'x', 'XYZ', false)`, checkViolation},
 	} {
 		t.Run(c2.name, func(t *testing.T) {
 			_, err := s.exec(ctx, c2.sql)
@@ -55,6 +70,52 @@ func TestChecks(t *testing.T) {
 				t.Errorf("error %v, want SQLSTATE %s", err, c2.code)
 			}
 		})
+	}
+}
+
+const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// TestMigrationFromV1 opens a catalog written by schema version 1
+// (installations without a record of shipped files): its rows come
+// through migration 2 with Files nil, and a later update records them.
+func TestMigrationFromV1(t *testing.T) {
+	c := pgtest.Start(t)
+	dsn := c.NewDB(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, pool, migrations[:1], time.UnixMilli(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO tenants VALUES ('acme', 'Acme', now())`,
+		`INSERT INTO library VALUES ('researcher', 'Researcher', '', '', '', '', '{}', true, '', 'h1', now())`,
+		`INSERT INTO installations VALUES ('acme', 'researcher', 'h1', now(), now(), 'ok', '')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	pool.Close()
+
+	s := open(t, dsn)
+	defer s.Close()
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT MAX(version) FROM catalog_migrations`).Scan(&version); err != nil || version != len(migrations) {
+		t.Fatalf("catalog version %d (%v), want %d", version, err, len(migrations))
+	}
+	ins, err := s.Installations(ctx, catalog.Filter{})
+	if err != nil || len(ins) != 1 || ins[0].Slug != "researcher" || ins[0].TemplateHash != "h1" || ins[0].Files != nil {
+		t.Fatalf("installations after the migration: %+v, %v", ins, err)
+	}
+	files := []catalog.ShippedFile{{Path: "AGENTS.md", SHA256: hex64}}
+	if err := s.UpdateInstallation(ctx, catalog.Installation{TenantID: "acme", Slug: "researcher", TemplateHash: "h1", Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	if ins, err := s.Installations(ctx, catalog.Filter{}); err != nil || len(ins) != 1 || !cmp.Equal(ins[0].Files, files) {
+		t.Fatalf("after recording files: %+v, %v", ins, err)
 	}
 }
 

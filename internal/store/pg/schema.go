@@ -43,4 +43,18 @@ CREATE TABLE installations (
 );
 CREATE INDEX installations_by_slug ON installations (slug, tenant_id);
 `,
+	// 2: the files each installation's template shipped (see package
+	// store's migration 2).
+	`
+CREATE TABLE installation_files (
+	tenant_id text    NOT NULL,
+	slug      text    NOT NULL,
+	path      text    NOT NULL CHECK (octet_length(path) BETWEEN 1 AND 1024 AND ('/' || path || '/') !~ '/(\.\.?)?/'),
+	sha256    text    NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+	exec      boolean NOT NULL,
+	CONSTRAINT installation_files_pkey PRIMARY KEY (tenant_id, slug, path),
+	CONSTRAINT installation_files_installation_fk FOREIGN KEY (tenant_id, slug)
+		REFERENCES installations (tenant_id, slug) ON DELETE CASCADE
+);
+`,
 }

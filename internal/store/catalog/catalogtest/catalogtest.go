@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"library", testLibrary},
 		{"tenants", testTenants},
 		{"installations", testInstallations},
+		{"shipped files", testShippedFiles},
 		{"constraints", testConstraints},
 		{"invalid", testInvalid},
 		{"concurrent installs", testConcurrentInstalls},
@@ -227,6 +229,93 @@ func testInstallations(t *testing.T, s catalog.Store) {
 	must(t, "listing after deleting t1", err)
 	if d := cmp.Diff([]string{"t2/a"}, slugsOf(all)); d != "" {
 		t.Errorf("installations after deleting t1 (-want +got):\n%s", d)
+	}
+}
+
+// sum is a valid SHA-256 in hex made of one repeated digit.
+func sum(d byte) string { return strings.Repeat(string(d), 64) }
+
+func filesOf(t *testing.T, s catalog.Store, tenant, slug string) []catalog.ShippedFile {
+	t.Helper()
+	ins, err := s.Installations(context.Background(), catalog.Filter{TenantID: tenant, Slug: slug})
+	must(t, "reading "+tenant+"/"+slug, err)
+	if len(ins) != 1 {
+		t.Fatalf("installations of %s/%s: %v", tenant, slug, slugsOf(ins))
+	}
+	return ins[0].Files
+}
+
+// testShippedFiles: an installation's record of shipped files is written
+// with it, read back sorted by path (bytewise), kept by an update without
+// one, replaced by an update with one, and goes with the installation.
+func testShippedFiles(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	seed(t, s)
+	files := []catalog.ShippedFile{
+		{Path: "skills/b/SKILL.md", SHA256: sum('b')},
+		{Path: "SOUL.md", SHA256: sum('1')},
+		{Path: "AGENTS.md", SHA256: sum('a'), Exec: true},
+		{Path: "skills/B/SKILL.md", SHA256: sum('c')},
+	}
+	must(t, "installing a with files", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Files: files}))
+	must(t, "installing b without files", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "b"}))
+	want := []catalog.ShippedFile{files[2], files[1], files[3], files[0]}
+	if d := cmp.Diff(want, filesOf(t, s, "t1", "a")); d != "" {
+		t.Errorf("files of t1/a (-want +got):\n%s", d)
+	}
+	if got := filesOf(t, s, "t1", "b"); got != nil {
+		t.Errorf("files of t1/b, installed without a record: %v, want nil", got)
+	}
+	all, err := s.Installations(ctx, catalog.Filter{})
+	must(t, "listing all", err)
+	if len(all) != 2 || len(all[0].Files) != 4 || all[1].Files != nil {
+		t.Errorf("listing all: %+v", all)
+	}
+
+	must(t, "updating t1/a without files", s.UpdateInstallation(ctx, catalog.Installation{TenantID: "t1", Slug: "a", TemplateHash: "h2"}))
+	if d := cmp.Diff(want, filesOf(t, s, "t1", "a")); d != "" {
+		t.Errorf("files after an update without a record (-want +got):\n%s", d)
+	}
+	next := []catalog.ShippedFile{{Path: "AGENTS.md", SHA256: sum('d')}}
+	must(t, "updating t1/a with files", s.UpdateInstallation(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Files: next}))
+	must(t, "recording t1/b's first files", s.UpdateInstallation(ctx, catalog.Installation{TenantID: "t1", Slug: "b", Files: next}))
+	for _, slug := range []string{"a", "b"} {
+		if d := cmp.Diff(next, filesOf(t, s, "t1", slug)); d != "" {
+			t.Errorf("files of t1/%s after the update (-want +got):\n%s", slug, d)
+		}
+	}
+
+	for _, c := range []struct {
+		name  string
+		files []catalog.ShippedFile
+	}{
+		{"empty record", []catalog.ShippedFile{}},
+		{"absolute path", []catalog.ShippedFile{{Path: "/etc/passwd", SHA256: sum('a')}}},
+		{"dot-dot", []catalog.ShippedFile{{Path: "skills/../../x", SHA256: sum('a')}}},
+		{"empty segment", []catalog.ShippedFile{{Path: "skills//x", SHA256: sum('a')}}},
+		{"upper-case hash", []catalog.ShippedFile{{Path: "x", SHA256: strings.Repeat("A", 64)}}},
+		{"short hash", []catalog.ShippedFile{{Path: "x", SHA256: "abc"}}},
+		{"twice", []catalog.ShippedFile{{Path: "x", SHA256: sum('a')}, {Path: "x", SHA256: sum('b')}}},
+	} {
+		wantErr(t, c.name, s.UpdateInstallation(ctx, catalog.Installation{TenantID: "t1", Slug: "a", Files: c.files}), catalog.ErrInvalid)
+		wantErr(t, c.name+" (install)", s.Install(ctx, catalog.Installation{TenantID: "t2", Slug: "a", Files: c.files}), catalog.ErrInvalid)
+	}
+	if d := cmp.Diff(next, filesOf(t, s, "t1", "a")); d != "" {
+		t.Errorf("files after refused updates (-want +got):\n%s", d)
+	}
+
+	// Uninstalling drops the record: a reinstall without one has none.
+	must(t, "uninstalling t1/a", s.Uninstall(ctx, "t1", "a"))
+	must(t, "reinstalling t1/a", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "a"}))
+	if got := filesOf(t, s, "t1", "a"); got != nil {
+		t.Errorf("files after uninstall and reinstall: %v", got)
+	}
+	// Deleting the tenant drops its records; installing again starts clean.
+	must(t, "deleting t1", s.DeleteTenant(ctx, "t1"))
+	must(t, "putting t1 again", s.PutTenant(ctx, catalog.Tenant{ID: "t1", Name: "t1"}))
+	must(t, "installing b for the new t1", s.Install(ctx, catalog.Installation{TenantID: "t1", Slug: "b"}))
+	if got := filesOf(t, s, "t1", "b"); got != nil {
+		t.Errorf("files of a new tenant's installation: %v", got)
 	}
 }
 
