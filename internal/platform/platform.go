@@ -52,10 +52,12 @@ type Options struct {
 type Platform struct {
 	o Options
 
+	reloading sync.Mutex // one reload at a time
 	mu        sync.RWMutex
 	templates map[string]*template.Template
 	hashes    map[string]string
 	loadErrs  []error
+	stamp     dirStamp // the templates directory as last loaded
 }
 
 // Errors a caller maps to its own (HTTP statuses, exit codes).
@@ -84,38 +86,6 @@ func New(ctx context.Context, o Options) (*Platform, error) {
 	return p, nil
 }
 
-// Reload reads the templates again and records each in the library with
-// its content hash. A template that does not load is left out and
-// reported by LoadErrors; the others are served.
-func (p *Platform) Reload(ctx context.Context) error {
-	list, errs := template.LoadAll(p.o.Templates)
-	byslug := make(map[string]*template.Template, len(list))
-	hashes := make(map[string]string, len(list))
-	for _, t := range list {
-		h := Hash(t)
-		e := catalog.Entry{Slug: t.Slug, Name: t.Name, Description: t.Description, Emoji: t.Emoji, Category: t.Category,
-			DefaultModel: t.Model, Skills: t.Skills, Public: true, TemplateHash: h}
-		if err := p.o.Store.PutLibrary(ctx, e); err != nil {
-			return fmt.Errorf("recording template %s in the library: %w", t.Slug, err)
-		}
-		byslug[t.Slug], hashes[t.Slug] = t, h
-	}
-	for _, err := range errs {
-		p.o.Log.Error("template", "err", err)
-	}
-	p.mu.Lock()
-	p.templates, p.hashes, p.loadErrs = byslug, hashes, errs
-	p.mu.Unlock()
-	return nil
-}
-
-// LoadErrors are the templates the last Reload could not load.
-func (p *Platform) LoadErrors() []error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return append([]error(nil), p.loadErrs...)
-}
-
 // Hash is a template's content hash: its fields and every file it
 // installs. An installation whose hash differs is due for sync.
 func Hash(t *template.Template) string {
@@ -131,21 +101,6 @@ func Hash(t *template.Template) string {
 		h.Write(f.Data)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func (p *Platform) template(slug string) (*template.Template, string, error) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	t, ok := p.templates[slug]
-	if !ok {
-		return nil, "", fmt.Errorf("%w %q", ErrNoTemplate, slug)
-	}
-	return t, p.hashes[slug], nil
-}
-
-// Library lists the library's entries.
-func (p *Platform) Library(ctx context.Context) ([]catalog.Entry, error) {
-	return p.o.Store.Library(ctx)
 }
 
 // CreateTenant creates a tenant's directory and config (with a generated
@@ -184,19 +139,23 @@ func (p *Platform) DeleteTenant(ctx context.Context, id string) error {
 // Install installs the employee slug for tenant: its files, its agent
 // entry and the plugins it needs, then the catalog record.
 func (p *Platform) Install(ctx context.Context, tenant, slug string) (catalog.Installation, error) {
-	t, hash, err := p.template(slug)
+	t, hash, err := p.template(ctx, slug)
 	if err != nil {
 		return catalog.Installation{}, err
 	}
 	if _, err := p.installation(ctx, tenant, slug); err == nil {
 		return catalog.Installation{}, fmt.Errorf("%s for tenant %q: %w (sync updates it)", slug, tenant, ErrInstalled)
 	}
-	if err := install.Install(p.o.StateDir, tenant, t); err != nil {
+	res, err := install.Install(p.o.StateDir, tenant, t)
+	if err != nil {
 		return catalog.Installation{}, err
 	}
-	in := catalog.Installation{TenantID: tenant, Slug: slug, TemplateHash: hash, Status: catalog.StatusOK}
+	in := catalog.Installation{TenantID: tenant, Slug: slug, TemplateHash: hash, Status: catalog.StatusOK, Files: res.Files}
 	if err := p.o.Store.Install(ctx, in); err != nil {
 		return catalog.Installation{}, fmt.Errorf("recording the installation of %s for %q: %w", slug, tenant, err)
+	}
+	if err := install.Settle(p.o.StateDir, tenant, slug, res.Files); err != nil {
+		return catalog.Installation{}, err
 	}
 	return p.installation(ctx, tenant, slug)
 }
@@ -217,8 +176,15 @@ func (p *Platform) Installations(ctx context.Context, f catalog.Filter) ([]catal
 	return p.o.Store.Installations(ctx, f)
 }
 
-// Uninstall removes the employee's agent entry and workspace (its memory
-// too) and the catalog record.
+// UninstalledMessage says what an uninstall deleted, for every surface
+// that reports one (API, Studio): plainly, since it cannot be undone.
+func UninstalledMessage(tenant, slug string) string {
+	return fmt.Sprintf("%s is uninstalled from tenant %s: its workspace agents/%s/ is deleted, with the employee's memory (MEMORY.md, memory/) and every file it wrote",
+		slug, tenant, slug)
+}
+
+// Uninstall removes the employee's agent entry and workspace — its memory
+// and every file it wrote — and the catalog record.
 func (p *Platform) Uninstall(ctx context.Context, tenant, slug string) error {
 	if _, err := p.installation(ctx, tenant, slug); err != nil {
 		return err
@@ -236,15 +202,20 @@ type SyncResult struct {
 	Changes install.Changes `json:"-"`
 	// Summary lists the changes, one line each.
 	Summary []string `json:"changes"`
-	Error   string   `json:"error,omitempty"`
+	// Conflicts are the files the employee edited that the template
+	// changes too: the employee's copy is kept beside the new version.
+	Conflicts []install.Conflict `json:"conflicts,omitempty"`
+	// Kept are edited files the template no longer ships: they stay.
+	Kept  []string `json:"kept,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
-// Sync brings every installation of slug up to its template (dryRun:
-// only says what would change), tenants concurrently within the bound.
-// Each installation's outcome is recorded in the catalog (not on a dry
-// run); one tenant's failure does not stop the others.
+// Sync brings every installation of slug up to its template as it is on
+// disk now (dryRun: only says what would change), tenants concurrently
+// within the bound. Each installation's outcome is recorded in the catalog
+// (not on a dry run); one tenant's failure does not stop the others.
 func (p *Platform) Sync(ctx context.Context, slug string, dryRun bool) ([]SyncResult, error) {
-	t, hash, err := p.template(slug)
+	t, hash, err := p.template(ctx, slug)
 	if err != nil {
 		return nil, err
 	}
@@ -267,36 +238,72 @@ func (p *Platform) Sync(ctx context.Context, slug string, dryRun bool) ([]SyncRe
 	return out, nil
 }
 
+// shipped is the record to update an installation from: a pending record
+// an interrupted sync left on disk (newer than the catalog's), else the
+// catalog's. An installation from a Talon that kept no record gets one it
+// can prove: when its recorded template hash is t's, t's files are what
+// was shipped; otherwise nil, and only files holding exactly t's content
+// count as the template's — nothing else is ever removed or overwritten.
+func (p *Platform) shipped(in catalog.Installation, t *template.Template, hash string) ([]catalog.ShippedFile, error) {
+	files, ok, err := install.Pending(p.o.StateDir, in.TenantID, in.Slug)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+		return files, nil
+	case in.Files != nil:
+		return in.Files, nil
+	case in.TemplateHash == hash:
+		return install.Shipped(t), nil
+	}
+	return nil, nil
+}
+
 func (p *Platform) syncOne(ctx context.Context, t *template.Template, hash string, in catalog.Installation, dryRun bool) SyncResult {
 	r := SyncResult{Tenant: in.TenantID, Slug: in.Slug}
+	var shipped []catalog.ShippedFile
 	err := install.Recover(p.o.StateDir, in.TenantID)
 	if err == nil {
-		r.Changes, err = install.Plan(p.o.StateDir, in.TenantID, t)
+		shipped, err = p.shipped(in, t, hash)
 	}
 	if err == nil {
-		r.Summary = summarize(r.Changes)
-		if !dryRun && !r.Changes.Empty() {
-			err = install.Update(p.o.StateDir, in.TenantID, t)
+		r.Changes, err = install.Plan(p.o.StateDir, in.TenantID, t, shipped)
+	}
+	if err == nil && !dryRun && !r.Changes.Empty() {
+		var res install.Result
+		if res, err = install.Update(p.o.StateDir, in.TenantID, t, shipped); err == nil {
+			// What was done, which a change since the plan may alter.
+			res.Changes.Config = r.Changes.Config
+			r.Changes = res.Changes
 		}
 	}
+	r.Summary, r.Conflicts, r.Kept = summarize(r.Changes), r.Changes.Conflicts, r.Changes.Kept
 	if dryRun {
 		if err != nil {
 			r.Error = err.Error()
 		}
 		return r
 	}
-	rec := catalog.Installation{TenantID: in.TenantID, Slug: in.Slug, TemplateHash: hash, Status: catalog.StatusOK}
+	rec := catalog.Installation{TenantID: in.TenantID, Slug: in.Slug, TemplateHash: hash, Status: catalog.StatusOK, Files: install.Shipped(t)}
 	if err != nil {
 		r.Error = err.Error()
-		rec.TemplateHash, rec.Status, rec.Message = in.TemplateHash, catalog.StatusError, err.Error()
+		rec.TemplateHash, rec.Status, rec.Message, rec.Files = in.TemplateHash, catalog.StatusError, err.Error(), nil
 		p.o.Log.Error("sync", "tenant", in.TenantID, "template", in.Slug, "err", err)
 	}
 	if uerr := p.o.Store.UpdateInstallation(ctx, rec); uerr != nil && r.Error == "" {
 		r.Error = fmt.Sprintf("recording the sync: %v", uerr)
+	} else if uerr == nil && rec.Files != nil {
+		if serr := install.Settle(p.o.StateDir, in.TenantID, in.Slug, rec.Files); serr != nil && r.Error == "" {
+			r.Error = serr.Error()
+		}
 	}
 	return r
 }
 
+// summarize lists the changes one a line: "+ path" added, "~ path"
+// replaced, "- path" removed, "! kept your copy of …" for an edited file
+// the template changed too, "= kept your edited …" for an edited file the
+// template dropped, "config …" for a config value.
 func summarize(c install.Changes) []string {
 	var out []string
 	for _, f := range c.Added {
@@ -307,6 +314,12 @@ func summarize(c install.Changes) []string {
 	}
 	for _, f := range c.Removed {
 		out = append(out, "- "+f)
+	}
+	for _, k := range c.Conflicts {
+		out = append(out, fmt.Sprintf("! kept your copy of %s as %s (the template changed it too)", k.Path, k.Copy))
+	}
+	for _, f := range c.Kept {
+		out = append(out, fmt.Sprintf("= kept your edited %s (the template no longer ships it)", f))
 	}
 	for _, cc := range c.Config {
 		out = append(out, "config "+cc.String())

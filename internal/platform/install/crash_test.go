@@ -1,6 +1,7 @@
 package install
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,12 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/atomicfile"
 	"talon/internal/platform/template"
+	"talon/internal/store/catalog"
 )
 
 // Environment of TestUpdateKill9's child process (see TestMain).
@@ -35,18 +39,40 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// crashChild updates tenant "acme" to the template in envTemplate and
-// kills itself with SIGKILL after envKillAfter steps that change the disk.
+// catalogFile stands for the platform's catalog in the crash test: the
+// installation's record, written after the update as the platform does.
+func catalogFile(state string) string { return filepath.Join(state, "catalog.json") }
+
+// effectiveRecord is the record a sync would start from: the pending one
+// when an update left it unsettled, else the catalog's.
+func effectiveRecord(state string) ([]catalog.ShippedFile, error) {
+	if files, ok, err := Pending(state, "acme", "demo"); err != nil || ok {
+		return files, err
+	}
+	data, err := os.ReadFile(catalogFile(state))
+	if err != nil {
+		return nil, err
+	}
+	var files []catalog.ShippedFile
+	return files, json.Unmarshal(data, &files)
+}
+
+// crashChild syncs tenant "acme" to the template in envTemplate as the
+// platform does — Recover, take the record, Update, store the record,
+// Settle — and kills itself with SIGKILL after envKillAfter steps that
+// change the disk.
 func crashChild(state string) {
+	die := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	n, err := strconv.Atoi(os.Getenv(envKillAfter))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		die(err)
 	}
 	tp, err := template.Load(os.Getenv(envTemplate))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		die(err)
 	}
 	count := 0
 	hook = func(string) {
@@ -55,16 +81,34 @@ func crashChild(state string) {
 			select {} // never go on past the kill
 		}
 	}
-	if err := Update(state, "acme", tp); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	if err := Recover(state, "acme"); err != nil {
+		die(err)
+	}
+	record, err := effectiveRecord(state)
+	if err != nil {
+		die(err)
+	}
+	res, err := Update(state, "acme", tp, record)
+	if err != nil {
+		die(err)
+	}
+	data, _ := json.Marshal(res.Files)
+	if err := atomicfile.Write(catalogFile(state), data, 0o600); err != nil {
+		die(err)
+	}
+	step("catalog")
+	if err := Settle(state, "acme", "demo", res.Files); err != nil {
+		die(err)
 	}
 }
 
-// TestUpdateKill9 kills an update at every kind of point, again and again,
-// and checks after recovery that memory/ and the tenant's other files are
-// byte for byte what they were, and that the template's files are wholly
-// the old version or wholly the new one.
+// TestUpdateKill9 kills a sync at every kind of point, again and again,
+// alternating between two template versions, and checks after recovery
+// that the employee's files are byte for byte what they were, that its
+// edit of a template file both versions change is never lost (it is at
+// AGENTS.md or in exactly one kept copy), that the template's files are
+// wholly the old version or wholly the new one, and that the record a
+// sync would start from is the one of the version on disk.
 func TestUpdateKill9(t *testing.T) {
 	rounds := 50
 	if s := os.Getenv(envRounds); s != "" {
@@ -79,33 +123,50 @@ func TestUpdateKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	tps := []*template.Template{loadVersion(t, v1), loadVersion(t, v2)}
-	if err := Install(state, "acme", tps[0]); err != nil {
+	res, err := Install(state, "acme", tps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(res.Files)
+	if err := atomicfile.Write(catalogFile(state), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Settle(state, "acme", "demo", res.Files); err != nil {
 		t.Fatal(err)
 	}
 	ws := filepath.Join(tn.Dir, "agents", "demo")
 	binary := string([]byte{0, 1, 2, 255, 254, '\n'})
+	const edit = "the employee's own AGENTS.md\n"
 	writeFiles(t, ws, map[string]string{
 		"memory/2026-01-01.md": "what we learned\n", "memory/a/b/c.bin": binary,
 		"MEMORY.md": "tenant memory\n", "notes.md": "agent's own\n",
+		"USER.md": "the user\n", "skills/mine/SKILL.md": "---\nname: mine\ndescription: Mine.\n---\n",
+		"api-tools/own.yaml": "the employee's\n", "AGENTS.md": edit,
 	})
+	templatePaths := map[string]bool{}
+	for _, tp := range tps {
+		for _, f := range Shipped(tp) {
+			templatePaths[f.Path] = true
+		}
+	}
 	tenantOwned := func() map[string]string {
 		all := readTree(t, ws)
 		for p := range all {
-			if top, _, _ := cutTop(p); template.Managed(top) {
+			if templatePaths[p] || strings.Contains(p, LocalSuffix) {
 				delete(all, p)
 			}
 		}
 		return all
 	}
 	wantOwned := tenantOwned()
-	if len(wantOwned) < 5 {
+	if len(wantOwned) < 8 {
 		t.Fatalf("setup: tenant files %v", wantOwned)
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(rounds)))
 	killed, current := 0, 0
 	for round := range rounds {
 		target := 1 - current
-		after := 1 + rng.IntN(30) // an update here takes about 25 steps
+		after := 1 + rng.IntN(30) // a sync here takes about 20 steps
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), envChild+"="+state, envTemplate+"="+tps[target].Dir,
 			envKillAfter+"="+strconv.Itoa(after))
@@ -118,47 +179,75 @@ func TestUpdateKill9(t *testing.T) {
 		default:
 			t.Fatalf("round %d: child failed: %v\n%s", round, err, out)
 		}
+		where := fmt.Sprintf("round %d (killed after %d steps)", round, after)
 		if err := Recover(state, "acme"); err != nil {
-			t.Fatalf("round %d (killed after %d steps): Recover: %v", round, after, err)
+			t.Fatalf("%s: Recover: %v", where, err)
 		}
 		if d := cmp.Diff(wantOwned, tenantOwned()); d != "" {
-			t.Fatalf("round %d (killed after %d steps): tenant files changed (-want +got):\n%s", round, after, d)
+			t.Fatalf("%s: tenant files changed (-want +got):\n%s", where, d)
+		}
+		tree := readTree(t, ws)
+		var edits []string
+		for p, body := range tree {
+			if body == edit {
+				edits = append(edits, p)
+			}
+		}
+		if len(edits) != 1 || (edits[0] != "AGENTS.md" && !strings.HasPrefix(edits[0], "AGENTS.md"+LocalSuffix)) {
+			t.Fatalf("%s: the employee's edit of AGENTS.md is at %v, want exactly one of AGENTS.md or a kept copy", where, edits)
 		}
 		version := -1
 		for i, tp := range tps {
-			var ch Changes
-			if err := diffFiles(&ch, ws, tp.Files()); err != nil {
-				t.Fatal(err)
-			}
-			if ch.Empty() {
+			if wholly(tree, tp, tps[1-i], edit) {
 				version = i
 			}
 		}
 		if version < 0 {
-			t.Fatalf("round %d (killed after %d steps): the workspace is neither v1 nor v2: %v", round, after, readTree(t, ws))
+			t.Fatalf("%s: the workspace is neither v1 nor v2: %v", where, tree)
+		}
+		record, err := effectiveRecord(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(Shipped(tps[version]), record); d != "" {
+			t.Fatalf("%s: the workspace is v%d but a sync would start from another record (-want +got):\n%s", where, version+1, d)
 		}
 		entries, _ := os.ReadDir(filepath.Join(tn.Dir, "agents"))
 		if len(entries) != 1 {
-			t.Fatalf("round %d: leftovers in agents/: %v", round, entries)
+			t.Fatalf("%s: leftovers in agents/: %v", where, entries)
 		}
 		if _, err := os.Lstat(filepath.Join(tn.Dir, ".install-demo.journal")); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("round %d: journal left after recovery", round)
+			t.Fatalf("%s: journal left after recovery", where)
 		}
 		current = version
 	}
-	// Half the kill points fall inside the update; far fewer means the
-	// step hook stopped being reached and the test checks nothing.
+	// Half the kill points fall inside the sync; far fewer means the step
+	// hook stopped being reached and the test checks nothing.
 	if killed < rounds/3 {
-		t.Fatalf("only %d of %d rounds were killed mid-update", killed, rounds)
+		t.Fatalf("only %d of %d rounds were killed mid-sync", killed, rounds)
 	}
-	t.Logf("%d rounds, %d killed mid-update", rounds, killed)
+	t.Logf("%d rounds, %d killed mid-sync", rounds, killed)
 }
 
-func cutTop(p string) (string, string, bool) {
-	for i := 0; i < len(p); i++ {
-		if p[i] == '/' {
-			return p[:i], p[i+1:], true
+// wholly reports whether tree holds every file of tp as tp ships it
+// (AGENTS.md may still be the employee's edit, before the first update
+// that kept it) and none of the files only other ships, as other ships
+// them.
+func wholly(tree map[string]string, tp, other *template.Template, edit string) bool {
+	mine := map[string]bool{}
+	for _, f := range tp.Files() {
+		if f.Mode.IsDir() {
+			continue
+		}
+		mine[f.Path] = true
+		if got := tree[f.Path]; got != string(f.Data) && !(f.Path == "AGENTS.md" && got == edit) {
+			return false
 		}
 	}
-	return p, "", false
+	for _, f := range other.Files() {
+		if !f.Mode.IsDir() && !mine[f.Path] && tree[f.Path] == string(f.Data) {
+			return false
+		}
+	}
+	return true
 }

@@ -9,11 +9,23 @@
 // template requires, refusing with the key and the fix when the tenant's
 // config keeps one off.
 //
-// A workspace is replaced by building the new one beside it and swapping
-// directories by rename, under a journal in the tenant directory: a crash
+// The template owns exactly the files it shipped, by path: Install and
+// Update return that record (Shipped: path, SHA-256, execute bit) for the
+// caller to keep, and Update takes it back. An update writes only the
+// files the template adds or changes and removes only files an earlier
+// version shipped and this one does not; a file whose content differs
+// from the record is the employee's edit and is never overwritten or
+// removed (a copy is kept as <path>.local-<stamp> when the template
+// changes it too). Every other file — memory/, MEMORY.md, USER.md,
+// TOOLS.md, canvas/, skills and tools the employee added — is never read
+// or written, and an unchanged template writes nothing at all.
+//
+// An update's steps run under a journal in the tenant directory: a crash
 // at any point (kill -9 included) leaves, after Recover — which every
-// operation runs first — either the old workspace or the new one, and the
-// tenant's memory/ whole in both cases. See swap.go.
+// operation runs first — either the old files or the new ones, with
+// nothing of the employee's lost; a pending record on disk (Pending,
+// Settle) carries the new record until the caller has stored it. Symlinks
+// the employee made are never followed. See swap.go.
 //
 // Concurrency: every operation on a tenant holds an exclusive flock on
 // <tenant>/.install.lock, so operations on one tenant are serialised across

@@ -117,8 +117,12 @@ func TestInstallUpdateUninstall(t *testing.T) {
 		session: {scope: "per-sender"},
 	}`)
 	tp1, tp2 := loadVersion(t, v1), loadVersion(t, v2)
-	if err := Install(state, "acme", tp1); err != nil {
+	res, err := Install(state, "acme", tp1)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if d := cmp.Diff(Shipped(tp1), res.Files); d != "" {
+		t.Fatalf("install's record (-want +got):\n%s", d)
 	}
 	ws := filepath.Join(tn.Dir, "agents", "demo")
 	got := readTree(t, ws)
@@ -158,7 +162,7 @@ func TestInstallUpdateUninstall(t *testing.T) {
 	if c.Session.Scope != "per-sender" || !slices.Equal(c.Tools.Deny, []string{"browser"}) || c.Gateway.Auth.Token != tn.Token {
 		t.Fatalf("unrelated config changed: %s", f.Raw)
 	}
-	if err := Install(state, "acme", tp1); err == nil || !strings.Contains(err.Error(), "already installed") {
+	if _, err := Install(state, "acme", tp1); err == nil || !strings.Contains(err.Error(), "already installed") {
 		t.Fatalf("second install: %v", err)
 	}
 
@@ -172,7 +176,7 @@ func TestInstallUpdateUninstall(t *testing.T) {
 	writeFiles(t, ws, tenantFiles)
 	patchConfig(t, tn, `{agents: {list: [{id: "demo", name: "Our Demo", tools: {deny: ["process"]}}]}}`)
 
-	ch, err := Plan(state, "acme", tp2)
+	ch, err := Plan(state, "acme", tp2, res.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +202,8 @@ func TestInstallUpdateUninstall(t *testing.T) {
 		t.Fatal("Plan wrote the config")
 	}
 
-	if err := Update(state, "acme", tp2); err != nil {
+	res, err = Update(state, "acme", tp2, res.Files)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got = readTree(t, ws)
@@ -225,11 +230,11 @@ func TestInstallUpdateUninstall(t *testing.T) {
 	if a.Sandbox.Mode != "all" || a.Sandbox.Backend != "bwrap" || a.Tools.Exec == nil || a.Tools.Exec.Ask != "on-miss" {
 		t.Fatalf("sandbox/exec after update: %+v %+v", a.Sandbox, a.Tools.Exec)
 	}
-	if ch, err := Plan(state, "acme", tp2); err != nil || !ch.Empty() {
+	if ch, err := Plan(state, "acme", tp2, res.Files); err != nil || !ch.Empty() {
 		t.Fatalf("Plan after update: %v %+v", err, ch)
 	}
 	// Back to v1: the sandbox and exec keys go, the tenant's deny stays.
-	if err := Update(state, "acme", tp1); err != nil {
+	if _, err := Update(state, "acme", tp1, res.Files); err != nil {
 		t.Fatal(err)
 	}
 	a = loadConfig(t, tn).Config.Agents.List[1]
@@ -250,7 +255,7 @@ func TestInstallUpdateUninstall(t *testing.T) {
 	if err := Uninstall(state, "acme", "demo"); err == nil || !strings.Contains(err.Error(), "not installed") {
 		t.Fatalf("second uninstall: %v", err)
 	}
-	if err := Update(state, "acme", tp1); err == nil || !strings.Contains(err.Error(), "not installed") {
+	if _, err := Update(state, "acme", tp1, nil); err == nil || !strings.Contains(err.Error(), "not installed") {
 		t.Fatalf("update of an uninstalled employee: %v", err)
 	}
 }
@@ -279,7 +284,7 @@ func TestRequiredPluginOff(t *testing.T) {
 			}
 			patchConfig(t, tn, c.patch)
 			before, _ := os.ReadFile(tn.ConfigPath)
-			err = Install(state, "acme", loadVersion(t, c.files))
+			_, err = Install(state, "acme", loadVersion(t, c.files))
 			var pe *PluginError
 			if !errors.As(err, &pe) || pe.Key != c.key || !strings.Contains(err.Error(), c.fix) {
 				t.Fatalf("got %v; want a PluginError with key %s and fix %q", err, c.key, c.fix)

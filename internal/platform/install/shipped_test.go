@@ -28,7 +28,7 @@ func TestShippedTemplatesInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tp := range ts {
-		if err := Install(state, "acme", tp); err != nil {
+		if _, err := Install(state, "acme", tp); err != nil {
 			t.Fatal(err)
 		}
 	}

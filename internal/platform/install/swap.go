@@ -6,43 +6,73 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"talon/internal/atomicfile"
 	"talon/internal/platform/template"
+	"talon/internal/store/catalog"
 )
 
-// How a workspace is replaced without ever losing the tenant's entries
-// (memory/, MEMORY.md, canvas/, whatever the agent wrote):
+// How a workspace changes without ever losing what the employee wrote. An
+// update touches only the paths its plan names (planFiles): the files the
+// template ships or shipped, and on install the seed entries the
+// workspace lacks. Everything else in the workspace is never read,
+// moved or rewritten.
 //
-//  1. build: write the template's files into agents/.<slug>.new (plus, on
-//     install, the seed entries the workspace lacks) and fsync them.
-//     A crash here leaves the live workspace untouched; recovery deletes
-//     the half-built directory (roll back).
-//  2. commit: write the journal <tenant>/.install-<slug>.journal naming the
-//     live entries to carry over. From here recovery rolls forward.
-//  3. carry: rename each carried entry from the live workspace into the new
-//     one. A rename is atomic, so an entry is always whole in one of the
-//     two; recovery carries whatever is still in the live one.
-//  4. swap: rename live → agents/.<slug>.old, then new → live.
-//  5. sweep: entries that appeared in the old workspace after the journal
-//     was written (an agent writing during the update) move to the new one
-//     when the name is free there.
-//  6. clean: rename old → agents/.<slug>.trash, delete it, delete the
-//     journal.
+//  1. stage: write the new versions of the files to put into
+//     agents/.<slug>.new/ (same relative paths) and fsync them. A crash
+//     here leaves the workspace untouched; recovery deletes the staging
+//     directory (roll back).
+//  2. commit: write the journal <tenant>/.install-<slug>.journal listing
+//     the steps (op). From here recovery rolls forward.
+//  3. apply, step by step, each one idempotent:
+//     remove — delete a file the template no longer ships, only while it
+//     holds the recorded content (else it is the employee's: kept);
+//     put — move a staged file in by rename; what is at its path stays
+//     unless it holds a content the plan allows to replace, otherwise it
+//     is first renamed to <path>.local-<stamp> (the employee's copy);
+//     a put whose staged file is gone is done;
+//     seed — move a staged top-level entry in when the workspace lacks it;
+//     mkdir — create a template directory when missing.
+//     Then directories emptied by removals (and not the template's) go,
+//     and the directories whose entries changed are fsynced.
+//  4. clean: delete the staging directory, write the pending record
+//     <tenant>/.install-<slug>.shipped (what the template now ships, from
+//     the journal), then delete the journal.
 //
-// Every step after the commit is idempotent, so recovery simply runs them
-// again; directories are fsynced after the renames in them.
+// Every rename is atomic, so each file is whole in one place at any
+// moment; recovery simply runs steps 3 and 4 again.
+//
+// The record of shipped files lives in the platform's catalog, written
+// after the files. The pending record bridges the two: it stays until the
+// caller has stored the record (Settle), so a crash between the files and
+// the catalog leaves it on disk, and the next sync takes it (Pending) over
+// the catalog's older one. The catalog thus always catches up with what
+// the workspace holds.
 
 // agentsDir is the tenant subdirectory holding employee workspaces.
 const agentsDir = "agents"
 
-// journal is the commit record of a swap in progress.
+// journalVersion marks a journal of per-file steps; version 0 is the
+// whole-directory swap of earlier Talon releases (legacy.go).
+const journalVersion = 2
+
+// journal is the commit record of an update in progress.
 type journal struct {
-	Slug  string   `json:"slug"`
-	Carry []string `json:"carry"`
+	Slug    string `json:"slug"`
+	Version int    `json:"version,omitempty"`
+	// Stamp names kept copies: <path>.local-<Stamp>.
+	Stamp string `json:"stamp,omitempty"`
+	Ops   []op   `json:"ops,omitempty"`
+	// Keep are the template's directories, never removed as empty.
+	Keep []string `json:"keep,omitempty"`
+	// Shipped is the record of what the template ships once this update
+	// is done: the pending record step 4 writes.
+	Shipped []catalog.ShippedFile `json:"shipped,omitempty"`
+	// Carry is a version 0 journal's list of entries to carry.
+	Carry []string `json:"carry,omitempty"`
 }
 
 // hook, when set (by tests), is called after every step that changes the
@@ -56,7 +86,7 @@ func step(name string) {
 }
 
 type paths struct {
-	tenant, agents, live, staging, old, trash, journal string
+	tenant, agents, live, staging, old, trash, journal, pending string
 }
 
 func pathsOf(t Tenant, slug string) paths {
@@ -69,6 +99,7 @@ func pathsOf(t Tenant, slug string) paths {
 		old:     filepath.Join(a, "."+slug+".old"),
 		trash:   filepath.Join(a, "."+slug+".trash"),
 		journal: filepath.Join(t.Dir, ".install-"+slug+".journal"),
+		pending: filepath.Join(t.Dir, ".install-"+slug+".shipped"),
 	}
 }
 
@@ -78,55 +109,6 @@ func exists(p string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// replaceWorkspace installs files (and seed entries the workspace lacks,
-// when seed is non-nil) as the workspace of slug, keeping every entry of
-// the current workspace that the template does not manage.
-func replaceWorkspace(t Tenant, slug string, files, seed []template.File) error {
-	p := pathsOf(t, slug)
-	if err := recoverSwap(p); err != nil {
-		return err
-	}
-	if err := mkdirNoFollow(p.agents); err != nil {
-		return err
-	}
-	if err := os.Mkdir(p.staging, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", p.staging, err)
-	}
-	step("mkdir staging")
-	liveNames, err := topNames(p.live)
-	if err != nil {
-		return err
-	}
-	var carry []string
-	for _, n := range liveNames {
-		if !template.Managed(n) {
-			carry = append(carry, n)
-		}
-	}
-	toWrite := files
-	for _, f := range seed {
-		top, _, _ := strings.Cut(f.Path, "/")
-		if !slices.Contains(liveNames, top) {
-			toWrite = append(toWrite, f)
-		}
-	}
-	if err := writeTree(p.staging, toWrite); err != nil {
-		return fmt.Errorf("building the new workspace in %s: %w", p.staging, err)
-	}
-	if err := atomicfile.SyncDir(p.agents); err != nil {
-		return err
-	}
-	data, err := json.Marshal(journal{Slug: slug, Carry: carry})
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.Write(p.journal, data, 0o600); err != nil {
-		return fmt.Errorf("writing the journal %s: %w", p.journal, err)
-	}
-	step("journal")
-	return rollForward(p, carry)
 }
 
 // mkdirNoFollow creates dir if missing and refuses a symlink in its place.
@@ -148,49 +130,61 @@ func mkdirNoFollow(dir string) error {
 	return nil
 }
 
-// topNames lists a directory's entries; a missing directory has none.
-func topNames(dir string) ([]string, error) {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// run carries out a planned update: stage the files the ops need (stage
+// holds them, parents before children), commit the journal, apply, clean.
+// It returns what apply did.
+func (w *workspace) run(p paths, j journal, stage []template.File) (Changes, error) {
+	if err := os.Mkdir(p.staging, 0o755); err != nil {
+		return Changes{}, fmt.Errorf("creating %s: %w", p.staging, err)
 	}
+	step("mkdir staging")
+	if err := writeTree(p.staging, stage); err != nil {
+		return Changes{}, fmt.Errorf("staging the new files in %s: %w", p.staging, err)
+	}
+	if err := atomicfile.SyncDir(p.agents); err != nil {
+		return Changes{}, err
+	}
+	data, err := json.Marshal(j)
 	if err != nil {
-		return nil, err
+		return Changes{}, err
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory (symlinks are refused)", dir)
+	if err := atomicfile.Write(p.journal, data, 0o600); err != nil {
+		return Changes{}, fmt.Errorf("writing the journal %s: %w", p.journal, err)
 	}
-	entries, err := os.ReadDir(dir)
+	step("journal")
+	ch, err := w.apply(j)
 	if err != nil {
-		return nil, err
+		return ch, err
 	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name()
-	}
-	return names, nil
+	return ch, clean(p, j.Shipped)
 }
 
-// writeTree creates files (parents listed before children) under root and
-// makes them durable: each file is fsynced, then every directory.
+// writeTree creates files under root, making missing parents, and makes
+// them durable: each file is fsynced, then every directory.
 func writeTree(root string, files []template.File) error {
-	dirs := []string{root}
+	dirs := map[string]bool{root: true}
 	for _, f := range files {
 		p := filepath.Join(root, filepath.FromSlash(f.Path))
+		for _, d := range parents(f.Path) {
+			dirs[filepath.Join(root, filepath.FromSlash(d))] = true
+		}
 		if f.Mode.IsDir() {
-			if err := os.Mkdir(p, f.Mode.Perm()); err != nil {
+			if err := os.MkdirAll(p, f.Mode.Perm()); err != nil {
 				return err
 			}
-			dirs = append(dirs, p)
+			dirs[p] = true
 			step("mkdir")
 			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
 		}
 		if err := writeFile(p, f); err != nil {
 			return err
 		}
 		step("write")
 	}
-	for _, d := range dirs {
+	for d := range dirs {
 		if err := atomicfile.SyncDir(d); err != nil {
 			return fmt.Errorf("syncing %s: %w", d, err)
 		}
@@ -214,118 +208,145 @@ func writeFile(p string, f template.File) error {
 	return w.Close()
 }
 
-// rollForward runs steps 3–6; each is a no-op when already done.
-func rollForward(p paths, carry []string) error {
-	staged, err := exists(p.staging)
-	if err != nil {
-		return err
-	}
-	if staged {
-		for _, n := range carry {
-			if n == "" || strings.ContainsAny(n, `/\`) || n == "." || n == ".." {
-				return fmt.Errorf("journal %s names an invalid entry %q", p.journal, n)
-			}
-			src, dst := filepath.Join(p.live, n), filepath.Join(p.staging, n)
-			if ok, err := exists(src); err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				continue // carried already
-			}
-			if ok, err := exists(dst); err != nil || ok {
-				if err != nil {
-					return err
-				}
-				return fmt.Errorf("carrying %s: %s exists in the new workspace too; resolve by hand", n, dst)
-			}
-			if err := os.Rename(src, dst); err != nil {
-				return fmt.Errorf("carrying %s into the new workspace: %w", n, err)
-			}
-			step("carry")
+// apply runs a journal's steps (3 above); run again after a crash it
+// finishes what is left. It returns what it did this time.
+func (w *workspace) apply(j journal) (Changes, error) {
+	var ch Changes
+	touched := map[string]bool{}
+	for _, o := range j.Ops {
+		if err := catalog.CheckShippedPath(o.Path); err != nil {
+			return ch, fmt.Errorf("journal step %s: %w", o.Kind, err)
 		}
-		for _, d := range []string{p.live, p.staging} {
-			if ok, _ := exists(d); ok {
-				if err := atomicfile.SyncDir(d); err != nil {
-					return err
-				}
-			}
+		var err error
+		switch o.Kind {
+		case opRemove:
+			err = w.remove(o, &ch, touched)
+		case opPut:
+			err = w.put(o, j.Stamp, &ch, touched)
+		case opSeed:
+			err = w.seed(o, touched)
+		case opMkdir:
+			err = w.mkdirs(o.Path, touched)
+		default:
+			err = fmt.Errorf("journal names an unknown step %q", o.Kind)
 		}
-		if ok, err := exists(p.live); err != nil {
-			return err
-		} else if ok {
-			if err := os.RemoveAll(p.old); err != nil {
-				return err
-			}
-			if err := os.Rename(p.live, p.old); err != nil {
-				return fmt.Errorf("moving the old workspace aside: %w", err)
-			}
-			step("live to old")
-		}
-		if err := os.Rename(p.staging, p.live); err != nil {
-			return fmt.Errorf("moving the new workspace into place: %w", err)
-		}
-		step("staging to live")
-		if err := atomicfile.SyncDir(p.agents); err != nil {
-			return err
+		if err != nil {
+			return ch, err
 		}
 	}
-	if err := sweep(p); err != nil {
-		return err
+	for _, o := range j.Ops {
+		if o.Kind == opRemove {
+			w.prune(o.Path, j.Keep, touched)
+		}
 	}
-	return clean(p)
+	return ch, w.syncDirs(touched)
 }
 
-// sweep moves the old workspace's unmanaged entries that the live one
-// lacks into it (step 5).
-func sweep(p paths) error {
-	names, err := topNames(p.old)
-	if err != nil || names == nil {
+func (w *workspace) remove(o op, ch *Changes, touched map[string]bool) error {
+	st, err := w.look(o.Path)
+	switch {
+	case err != nil:
 		return err
-	}
-	moved := false
-	for _, n := range names {
-		if template.Managed(n) {
-			continue
+	case st.kind == absent:
+	case st.kind == regular && slices.Contains(o.Replace, st.sum):
+		if err := w.root.Remove(w.live(o.Path)); err != nil {
+			return fmt.Errorf("removing %s: %w", w.show(o.Path), err)
 		}
-		dst := filepath.Join(p.live, n)
-		if ok, err := exists(dst); err != nil || ok {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := os.Rename(filepath.Join(p.old, n), dst); err != nil {
-			return fmt.Errorf("keeping %s: %w", n, err)
-		}
-		moved = true
-		step("sweep")
-	}
-	if moved {
-		return atomicfile.SyncDir(p.live)
+		step("remove")
+		touched[path.Dir(w.live(o.Path))] = true
+		ch.Removed = append(ch.Removed, o.Path)
+	default:
+		ch.Kept = append(ch.Kept, o.Path) // edited since the plan
 	}
 	return nil
 }
 
-// clean deletes the old workspace and then the journal (step 6).
-func clean(p paths) error {
-	if ok, err := exists(p.old); err != nil {
+func (w *workspace) put(o op, stamp string, ch *Changes, touched map[string]bool) error {
+	if ok, err := w.exists(w.staged(o.Path)); err != nil || !ok {
+		return err // done before a crash
+	}
+	if err := w.mkdirs(path.Dir(o.Path), touched); err != nil {
 		return err
-	} else if ok {
-		if err := os.RemoveAll(p.trash); err != nil {
-			return err
-		}
-		if err := os.Rename(p.old, p.trash); err != nil {
-			return err
-		}
-		step("old to trash")
-		if err := atomicfile.SyncDir(p.agents); err != nil {
-			return err
-		}
 	}
-	if err := os.RemoveAll(p.trash); err != nil {
-		return fmt.Errorf("deleting %s: %w", p.trash, err)
+	st, err := w.look(o.Path)
+	if err != nil {
+		return err
 	}
-	step("remove trash")
+	switch {
+	case st.kind == absent:
+		ch.Added = append(ch.Added, o.Path)
+	case st.kind == regular && slices.Contains(o.Replace, st.sum):
+		ch.Changed = append(ch.Changed, o.Path)
+	default:
+		cp, err := w.freeName(o.Path + LocalSuffix + stamp)
+		if err != nil {
+			return err
+		}
+		if err := w.root.Rename(w.live(o.Path), w.live(cp)); err != nil {
+			return fmt.Errorf("keeping your copy of %s: %w", w.show(o.Path), err)
+		}
+		step("keep copy")
+		ch.Conflicts = append(ch.Conflicts, Conflict{Path: o.Path, Copy: cp})
+	}
+	if err := w.root.Rename(w.staged(o.Path), w.live(o.Path)); err != nil {
+		return fmt.Errorf("writing %s: %w", w.show(o.Path), err)
+	}
+	step("put")
+	touched[path.Dir(w.live(o.Path))] = true
+	return nil
+}
+
+func (w *workspace) seed(o op, touched map[string]bool) error {
+	if ok, err := w.exists(w.staged(o.Path)); err != nil || !ok {
+		return err
+	}
+	if ok, err := w.exists(w.live(o.Path)); err != nil || ok {
+		return err // the tenant's own: the staged copy goes with the staging directory
+	}
+	if err := w.mkdirs("", touched); err != nil {
+		return err
+	}
+	if err := w.root.Rename(w.staged(o.Path), w.live(o.Path)); err != nil {
+		return fmt.Errorf("seeding %s: %w", w.show(o.Path), err)
+	}
+	step("seed")
+	touched[w.live("")] = true
+	return nil
+}
+
+// prune removes the directories above a removed file that are now empty,
+// nearest first, stopping at the first that is not (or is the template's).
+func (w *workspace) prune(removed string, keep []string, touched map[string]bool) {
+	ds := parents(removed)
+	for i := len(ds) - 1; i >= 0; i-- {
+		d := ds[i]
+		if slices.Contains(keep, d) {
+			return
+		}
+		if missing, err := w.checkDirs(d + "/x"); err != nil || missing {
+			return
+		}
+		if err := w.root.Remove(w.live(d)); err != nil {
+			return // not empty: the employee's files are in it
+		}
+		step("rmdir")
+		touched[path.Dir(w.live(d))] = true
+	}
+}
+
+// clean deletes the staging directory, writes the pending record and
+// deletes the journal (step 4).
+func clean(p paths, shipped []catalog.ShippedFile) error {
+	if err := os.RemoveAll(p.staging); err != nil {
+		return fmt.Errorf("deleting %s: %w", p.staging, err)
+	}
+	step("remove staging")
+	if err := atomicfile.SyncDir(p.agents); err != nil {
+		return err
+	}
+	if err := writePending(p, shipped); err != nil {
+		return err
+	}
 	if err := os.Remove(p.journal); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -333,29 +354,14 @@ func clean(p paths) error {
 	return atomicfile.SyncDir(p.tenant)
 }
 
-// recoverSwap finishes a swap whose journal exists, or rolls back one that
-// crashed before its journal was written.
-func recoverSwap(p paths) error {
+// recoverSwap finishes an update whose journal exists, or rolls back one
+// that crashed before its journal was written.
+func recoverSwap(t Tenant, slug string) error {
+	p := pathsOf(t, slug)
 	data, err := os.ReadFile(p.journal)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		// No commit: a half-built workspace and stray leftovers go.
-		for _, d := range []string{p.staging, p.trash} {
-			if err := os.RemoveAll(d); err != nil {
-				return fmt.Errorf("recovering: removing %s: %w", d, err)
-			}
-		}
-		if ok, err := exists(p.old); err != nil {
-			return err
-		} else if ok {
-			// Only clean() leaves .old without a journal, never before the
-			// sweep: finish it the same way.
-			if err := sweep(p); err != nil {
-				return fmt.Errorf("recovering: %w", err)
-			}
-			return clean(p)
-		}
-		return nil
+		return rollBack(p)
 	case err != nil:
 		return fmt.Errorf("recovering: reading %s: %w", p.journal, err)
 	}
@@ -363,8 +369,38 @@ func recoverSwap(p paths) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return fmt.Errorf("recovering: journal %s is unreadable (%v); inspect %s and %s by hand", p.journal, err, p.live, p.staging)
 	}
-	if err := rollForward(p, j.Carry); err != nil {
+	if j.Version == 0 {
+		if err := legacyRollForward(p, j.Carry); err != nil {
+			return fmt.Errorf("recovering an interrupted update: %w", err)
+		}
+		return nil
+	}
+	if j.Version != journalVersion {
+		return fmt.Errorf("recovering: journal %s has version %d, which this Talon does not know; finish it with the Talon that wrote it", p.journal, j.Version)
+	}
+	w, err := openWorkspace(t, slug, true)
+	if err != nil {
+		return fmt.Errorf("recovering: %w", err)
+	}
+	defer w.close()
+	if _, err := w.apply(j); err != nil {
 		return fmt.Errorf("recovering an interrupted update: %w", err)
+	}
+	return clean(p, j.Shipped)
+}
+
+// rollBack deletes what an update left before its commit: a half-staged
+// directory, and stray leftovers of a directory swap (legacy.go).
+func rollBack(p paths) error {
+	for _, d := range []string{p.staging, p.trash} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("recovering: removing %s: %w", d, err)
+		}
+	}
+	if ok, err := exists(p.old); err != nil {
+		return err
+	} else if ok {
+		return legacyFinish(p)
 	}
 	return nil
 }

@@ -69,21 +69,12 @@ var (
 	OptionalFiles = []string{"TOOLS.md", "BOOT.md", "BOOTSTRAP.md", "HEARTBEAT.md", "MEMORY.md", "USER.md"}
 	// OptionalDirs may exist at the top level.
 	OptionalDirs = []string{"canvas", "memory", "skills", "api-tools"}
-	// SeedEntries are the top-level entries copied on first install only.
+	// SeedEntries are the top-level entries copied on first install only:
+	// from then on they are the tenant's. Which files a template owns in an
+	// installed workspace is not a list of names but the installation's
+	// record of what it shipped (see package install).
 	SeedEntries = []string{"MEMORY.md", "memory", "canvas"}
 )
-
-// Managed reports whether a top-level workspace entry belongs to the
-// template, so an update replaces it: the template's files other than the
-// seed entries. Anything else in a workspace — memory/, MEMORY.md,
-// canvas/, and whatever the agent created — is the tenant's and is kept.
-func Managed(name string) bool {
-	if slices.Contains(SeedEntries, name) {
-		return false
-	}
-	return slices.Contains(RequiredFiles, name) || slices.Contains(OptionalFiles, name) ||
-		slices.Contains(OptionalDirs, name)
-}
 
 // Limits on a template's files, so a mistake (a checked-in build
 // directory, a huge data file) is refused rather than copied to every
