@@ -62,7 +62,11 @@ func TestRoutesHappyPath(t *testing.T) {
 		t.Fatalf("sync all = %+v", sync)
 	}
 
-	e.ok(t, 204, "DELETE", "/api/tenants/acme/installations/helper", "", nil)
+	var gone struct{ Tenant, Slug, Message string }
+	e.ok(t, 200, "DELETE", "/api/tenants/acme/installations/helper", "", &gone)
+	if gone.Tenant != "acme" || gone.Slug != "helper" || !strings.Contains(gone.Message, "memory") || !strings.Contains(gone.Message, "every file it wrote") {
+		t.Fatalf("uninstall says %+v; it must say plainly that the memory and files are deleted", gone)
+	}
 	e.ok(t, 200, "GET", "/api/tenants/acme/installations", "", &ins)
 	if len(ins.Installations) != 0 {
 		t.Fatalf("installations after uninstall = %+v", ins)

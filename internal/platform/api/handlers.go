@@ -213,11 +213,13 @@ func (s *server) install(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// uninstall answers with what went: the workspace, memory included.
 func (s *server) uninstall(w http.ResponseWriter, r *http.Request) error {
-	if err := s.p.Uninstall(r.Context(), r.PathValue("id"), r.PathValue("slug")); err != nil {
+	id, slug := r.PathValue("id"), r.PathValue("slug")
+	if err := s.p.Uninstall(r.Context(), id, slug); err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, map[string]any{"tenant": id, "slug": slug, "message": platform.UninstalledMessage(id, slug)})
 	return nil
 }
 

@@ -109,7 +109,11 @@ func agentEntry(m *manifest, tools *config.Value) *config.Value {
 	if tools == nil {
 		tools = AgentTools{AlsoAllow: m.RequiredTools.AlsoAllow, Exec: m.Exec}.Value()
 	}
-	e.Set("tools", tools)
+	// No empty block: an update drops one, so writing it here would make
+	// the first sync after an install change the config for nothing.
+	if len(tools.Members) > 0 {
+		e.Set("tools", tools)
+	}
 	return e
 }
 
