@@ -80,11 +80,17 @@ func newTemplatesCmd() *cobra.Command {
 	syncCmd := &cobra.Command{
 		Use:   "sync [SLUG]",
 		Short: "Bring every installation (of SLUG, or of every template) up to its template; --dry-run prints what would change",
-		Long: `Re-syncs the files and agent config of every tenant that installed the template:
-template files replaced, memory/, MEMORY.md, canvas/ and the agent's own files kept,
-the agent's tools config rebuilt (stale tenant-level tools.alsoAllow entries removed),
-required plugins enabled. Prints per tenant what changed (or, with --dry-run, what
-would), and exits 1 if any tenant failed.`,
+		Long: `Re-syncs the files and agent config of every tenant that installed the template,
+reading the templates as they are on disk now. The template owns exactly the files it
+ships: new and changed ones are written (+, ~), ones an earlier version shipped and this
+one does not are removed (-), and nothing else in a workspace is touched (memory/,
+MEMORY.md, USER.md, TOOLS.md, canvas/, the employee's own files and skills). A file the
+employee edited is never overwritten or removed: when the template changes it too, the
+employee's copy is kept as <name>.local-<date> (!), and when the template drops it, it
+stays (=). An unchanged template writes nothing. The agent's tools config is rebuilt
+(stale tenant-level tools.alsoAllow entries removed) and required plugins enabled.
+Prints per tenant what changed (or, with --dry-run, what would), and exits 1 if any
+tenant failed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, done, err := f.open(cmd.Context())

@@ -12,13 +12,15 @@ import (
 
 // TestTemplatesSync: `talon templates sync --dry-run` prints per tenant
 // what a changed template would change and writes nothing; without
-// --dry-run it applies it, and a second run finds nothing to do.
+// --dry-run it applies it, keeping (and saying so) the employee's copy of
+// a file both changed and leaving the employee's own files alone, and a
+// second run finds nothing to do.
 func TestTemplatesSync(t *testing.T) {
 	state, tpl := t.TempDir(), t.TempDir()
-	write := func(agents string) {
+	write := func(agents, soul string) {
 		for name, content := range map[string]string{
 			"template.yaml": "type: helper\nname: Helper\ndescription: Helps\nemoji: \"🧩\"\ncategory: general\nskills: []\nmodel: inspect\n",
-			"AGENTS.md":     agents, "SOUL.md": "Calm.\n", "IDENTITY.md": "- Name: Helper\n",
+			"AGENTS.md":     agents, "SOUL.md": soul, "IDENTITY.md": "- Name: Helper\n",
 		} {
 			p := filepath.Join(tpl, "helper", name)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -29,7 +31,7 @@ func TestTemplatesSync(t *testing.T) {
 			}
 		}
 	}
-	write("# v1\n")
+	write("# v1\n", "Calm.\n")
 	ctx := context.Background()
 	st, err := platform.OpenStore(ctx, state, "")
 	if err != nil {
@@ -48,7 +50,13 @@ func TestTemplatesSync(t *testing.T) {
 		}
 	}
 	st.Close()
-	write("# v2\n")
+	ws := filepath.Join(state, "tenants", "acme", "agents", "helper")
+	for name, body := range map[string]string{"SOUL.md": "my own soul\n", "USER.md": "the user\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# v2\n", "Calm and kind.\n")
 	args := []string{"templates", "sync", "helper", "--state-dir", state, "--templates", tpl}
 	out, errOut, code := talon(t, "", append(args, "--dry-run")...)
 	if code != 0 || !strings.Contains(out, "acme/helper: would change:\n  ~ AGENTS.md") || !strings.Contains(out, "globex/helper: would change:") {
@@ -59,11 +67,21 @@ func TestTemplatesSync(t *testing.T) {
 		t.Fatalf("the dry run wrote AGENTS.md: %q", b)
 	}
 	out, errOut, code = talon(t, "", args...)
-	if code != 0 || !strings.Contains(out, "acme/helper: changed:") {
+	if code != 0 || !strings.Contains(out, "acme/helper: changed:") || !strings.Contains(out, "  ! kept your copy of SOUL.md as SOUL.md.local-") ||
+		!strings.Contains(out, "globex/helper: changed:\n  ~ AGENTS.md\n  ~ SOUL.md") {
 		t.Fatalf("sync: exit %d\n%s%s", code, out, errOut)
 	}
 	if b, _ := os.ReadFile(agents); string(b) != "# v2\n" {
 		t.Fatalf("AGENTS.md after sync: %q", b)
+	}
+	copies, _ := filepath.Glob(filepath.Join(ws, "SOUL.md.local-*"))
+	if len(copies) != 1 {
+		t.Fatalf("kept copies: %v", copies)
+	}
+	for path, want := range map[string]string{copies[0]: "my own soul\n", filepath.Join(ws, "USER.md"): "the user\n", filepath.Join(ws, "SOUL.md"): "Calm and kind.\n"} {
+		if b, _ := os.ReadFile(path); string(b) != want {
+			t.Errorf("%s = %q, want %q", path, b, want)
+		}
 	}
 	out, _, code = talon(t, "", append(args, "--dry-run")...)
 	if code != 0 || strings.Count(out, "up to date") != 2 {

@@ -29,12 +29,13 @@ const (
 
 // env is a Studio in front of a real in-process gateway (state dir with
 // a default tenant and tenant acme) and a real platform (SQLite catalog,
-// the repository's templates).
+// a copy of the repository's templates, which tests may edit).
 type env struct {
-	t     *testing.T
-	state string
-	s     *Server
-	srv   *httptest.Server
+	t         *testing.T
+	state     string
+	templates string
+	s         *Server
+	srv       *httptest.Server
 }
 
 func newEnv(t *testing.T, defaultConfig string) *env {
@@ -76,7 +77,11 @@ func newEnv(t *testing.T, defaultConfig string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	pl, err := platform.New(ctx, platform.Options{StateDir: state, Templates: filepath.Join("..", "..", "templates"), Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	templates := filepath.Join(t.TempDir(), "templates")
+	if err := os.CopyFS(templates, os.DirFS(filepath.Join("..", "..", "templates"))); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := platform.New(ctx, platform.Options{StateDir: state, Templates: templates, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +92,7 @@ func newEnv(t *testing.T, defaultConfig string) *env {
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &env{t: t, state: state, s: s, srv: srv}
+	return &env{t: t, state: state, templates: templates, s: s, srv: srv}
 }
 
 func write(t *testing.T, path, content string) {

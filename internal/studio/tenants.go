@@ -180,7 +180,7 @@ func (s *Server) uninstall(q *req) {
 	}
 	s.platformDo(q, func(ctx context.Context, pl *platform.Platform) error {
 		return pl.Uninstall(ctx, tenant, slug)
-	}, "Uninstalling "+slug+" from "+tenant, slug+" is uninstalled from tenant "+tenant+".")
+	}, "Uninstalling "+slug+" from "+tenant, platform.UninstalledMessage(tenant, slug)+".")
 }
 
 // platformDo runs one platform change and shows the page with its outcome.

@@ -74,33 +74,52 @@ func TestTenantForms(t *testing.T) {
 	}
 
 	res, body = b.post("/tenants/globex/install", url.Values{"slug": {"coder"}})
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, "coder is installed for tenant globex") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "coder is installed for tenant globex") ||
+		!strings.Contains(body, `aria-describedby="uninstall-note-globex-coder">Uninstall</button>`) || !strings.Contains(body, "deletes its memory and every file it wrote") {
 		t.Fatalf("install: %d\n%s", res.StatusCode, body)
 	}
 	if res, body := b.post("/tenants/globex/install", url.Values{"slug": {"coder"}}); res.StatusCode != http.StatusConflict || !strings.Contains(body, "already installed") {
 		t.Errorf("second install: %d\n%s", res.StatusCode, body)
 	}
-	// A dry run shows what an edited workspace file would get back,
-	// without writing it; applying writes it.
-	agentsMD := filepath.Join(e.state, "tenants", "globex", "agents", "coder", "AGENTS.md")
-	if err := os.WriteFile(agentsMD, []byte("edited\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// The employee edits SOUL.md and keeps a USER.md: with the template
+	// unchanged, a preview has nothing to do.
+	ws := filepath.Join(e.state, "tenants", "globex", "agents", "coder")
+	write(t, filepath.Join(ws, "SOUL.md"), "my own soul\n")
+	write(t, filepath.Join(ws, "USER.md"), "the user\n")
 	res, body = b.post("/library/coder/sync", url.Values{"dryRun": {"1"}})
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, "~ AGENTS.md") || !strings.Contains(body, "Apply this sync") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "Up to date: nothing to change.") {
+		t.Fatalf("dry run of an unchanged template: %d\n%s", res.StatusCode, body)
+	}
+	// The template changes on disk (no restart): the preview shows it and
+	// that the employee's SOUL.md would be kept, writing nothing; applying
+	// writes it and keeps the copy.
+	write(t, filepath.Join(e.templates, "coder", "AGENTS.md"), "# Coder v2\n")
+	write(t, filepath.Join(e.templates, "coder", "SOUL.md"), "Precise.\n")
+	res, body = b.post("/library/coder/sync", url.Values{"dryRun": {"1"}})
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "~ AGENTS.md") || !strings.Contains(body, "! kept your copy of SOUL.md as SOUL.md.local-") ||
+		!strings.Contains(body, "would be kept beside the new versions") || !strings.Contains(body, "Apply this sync") {
 		t.Fatalf("dry run: %d\n%s", res.StatusCode, body)
 	}
-	if e.fileOf("tenants/globex/agents/coder/AGENTS.md") != "edited\n" {
+	if e.fileOf("tenants/globex/agents/coder/SOUL.md") != "my own soul\n" || e.fileOf("tenants/globex/agents/coder/AGENTS.md") == "# Coder v2\n" {
 		t.Fatal("the dry run wrote")
 	}
-	if res, body := b.post("/library/coder/sync", nil); res.StatusCode != http.StatusOK || !strings.Contains(body, "Synced coder") {
+	if res, body := b.post("/library/coder/sync", nil); res.StatusCode != http.StatusOK || !strings.Contains(body, "Synced coder") || !strings.Contains(body, "are kept beside the new versions") {
 		t.Fatalf("sync: %d\n%s", res.StatusCode, body)
 	}
-	if e.fileOf("tenants/globex/agents/coder/AGENTS.md") == "edited\n" {
-		t.Error("the sync did not restore AGENTS.md")
+	if e.fileOf("tenants/globex/agents/coder/AGENTS.md") != "# Coder v2\n" || e.fileOf("tenants/globex/agents/coder/SOUL.md") != "Precise.\n" ||
+		e.fileOf("tenants/globex/agents/coder/USER.md") != "the user\n" {
+		t.Error("the sync did not write the template's changes, or touched USER.md")
+	}
+	copies, _ := filepath.Glob(filepath.Join(ws, "SOUL.md.local-*"))
+	if len(copies) != 1 {
+		t.Fatalf("kept copies %v", copies)
+	}
+	if b, _ := os.ReadFile(copies[0]); string(b) != "my own soul\n" {
+		t.Errorf("the kept copy holds %q", b)
 	}
 	// The tenant's people see its agents with the new token.
-	if res, body := b.post("/tenants/globex/uninstall", url.Values{"slug": {"coder"}}); res.StatusCode != http.StatusOK || !strings.Contains(body, "uninstalled") {
+	if res, body := b.post("/tenants/globex/uninstall", url.Values{"slug": {"coder"}}); res.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "coder is uninstalled from tenant globex") || !strings.Contains(body, "memory") || !strings.Contains(body, "every file it wrote") {
 		t.Fatalf("uninstall: %d\n%s", res.StatusCode, body)
 	}
 }
