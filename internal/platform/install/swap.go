@@ -340,10 +340,7 @@ func clean(p paths, shipped []catalog.ShippedFile) error {
 	if err := os.RemoveAll(p.staging); err != nil {
 		return fmt.Errorf("deleting %s: %w", p.staging, err)
 	}
-	step("remove staging")
-	if err := atomicfile.SyncDir(p.agents); err != nil {
-		return err
-	}
+	step("remove staging") // not fsynced: without the journal, recovery deletes a leftover
 	if err := writePending(p, shipped); err != nil {
 		return err
 	}
