@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,8 @@ func snapshot(t testing.TB, dir string) map[string]entry {
 			e.Body = "->" + target
 		case d.IsDir():
 			e.Body = "/"
+		case !d.Type().IsRegular():
+			e.Body = "special" // never opened: a FIFO would block
 		default:
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -165,6 +168,7 @@ func TestOwnership(t *testing.T) {
 		want  map[string]string
 		moved []string
 		ch    Changes
+		check func(t *testing.T, ws string)
 	}{
 		{
 			name: "unchanged template, edited and deleted template files",
@@ -227,6 +231,24 @@ func TestOwnership(t *testing.T) {
 				"IDENTITY.md": "identity v1\n", "BOOTSTRAP.md": "bootstrap v1\n", "skills/s/SKILL.md": base()["skills/s/SKILL.md"], "memory/seed.md": "seed note\n"},
 			ch: Changes{Conflicts: []Conflict{{Path: "SOUL.md", Copy: local("SOUL.md")}}},
 		},
+		{
+			name: "a FIFO where the template changes a file",
+			employee: func(t *testing.T, ws string) {
+				os.Remove(filepath.Join(ws, "SOUL.md"))
+				if err := syscall.Mkfifo(filepath.Join(ws, "SOUL.md"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			next: with(base(), "SOUL.md", "soul v2\n"),
+			want: map[string]string{"AGENTS.md": "agents v1\n", "SOUL.md": "soul v2\n",
+				"IDENTITY.md": "identity v1\n", "BOOTSTRAP.md": "bootstrap v1\n", "skills/s/SKILL.md": base()["skills/s/SKILL.md"], "memory/seed.md": "seed note\n"},
+			ch: Changes{Conflicts: []Conflict{{Path: "SOUL.md", Copy: local("SOUL.md")}}},
+			check: func(t *testing.T, ws string) {
+				if fi, err := os.Lstat(filepath.Join(ws, local("SOUL.md"))); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+					t.Errorf("the FIFO was not moved aside: %v %v", fi, err)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -287,6 +309,9 @@ func TestOwnership(t *testing.T) {
 				if d := cmp.Diff(before[m], after[local(m)]); d != "" {
 					t.Errorf("the kept copy of %s is not the employee's file as it was:\n%s", m, d)
 				}
+			}
+			if c.check != nil {
+				c.check(t, ws)
 			}
 			if c.next == nil {
 				if d := cmp.Diff(before, after); d != "" {
