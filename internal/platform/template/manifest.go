@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"talon/internal/ceiling"
 	"talon/internal/config"
 	"talon/internal/plugin"
 	"talon/internal/policy"
@@ -57,8 +58,9 @@ type requiredTools struct {
 }
 
 // SandboxConfig is template.yaml's optional `sandbox` block, written to
-// the agent's agents.list[].sandbox: mode off|non-main|all, backend
-// bwrap|docker|host (config's own rules check the values).
+// the agent's agents.list[].sandbox: mode and backend, held to config's
+// rules and to the tenant ceiling's (mode all, backend bwrap or docker:
+// an employee runs in a tenant, whose sessions are always sandboxed).
 type SandboxConfig struct {
 	Mode    string `yaml:"mode" json:"mode,omitempty"`
 	Backend string `yaml:"backend" json:"backend,omitempty"`
@@ -257,6 +259,15 @@ func (m *manifest) checkAgentEntry() error {
 		p := strings.TrimPrefix(is.Path, "agents.list[0].")
 		p = strings.TrimPrefix(p, "tools.")
 		return fmt.Errorf("%s: %s", p, is.Message)
+	}
+	// An employee is installed into a tenant, whose config is held to the
+	// operator's ceiling: a template must not ask for what no tenant may
+	// have (Talon's default ceiling, the strictest it starts with).
+	ceil, _ := ceiling.New(nil, nil)
+	for _, v := range ceil.Apply(tree, "/tenant").Violations {
+		if p, ok := strings.CutPrefix(v.Path, "agents.list[0]."); ok {
+			return fmt.Errorf("%s: %s", p, v.Message)
+		}
 	}
 	return nil
 }

@@ -90,6 +90,12 @@ func TestLoadErrors(t *testing.T) {
 		{"host sandbox", func(m map[string]string) {
 			m["template.yaml"] = validManifest + "sandbox: {mode: all, backend: host}\n"
 		}, "", "sandbox"},
+		{"unsandboxed employee", func(m map[string]string) {
+			m["template.yaml"] = validManifest + "sandbox: {mode: non-main, backend: bwrap}\n"
+		}, "", `sandbox.mode: a tenant's sessions always run sandboxed, so mode must be "all"`},
+		{"sandbox off", func(m map[string]string) {
+			m["template.yaml"] = validManifest + "sandbox: {mode: \"off\"}\n"
+		}, "", `sandbox.mode: a tenant's sessions always run sandboxed`},
 		{"empty inline", func(m map[string]string) { m["template.yaml"] = validManifest + "soul: ''\n" }, "", `"soul" is empty`},
 		{"missing soul", func(m map[string]string) { delete(m, "SOUL.md") }, "", `SOUL.md is missing: add the file or an inline "soul" text`},
 		{"missing identity", func(m map[string]string) { delete(m, "IDENTITY.md") }, "", `IDENTITY.md is missing`},
