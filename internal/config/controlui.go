@@ -16,21 +16,6 @@ import (
 // config is read for it.
 type ControlUI struct {
 	AllowedOrigins []string `json:"allowedOrigins"`
-
-	Enabled                                  *Raw `json:"enabled" talon:"unused"`
-	BasePath                                 *Raw `json:"basePath" talon:"unused"`
-	Root                                     *Raw `json:"root" talon:"unused"`
-	Experimental                             *Raw `json:"experimental" talon:"unused"`
-	Environment                              *Raw `json:"environment" talon:"unused"`
-	CommunityInvite                          *Raw `json:"communityInvite" talon:"unused"`
-	GitHub                                   *Raw `json:"github" talon:"unused"`
-	SessionObserver                          *Raw `json:"sessionObserver" talon:"unused"`
-	EmbedSandbox                             *Raw `json:"embedSandbox" talon:"unused"`
-	AllowExternalEmbedURLs                   *Raw `json:"allowExternalEmbedUrls" talon:"unused"`
-	AutomaticallyFetchFavicons               *Raw `json:"automaticallyFetchFavicons" talon:"unused"`
-	DangerouslyAllowHostHeaderOriginFallback *Raw `json:"dangerouslyAllowHostHeaderOriginFallback" talon:"unused"`
-	DangerouslyDisableDeviceAuth             *Raw `json:"dangerouslyDisableDeviceAuth" talon:"unused"`
-	AllowInsecureAuth                        *Raw `json:"allowInsecureAuth" talon:"unused"`
 }
 
 // AnyOrigin is the allowedOrigins entry that allows every origin.

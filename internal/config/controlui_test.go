@@ -56,7 +56,7 @@ func TestControlUI(t *testing.T) {
 	if diff := cmp.Diff(want, issuesOf(t, err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Issue{{"gateway.controlUi.basePath", msgUnusedKey}}, warns); diff != "" {
+	if diff := cmp.Diff([]Issue{{"gateway.controlUi.basePath", MsgUnused}}, warns); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 	if len(c.Gateway.ControlUI.AllowedOrigins) != 4 {

@@ -9,10 +9,9 @@ import (
 	"sync"
 )
 
-// Messages shared by the decoder and the tests.
+// Messages shared by the decoder and the tests (and MsgUnused).
 const (
 	msgUnknownKey = "unknown key (kept, not used by Talon)"
-	msgUnusedKey  = "OpenClaw setting not used by Talon (kept)"
 	msgIgnoredKey = "ignored key"
 )
 
@@ -29,8 +28,8 @@ func blockedKey(k string) bool {
 
 // Decode fills out (a non-nil pointer, usually *Config) from tree following
 // the json tags of the types in types.go. It reports every type error at once
-// as a *ValidationError and returns warnings (unknown keys, unused OpenClaw
-// settings, ignored keys) in file order either way. When out is a *Config it
+// as a *ValidationError and returns warnings (unknown keys, the OpenClaw
+// keys of unusedKeys, ignored keys) in file order either way. When out is a *Config it
 // also runs Validate. JSON null counts as absent. Raw fields hold the tree's
 // own nodes, so out shares memory with tree.
 func Decode(tree *Value, out any) (warnings []Issue, err error) {
@@ -40,7 +39,7 @@ func Decode(tree *Value, out any) (warnings []Issue, err error) {
 	}
 	d := &decoder{order: issueOrder{}}
 	d.order.visit(rootPath)
-	d.decode("", tree, rv.Elem())
+	d.decode("", tree, rv.Elem(), keyNodes{unusedTree})
 	if c, ok := out.(*Config); ok {
 		errs, warns := check(c)
 		d.errs = append(d.errs, errs...)
@@ -68,15 +67,16 @@ func (d *decoder) warn(path, msg string) {
 }
 
 // decode stores v into rv and reports whether v had the right JSON type
-// (nested problems are recorded but do not make it false).
-func (d *decoder) decode(path string, v *Value, rv reflect.Value) bool {
+// (nested problems are recorded but do not make it false). at is where
+// path is in unusedTree.
+func (d *decoder) decode(path string, v *Value, rv reflect.Value, at keyNodes) bool {
 	if v.IsNull() {
 		return true
 	}
 	t := rv.Type()
 	switch t {
 	case rawType:
-		d.scanBlocked(path, v)
+		d.scanKept(path, v, at)
 		rv.Set(reflect.ValueOf(Raw{v}))
 		return true
 	case listType:
@@ -85,12 +85,12 @@ func (d *decoder) decode(path string, v *Value, rv reflect.Value) bool {
 	switch t.Kind() {
 	case reflect.Pointer:
 		if t.Elem() == rawType {
-			d.scanBlocked(path, v)
+			d.scanKept(path, v, at)
 			rv.Set(reflect.ValueOf(&Raw{v}))
 			return true
 		}
 		p := reflect.New(t.Elem())
-		if !d.decode(path, v, p.Elem()) {
+		if !d.decode(path, v, p.Elem(), at) {
 			return false
 		}
 		rv.Set(p)
@@ -127,6 +127,7 @@ func (d *decoder) decode(path string, v *Value, rv reflect.Value) bool {
 			return false
 		}
 		s := reflect.MakeSlice(t, len(v.Items), len(v.Items))
+		items := at.item()
 		for i, it := range v.Items {
 			p := joinIndex(path, i)
 			d.order.visit(p)
@@ -135,13 +136,13 @@ func (d *decoder) decode(path string, v *Value, rv reflect.Value) bool {
 				d.fail(p, "expected "+describe(t.Elem()))
 				continue
 			}
-			d.decode(p, it, s.Index(i))
+			d.decode(p, it, s.Index(i), items)
 		}
 		rv.Set(s)
 	case reflect.Map:
-		return d.decodeMap(path, v, rv)
+		return d.decodeMap(path, v, rv, at)
 	case reflect.Struct:
-		return d.decodeStruct(path, v, rv)
+		return d.decodeStruct(path, v, rv, at)
 	default:
 		d.fail(path, fmt.Sprintf("cannot decode into Go type %s", t))
 		return false
@@ -189,7 +190,9 @@ func (d *decoder) decodeList(path string, v *Value, rv reflect.Value) bool {
 	return true
 }
 
-func (d *decoder) decodeMap(path string, v *Value, rv reflect.Value) bool {
+// decodeMap decodes an object into a map. Its members have typed values,
+// so none is reported as unused; keys below them may be.
+func (d *decoder) decodeMap(path string, v *Value, rv reflect.Value, at keyNodes) bool {
 	t := rv.Type()
 	if v.Kind != Object {
 		d.fail(path, "expected object")
@@ -211,7 +214,7 @@ func (d *decoder) decodeMap(path string, v *Value, rv reflect.Value) bool {
 			continue
 		}
 		e := reflect.New(t.Elem()).Elem()
-		if d.decode(p, mem.Value, e) {
+		if d.decode(p, mem.Value, e, at.member(mem.Key)) {
 			m.SetMapIndex(reflect.ValueOf(mem.Key).Convert(t.Key()), e)
 		}
 	}
@@ -219,7 +222,11 @@ func (d *decoder) decodeMap(path string, v *Value, rv reflect.Value) bool {
 	return true
 }
 
-func (d *decoder) decodeStruct(path string, v *Value, rv reflect.Value) bool {
+// decodeStruct decodes an object into a struct. A member with a typed
+// field is decoded, never reported as unused; any other is reported as
+// unused (unusedKeys) or unknown, and kept in the struct's rest field if
+// it has one.
+func (d *decoder) decodeStruct(path string, v *Value, rv reflect.Value, at keyNodes) bool {
 	if v.Kind != Object {
 		d.fail(path, "expected object")
 		return false
@@ -233,9 +240,14 @@ func (d *decoder) decodeStruct(path string, v *Value, rv reflect.Value) bool {
 			d.warn(p, msgIgnoredKey)
 			continue
 		}
+		next := at.member(mem.Key)
 		f, ok := info.fields[mem.Key]
 		if !ok {
-			d.scanBlocked(p, mem.Value)
+			unused := next.end()
+			if unused && !mem.Value.IsNull() {
+				d.warn(p, MsgUnused)
+			}
+			d.scanKept(p, mem.Value, next)
 			if info.rest != nil {
 				if rest == nil {
 					rest = &Value{Kind: Object}
@@ -244,13 +256,12 @@ func (d *decoder) decodeStruct(path string, v *Value, rv reflect.Value) bool {
 				rest.Members = append(rest.Members, mem)
 				continue
 			}
-			d.warn(p, msgUnknownKey)
+			if !unused {
+				d.warn(p, msgUnknownKey)
+			}
 			continue
 		}
-		if f.unused && !mem.Value.IsNull() {
-			d.warn(p, msgUnusedKey)
-		}
-		d.decode(p, mem.Value, fieldAlloc(rv, f.index))
+		d.decode(p, mem.Value, fieldAlloc(rv, f.index), next)
 	}
 	if rest != nil {
 		fieldAlloc(rv, info.rest).Set(reflect.ValueOf(&Raw{rest}))
@@ -258,16 +269,22 @@ func (d *decoder) decodeStruct(path string, v *Value, rv reflect.Value) bool {
 	return true
 }
 
-// scanBlocked warns about prototype keys inside values that are kept but
-// not decoded (Raw, unknown keys), so they are reported wherever they are.
-func (d *decoder) scanBlocked(path string, v *Value) {
+// scanKept warns about the keys inside a value that is kept but not
+// decoded (Raw, unknown and unused keys), so they are reported wherever
+// they are: prototype keys, and the keys of unusedKeys (at is where path
+// is in unusedTree) other than those inside one already reported.
+func (d *decoder) scanKept(path string, v *Value, at keyNodes) {
 	if v == nil {
 		return
 	}
+	if at.end() {
+		at = nil
+	}
 	switch v.Kind {
 	case Array:
+		items := at.item()
 		for i, it := range v.Items {
-			d.scanBlocked(joinIndex(path, i), it)
+			d.scanKept(joinIndex(path, i), it, items)
 		}
 	case Object:
 		for _, m := range v.Members {
@@ -276,7 +293,11 @@ func (d *decoder) scanBlocked(path string, v *Value) {
 				d.warn(p, msgIgnoredKey)
 				continue
 			}
-			d.scanBlocked(p, m.Value)
+			next := at.member(m.Key)
+			if next.end() && !m.Value.IsNull() {
+				d.warn(p, MsgUnused)
+			}
+			d.scanKept(p, m.Value, next)
 		}
 	}
 }
@@ -324,9 +345,8 @@ func fieldAlloc(rv reflect.Value, index []int) reflect.Value {
 }
 
 type fieldInfo struct {
-	index  []int
-	unused bool
-	depth  int
+	index []int
+	depth int
 }
 
 type structInfo struct {
@@ -385,7 +405,7 @@ func structInfoOf(t reflect.Type) *structInfo {
 			if d, ok := ambiguous[name]; ok && d <= depth {
 				continue
 			}
-			si.fields[name] = fieldInfo{index: index, unused: sf.Tag.Get("talon") == "unused", depth: depth}
+			si.fields[name] = fieldInfo{index: index, depth: depth}
 		}
 	}
 	walk(t, nil, 0)

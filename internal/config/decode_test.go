@@ -249,7 +249,7 @@ func TestDecodeValues(t *testing.T) {
 		},
 		plugins: {slots: {memory: "none"}, load: {paths: ["/p"]}},
 		models: {providers: {p: {headers: {"X-A": "1"}, models: [{id: "m", input: ["text"], maxTokens: 4096}]}}},
-		channels: {telegram: {enabled: true, allowFrom: []}},
+		channels: {telegram: {enabled: true}},
 		session: {scope: "per-sender", mainKey: "main"},
 		gatewayNull: null,
 	}`)
@@ -288,7 +288,7 @@ func TestDecodeValues(t *testing.T) {
 			Headers: map[string]string{"X-A": "1"},
 			Models:  []Model{{ID: "m", Input: List{"text"}, MaxTokens: &maxTok}},
 		}}},
-		Channels: map[string]Channel{"telegram": {Enabled: &yes, AllowFrom: List{}}},
+		Channels: map[string]Channel{"telegram": {Enabled: &yes}},
 		Session:  Session{Scope: "per-sender", MainKey: "main"},
 	}
 	if diff := cmp.Diff(want, *c); diff != "" {
@@ -308,7 +308,7 @@ func TestDecodeNullIsAbsent(t *testing.T) {
 	if err != nil || len(warns) != 0 {
 		t.Fatalf("err=%v warns=%v", err, warns)
 	}
-	if c.Gateway.Port != nil || c.Tools.Allow != nil || c.Tools.Exec != nil || c.Agents.List != nil || c.Meta != nil || c.Env != nil {
+	if c.Gateway.Port != nil || c.Tools.Allow != nil || c.Tools.Exec != nil || c.Agents.List != nil || c.Env != nil {
 		t.Errorf("null should leave fields unset: %+v", c)
 	}
 	if c.Tools.ByProvider == nil || len(c.Tools.ByProvider) != 0 {
@@ -335,10 +335,10 @@ func TestDecodeWarnings(t *testing.T) {
 	}
 	want := []Issue{
 		{"foo", msgUnknownKey},
-		{"meta", msgUnusedKey},
+		{"meta", MsgUnused},
 		{"gateway.bar", msgUnknownKey},
-		{"gateway.tls", msgUnusedKey},
-		{"gateway.auth.allowTailscale", msgUnusedKey},
+		{"gateway.tls", MsgUnused},
+		{"gateway.auth.allowTailscale", MsgUnused},
 		{"__proto__", msgIgnoredKey},
 		{"agents.list[0].zzz", msgUnknownKey},
 		{"agents.list[0].constructor", msgIgnoredKey},
@@ -369,8 +369,21 @@ func TestDecodeRest(t *testing.T) {
 	}`)
 	var c Config
 	warns, err := Decode(tree, &c)
-	if err != nil || len(warns) != 0 {
-		t.Fatalf("err=%v warns=%v", err, warns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What lands in a rest field is kept, and reported: none of it is read.
+	wantWarns := []Issue{
+		{"tools.web.search.provider", MsgUnused},
+		{"tools.web.search.apiKey", MsgUnused},
+		{"channels.telegram.botToken", MsgUnused},
+		{"channels.telegram.dmPolicy", MsgUnused},
+		{"channels.telegram.groups.-100.requireMention", MsgUnused},
+		{"channels.telegram.accounts.a1.name", MsgUnused},
+		{"commands.native", MsgUnused},
+	}
+	if diff := cmp.Diff(wantWarns, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 	rest := func(r *Raw) string {
 		if r == nil {

@@ -127,7 +127,7 @@ func TestLoad(t *testing.T) {
 	if !f.Exists || string(f.Raw) != string(raw) || f.Hash != Hash(raw) || len(f.Config.Agents.List) != 1 {
 		t.Errorf("Load = %+v", f)
 	}
-	if diff := cmp.Diff([]Issue{{"meta", msgUnusedKey}}, f.Warnings); diff != "" {
+	if diff := cmp.Diff([]Issue{{"meta", MsgUnused}}, f.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }

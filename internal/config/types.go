@@ -10,9 +10,10 @@ package config
 //   - pointers (*bool, *int, *Raw) are nil when the key is absent;
 //   - a Raw keeps any JSON value as it was written.
 //
-// Keys that OpenClaw defines but Talon does not use are declared as Raw with
-// the tag `talon:"unused"`: they round-trip and are reported once as unused,
-// not as unknown. Keys nobody defines are reported as unknown.
+// Keys that OpenClaw defines but Talon does not act on have no field here:
+// they are listed in unusedKeys (unused.go), round-trip, and are reported
+// as not used yet rather than as unknown. Keys nobody defines are reported
+// as unknown.
 
 // List is an array of strings from the config. Nil means the key was absent.
 type List []string
@@ -36,59 +37,25 @@ type Config struct {
 	// Tenants is Talon's own, read from the operator's root config only:
 	// the ceiling every tenant config is held to (internal/ceiling).
 	Tenants Tenants `json:"tenants"`
-
-	// OpenClaw sections Talon keeps but does not act on.
-	Meta        *Raw `json:"meta" talon:"unused"`
-	Wizard      *Raw `json:"wizard" talon:"unused"`
-	Update      *Raw `json:"update" talon:"unused"`
-	Telemetry   *Raw `json:"telemetry" talon:"unused"`
-	Logging     *Raw `json:"logging" talon:"unused"`
-	UI          *Raw `json:"ui" talon:"unused"`
-	Auth        *Raw `json:"auth" talon:"unused"`
-	Skills      *Raw `json:"skills" talon:"unused"`
-	Hooks       *Raw `json:"hooks" talon:"unused"`
-	Cron        *Raw `json:"cron" talon:"unused"`
-	Messages    *Raw `json:"messages" talon:"unused"`
-	Browser     *Raw `json:"browser" talon:"unused"`
-	Talk        *Raw `json:"talk" talon:"unused"`
-	Bindings    *Raw `json:"bindings" talon:"unused"`
-	Broadcast   *Raw `json:"broadcast" talon:"unused"`
-	Audio       *Raw `json:"audio" talon:"unused"`
-	Media       *Raw `json:"media" talon:"unused"`
-	Web         *Raw `json:"web" talon:"unused"`
-	Discovery   *Raw `json:"discovery" talon:"unused"`
-	CanvasHost  *Raw `json:"canvasHost" talon:"unused"`
-	Diagnostics *Raw `json:"diagnostics" talon:"unused"`
-	Approvals   *Raw `json:"approvals" talon:"unused"`
-	NodeHost    *Raw `json:"nodeHost" talon:"unused"`
-	Memory      *Raw `json:"memory" talon:"unused"`
-	ACP         *Raw `json:"acp" talon:"unused"`
-	Secrets     *Raw `json:"secrets" talon:"unused"`
 }
 
 // Gateway is the `gateway` section.
 type Gateway struct {
-	Mode           string      `json:"mode"`
-	Port           *int        `json:"port"`
-	Bind           string      `json:"bind"`
-	Auth           GatewayAuth `json:"auth"`
-	HTTP           *Raw        `json:"http"`
-	Tools          ToolPolicy  `json:"tools"`
-	ControlUI      ControlUI   `json:"controlUi"`
-	Remote         *Raw        `json:"remote" talon:"unused"`
-	Reload         *Raw        `json:"reload" talon:"unused"`
-	TLS            *Raw        `json:"tls" talon:"unused"`
-	Tailscale      *Raw        `json:"tailscale" talon:"unused"`
-	TrustedProxies *Raw        `json:"trustedProxies" talon:"unused"`
-	Nodes          *Raw        `json:"nodes" talon:"unused"`
+	Port      *int        `json:"port"`
+	Bind      string      `json:"bind"`
+	Auth      GatewayAuth `json:"auth"`
+	HTTP      *Raw        `json:"http"`
+	Tools     ToolPolicy  `json:"tools"`
+	ControlUI ControlUI   `json:"controlUi"`
 }
 
 // GatewayAuth is `gateway.auth`.
 type GatewayAuth struct {
-	Mode           string `json:"mode"`
-	Token          string `json:"token"`
-	Password       string `json:"password"`
-	AllowTailscale *bool  `json:"allowTailscale" talon:"unused"`
+	// Mode "none" lets talon serve run the default tenant without a
+	// token (keptToken); other values are not read.
+	Mode     string `json:"mode"`
+	Token    string `json:"token"`
+	Password string `json:"password"`
 }
 
 // Agents is the `agents` section.
@@ -109,49 +76,28 @@ type AgentDefaults struct {
 	BootstrapMaxChars *int `json:"bootstrapMaxChars"`
 	TimeoutSeconds    *int `json:"timeoutSeconds"`
 
-	Compaction            *Raw `json:"compaction" talon:"unused"`
-	ContextPruning        *Raw `json:"contextPruning" talon:"unused"`
-	Heartbeat             *Raw `json:"heartbeat" talon:"unused"`
-	ThinkingDefault       *Raw `json:"thinkingDefault" talon:"unused"`
-	VerboseDefault        *Raw `json:"verboseDefault" talon:"unused"`
-	ElevatedDefault       *Raw `json:"elevatedDefault" talon:"unused"`
-	BlockStreamingDefault *Raw `json:"blockStreamingDefault" talon:"unused"`
-	MaxConcurrent         *Raw `json:"maxConcurrent" talon:"unused"`
-	UserTimezone          *Raw `json:"userTimezone" talon:"unused"`
 	// ImageModel is the model the image tool shows images to: a model
 	// reference, or {primary, fallbacks} (see ModelRefs).
 	ImageModel *Raw `json:"imageModel"`
-	Memory     *Raw `json:"memorySearch" talon:"unused"`
-	Typing     *Raw `json:"typingMode" talon:"unused"`
-	Humanize   *Raw `json:"humanDelay" talon:"unused"`
 }
 
 // SubagentLimits is `agents.defaults.subagents`.
 type SubagentLimits struct {
 	// MaxSpawnDepth is a number in OpenClaw; fractions are floored.
-	MaxSpawnDepth       *float64 `json:"maxSpawnDepth"`
-	MaxConcurrent       *Raw     `json:"maxConcurrent" talon:"unused"`
-	Model               *Raw     `json:"model" talon:"unused"`
-	ArchiveAfterMinutes *Raw     `json:"archiveAfterMinutes" talon:"unused"`
+	MaxSpawnDepth *float64 `json:"maxSpawnDepth"`
 }
 
 // Agent is one `agents.list[]` entry.
 type Agent struct {
-	ID           string     `json:"id"`
-	Default      *bool      `json:"default"`
-	Name         string     `json:"name"`
-	Workspace    string     `json:"workspace"`
-	AgentDir     string     `json:"agentDir"`
-	Model        *Raw       `json:"model"`
-	Identity     *Raw       `json:"identity"`
-	Tools        AgentTools `json:"tools"`
-	Sandbox      Sandbox    `json:"sandbox"`
-	Subagents    *Raw       `json:"subagents" talon:"unused"`
-	GroupChat    *Raw       `json:"groupChat" talon:"unused"`
-	Heartbeat    *Raw       `json:"heartbeat" talon:"unused"`
-	Skills       *Raw       `json:"skills" talon:"unused"`
-	MemorySearch *Raw       `json:"memorySearch" talon:"unused"`
-	HumanDelay   *Raw       `json:"humanDelay" talon:"unused"`
+	ID        string     `json:"id"`
+	Default   *bool      `json:"default"`
+	Name      string     `json:"name"`
+	Workspace string     `json:"workspace"`
+	AgentDir  string     `json:"agentDir"`
+	Model     *Raw       `json:"model"`
+	Identity  *Raw       `json:"identity"`
+	Tools     AgentTools `json:"tools"`
+	Sandbox   Sandbox    `json:"sandbox"`
 }
 
 // ToolPolicy is an `{allow, alsoAllow, deny}` triple.
@@ -179,14 +125,10 @@ type Tools struct {
 	Network   Network      `json:"network"`
 	Sandbox   SandboxTools `json:"sandbox"`
 	Subagents SandboxTools `json:"subagents"`
-	Elevated  *Raw         `json:"elevated"`
 	// Sessions and AgentToAgent decide which sessions the session tools
 	// reach (package tools/sessions).
 	Sessions     SessionTools `json:"sessions"`
 	AgentToAgent AgentToAgent `json:"agentToAgent"`
-	Media        *Raw         `json:"media" talon:"unused"`
-	Links        *Raw         `json:"links" talon:"unused"`
-	Message      *Raw         `json:"message" talon:"unused"`
 }
 
 // SessionTools is `tools.sessions`.
@@ -212,7 +154,6 @@ type AgentTools struct {
 	Exec       *ExecTools               `json:"exec"`
 	Fs         *Raw                     `json:"fs"`
 	Sandbox    SandboxTools             `json:"sandbox"`
-	Elevated   *Raw                     `json:"elevated"`
 }
 
 // SandboxTools is `tools.sandbox` / `tools.subagents` (a nested `tools` policy).
@@ -225,26 +166,16 @@ type ExecTools struct {
 	Host       string      `json:"host"`
 	Security   string      `json:"security"`
 	Ask        string      `json:"ask"`
-	Node       string      `json:"node"`
 	ApplyPatch *ApplyPatch `json:"applyPatch"`
 	// ApprovalTimeoutMs is how long an exec approval waits for an
 	// operator (Talon's key; OpenClaw has a built-in constant).
 	ApprovalTimeoutMs *int `json:"approvalTimeoutMs"`
-
-	TimeoutSec              *Raw `json:"timeoutSec"`
-	BackgroundMs            *Raw `json:"backgroundMs"`
-	PathPrepend             *Raw `json:"pathPrepend"`
-	SafeBins                *Raw `json:"safeBins"`
-	NotifyOnExit            *Raw `json:"notifyOnExit" talon:"unused"`
-	CleanupMs               *Raw `json:"cleanupMs" talon:"unused"`
-	ApprovalRunningNoticeMs *Raw `json:"approvalRunningNoticeMs" talon:"unused"`
 }
 
 // ApplyPatch is `tools.exec.applyPatch`.
 type ApplyPatch struct {
-	Enabled       *bool `json:"enabled"`
-	AllowModels   List  `json:"allowModels"`
-	WorkspaceOnly *bool `json:"workspaceOnly" talon:"unused"`
+	Enabled     *bool `json:"enabled"`
+	AllowModels List  `json:"allowModels"`
 }
 
 // WebTools is `tools.web`.
@@ -346,10 +277,8 @@ type Sandbox struct {
 	// Backend is Talon's own: bwrap, docker or host.
 	Backend string `json:"backend"`
 	// Limits is Talon's own: what one sandboxed command may use.
-	Limits  *SandboxLimits `json:"limits"`
-	Docker  *Raw           `json:"docker"`
-	Browser *Raw           `json:"browser" talon:"unused"`
-	Prune   *Raw           `json:"prune" talon:"unused"`
+	Limits *SandboxLimits `json:"limits"`
+	Docker *Raw           `json:"docker"`
 	// SessionToolsVisibility is spawned or all; OpenClaw reads only the
 	// agents.defaults one, and so does Talon.
 	SessionToolsVisibility string `json:"sessionToolsVisibility"`
@@ -370,11 +299,10 @@ type SandboxLimits struct {
 // Channel is one `channels.<id>` entry. Talon reads only what the tool policy
 // and plugin enable state need; the rest is channel-specific and kept.
 type Channel struct {
-	Enabled   *bool                     `json:"enabled"`
-	AllowFrom List                      `json:"allowFrom"`
-	Groups    map[string]Group          `json:"groups"`
-	Accounts  map[string]ChannelAccount `json:"accounts"`
-	Rest      *Raw                      `talon:"rest"`
+	Enabled  *bool                     `json:"enabled"`
+	Groups   map[string]Group          `json:"groups"`
+	Accounts map[string]ChannelAccount `json:"accounts"`
+	Rest     *Raw                      `talon:"rest"`
 }
 
 // ChannelAccount is `channels.<id>.accounts.<account>`.
@@ -392,20 +320,18 @@ type Group struct {
 
 // Plugins is the `plugins` section.
 type Plugins struct {
-	Enabled  *bool                  `json:"enabled"`
-	Allow    List                   `json:"allow"`
-	Deny     List                   `json:"deny"`
-	Entries  map[string]PluginEntry `json:"entries"`
-	Slots    PluginSlots            `json:"slots"`
-	Load     PluginLoad             `json:"load"`
-	Installs *Raw                   `json:"installs" talon:"unused"`
+	Enabled *bool                  `json:"enabled"`
+	Allow   List                   `json:"allow"`
+	Deny    List                   `json:"deny"`
+	Entries map[string]PluginEntry `json:"entries"`
+	Slots   PluginSlots            `json:"slots"`
+	Load    PluginLoad             `json:"load"`
 }
 
 // PluginEntry is `plugins.entries.<id>`.
 type PluginEntry struct {
 	Enabled *bool `json:"enabled"`
 	Config  *Raw  `json:"config"`
-	Env     *Raw  `json:"env"`
 }
 
 // PluginSlots is `plugins.slots`.
@@ -420,14 +346,8 @@ type PluginLoad struct {
 
 // Session is the `session` section.
 type Session struct {
-	Scope         string `json:"scope"`
-	MainKey       string `json:"mainKey"`
-	DMScope       string `json:"dmScope"`
-	Store         string `json:"store"`
-	Reset         *Raw   `json:"reset" talon:"unused"`
-	IdentityLinks *Raw   `json:"identityLinks" talon:"unused"`
-	SendPolicy    *Raw   `json:"sendPolicy" talon:"unused"`
-	AgentToAgent  *Raw   `json:"agentToAgent" talon:"unused"`
+	Scope   string `json:"scope"`
+	MainKey string `json:"mainKey"`
 }
 
 // Commands is the `commands` section.
@@ -438,9 +358,7 @@ type Commands struct {
 
 // Models is the `models` section.
 type Models struct {
-	Mode           string              `json:"mode"`
-	Providers      map[string]Provider `json:"providers"`
-	CatalogRefresh *Raw                `json:"catalogRefresh" talon:"unused"`
+	Providers map[string]Provider `json:"providers"`
 }
 
 // Provider is `models.providers.<id>`.
@@ -451,7 +369,6 @@ type Provider struct {
 	Headers        map[string]string `json:"headers"`
 	TimeoutSeconds *float64          `json:"timeoutSeconds"`
 	Models         []Model           `json:"models"`
-	Auth           *Raw              `json:"auth" talon:"unused"`
 }
 
 // Model is one `models.providers.<id>.models[]` entry.
@@ -460,9 +377,7 @@ type Model struct {
 	Name          string            `json:"name"`
 	Reasoning     *bool             `json:"reasoning"`
 	Input         List              `json:"input"`
-	Cost          *Raw              `json:"cost"`
 	ContextWindow *float64          `json:"contextWindow"`
 	MaxTokens     *float64          `json:"maxTokens"`
 	Headers       map[string]string `json:"headers"`
-	Compat        *Raw              `json:"compat" talon:"unused"`
 }

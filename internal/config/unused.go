@@ -1,0 +1,184 @@
+package config
+
+import "strings"
+
+// MsgUnused is the warning for an OpenClaw key Talon accepts but does not
+// act on: "agents.defaults.heartbeat: not used by Talon yet".
+const MsgUnused = "not used by Talon yet"
+
+// IsUnused reports whether a warning of Decode is about such a key.
+func IsUnused(is Issue) bool { return is.Message == MsgUnused }
+
+// unusedKeys are the OpenClaw keys Talon accepts (so they are not reported
+// as unknown, and are kept when the file is written back) but does not act
+// on. Decode warns once for each one present, however deep, including
+// inside values Talon reads only in part (agents.defaults.model is read
+// for its primary; its fallbacks are not). The issue that builds a
+// feature removes its keys here; TestUnusedKeys checks every entry is an
+// OpenClaw key and that none reaches a field Talon reads.
+//
+// A pattern is keys joined by dots. "*" is any one key; "[]" after a key is
+// any item of that array. A key that has a typed field in types.go is never
+// reported, so "channels.*.*" names the keys of a channel entry that the
+// tool policy does not read (it reads enabled, groups and accounts).
+var unusedKeys = []string{
+	// Whole sections.
+	"meta", "wizard", "update", "telemetry", "logging", "ui", "auth", "skills",
+	"hooks", "cron", "messages", "browser", "talk", "bindings", "broadcast",
+	"audio", "media", "web", "discovery", "canvasHost", "diagnostics",
+	"approvals", "nodeHost", "memory", "acp", "secrets",
+
+	"env.shellEnv",
+
+	"gateway.mode", "gateway.remote", "gateway.reload", "gateway.tls",
+	"gateway.tailscale", "gateway.trustedProxies", "gateway.nodes",
+	"gateway.auth.allowTailscale",
+	"gateway.http.endpoints.chatCompletions.images",
+	"gateway.http.endpoints.responses", "gateway.http.securityHeaders",
+	"gateway.controlUi.enabled", "gateway.controlUi.basePath",
+	"gateway.controlUi.root", "gateway.controlUi.experimental",
+	"gateway.controlUi.environment", "gateway.controlUi.communityInvite",
+	"gateway.controlUi.github", "gateway.controlUi.sessionObserver",
+	"gateway.controlUi.embedSandbox", "gateway.controlUi.allowExternalEmbedUrls",
+	"gateway.controlUi.automaticallyFetchFavicons",
+	"gateway.controlUi.dangerouslyAllowHostHeaderOriginFallback",
+	"gateway.controlUi.dangerouslyDisableDeviceAuth",
+	"gateway.controlUi.allowInsecureAuth",
+
+	"agents.defaults.model.fallbacks",
+	"agents.defaults.imageModel.timeoutMs",
+	"agents.defaults.models.*.params", "agents.defaults.models.*.streaming",
+	"agents.defaults.models.*.agentRuntime", "agents.defaults.models.*.codeMode",
+	"agents.defaults.models.*.pickerRuntimes",
+	"agents.defaults.compaction", "agents.defaults.contextPruning",
+	"agents.defaults.heartbeat", "agents.defaults.thinkingDefault",
+	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
+	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
+	"agents.defaults.userTimezone", "agents.defaults.memorySearch",
+	"agents.defaults.typingMode", "agents.defaults.humanDelay",
+	"agents.defaults.subagents.maxConcurrent", "agents.defaults.subagents.model",
+	"agents.defaults.subagents.archiveAfterMinutes",
+	"agents.defaults.sandbox.browser", "agents.defaults.sandbox.prune",
+
+	"agents.list[].model.fallbacks",
+	"agents.list[].subagents", "agents.list[].groupChat",
+	"agents.list[].heartbeat", "agents.list[].skills",
+	"agents.list[].memorySearch", "agents.list[].humanDelay",
+	"agents.list[].sandbox.browser", "agents.list[].sandbox.prune",
+	"agents.list[].tools.elevated",
+	"agents.list[].tools.exec.node", "agents.list[].tools.exec.timeoutSec",
+	"agents.list[].tools.exec.backgroundMs", "agents.list[].tools.exec.pathPrepend",
+	"agents.list[].tools.exec.safeBins", "agents.list[].tools.exec.notifyOnExit",
+	"agents.list[].tools.exec.cleanupMs", "agents.list[].tools.exec.approvalRunningNoticeMs",
+	"agents.list[].tools.exec.applyPatch.workspaceOnly",
+
+	"tools.elevated", "tools.media", "tools.links", "tools.message",
+	"tools.exec.node", "tools.exec.timeoutSec", "tools.exec.backgroundMs",
+	"tools.exec.pathPrepend", "tools.exec.safeBins", "tools.exec.notifyOnExit",
+	"tools.exec.cleanupMs", "tools.exec.approvalRunningNoticeMs",
+	"tools.exec.applyPatch.workspaceOnly",
+	// The policy reads enabled; Talon has no web_search tool, and its
+	// web_fetch takes no settings.
+	"tools.web.search.*", "tools.web.fetch.*",
+
+	// Talon has no channels. The tool policy reads a channel's enabled,
+	// its groups' tool policies and its accounts' groups, for sessions
+	// whose key names a channel group.
+	"channels.*.*", "channels.*.accounts.*.*",
+	"channels.*.groups.*.*", "channels.*.accounts.*.groups.*.*",
+
+	"commands.*", // commands.ownerAllowFrom is read
+
+	"plugins.installs",
+
+	"session.dmScope", "session.store", "session.reset",
+	"session.identityLinks", "session.sendPolicy", "session.agentToAgent",
+
+	"models.mode", "models.catalogRefresh",
+	"models.providers.*.auth",
+	"models.providers.*.models[].cost", "models.providers.*.models[].compat",
+}
+
+// keyNode is one step of unusedTree: the patterns that have gone this far.
+type keyNode struct {
+	end   bool // a pattern ends here
+	keys  map[string]*keyNode
+	any   *keyNode // "*"
+	items *keyNode // "[]"
+}
+
+var unusedTree = buildKeyTree(unusedKeys)
+
+func buildKeyTree(patterns []string) *keyNode {
+	root := &keyNode{}
+	for _, p := range patterns {
+		n := root
+		for _, seg := range strings.Split(p, ".") {
+			key, arr := strings.CutSuffix(seg, "[]")
+			n = n.child(key)
+			if arr {
+				if n.items == nil {
+					n.items = &keyNode{}
+				}
+				n = n.items
+			}
+		}
+		n.end = true
+	}
+	return root
+}
+
+func (n *keyNode) child(key string) *keyNode {
+	if key == "*" {
+		if n.any == nil {
+			n.any = &keyNode{}
+		}
+		return n.any
+	}
+	if n.keys == nil {
+		n.keys = map[string]*keyNode{}
+	}
+	c := n.keys[key]
+	if c == nil {
+		c = &keyNode{}
+		n.keys[key] = c
+	}
+	return c
+}
+
+// keyNodes are the places in unusedTree that a path of the config has
+// reached, several when a "*" and a key both match; nil when none, which
+// is the common case below the top few levels.
+type keyNodes []*keyNode
+
+func (s keyNodes) member(key string) keyNodes {
+	var out keyNodes
+	for _, n := range s {
+		if c := n.keys[key]; c != nil {
+			out = append(out, c)
+		}
+		if n.any != nil {
+			out = append(out, n.any)
+		}
+	}
+	return out
+}
+
+func (s keyNodes) item() keyNodes {
+	var out keyNodes
+	for _, n := range s {
+		if n.items != nil {
+			out = append(out, n.items)
+		}
+	}
+	return out
+}
+
+func (s keyNodes) end() bool {
+	for _, n := range s {
+		if n.end {
+			return true
+		}
+	}
+	return false
+}
