@@ -145,6 +145,24 @@ func TestToolsExplainUsageErrors(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
+	// A config migrated from OpenClaw, with keys Talon does not act on
+	// (issue 18): the doctor names each one, and only --strict fails.
+	const unusedKeys = `{
+		agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}, heartbeat: {every: "30m"}},
+			list: [{id: "main"}]},
+		channels: {telegram: {enabled: true, botToken: "123:abc"}},
+		tools: {profile: "coding", web: {search: {enabled: true, provider: "brave"}}},
+		cron: {enabled: true},
+	}`
+	unusedLines := []string{
+		"OpenClaw keys Talon accepts but does not act on",
+		"  agents.defaults.model.fallbacks: not used by Talon yet\n",
+		"  agents.defaults.heartbeat: not used by Talon yet\n",
+		"  channels.telegram.botToken: not used by Talon yet\n",
+		"  tools.web.search.provider: not used by Talon yet\n",
+		"  cron: not used by Talon yet\n",
+		"no tool-policy problems found",
+	}
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -167,6 +185,12 @@ func TestDoctor(t *testing.T) {
 		{"warnings fail strict", `{tools: {allow: ["*"]}}`, []string{"--strict"}, 1, []string{"allow-star"}},
 		{"type error", `{agents: {list: [{id: "a"}, {id: "b"}, {id: "c", tools: {allow: "read"}}]}}`, nil, 1,
 			[]string{"agents.list[2].tools.allow: expected array of strings"}},
+		{"unused keys pass", unusedKeys, nil, 0, unusedLines},
+		{"unused keys fail strict", unusedKeys, []string{"--strict"}, 1, unusedLines},
+		{"unused keys in json", unusedKeys, []string{"--json"}, 0,
+			[]string{`"unused_keys": [`, `"agents.defaults.model.fallbacks",`, `"cron"`}},
+		{"unknown key fails strict", `{agents: {list: [{id: "main"}]}, bogus: 1}`, []string{"--strict"}, 1,
+			[]string{"config warnings:\n  bogus: unknown key"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
