@@ -297,3 +297,33 @@ func TestDoctorTenantCeiling(t *testing.T) {
 		t.Errorf("doctor of a root config: exit %d\n%s", code, out)
 	}
 }
+
+// TestHelpServe: --help says what serve runs now (issue 18: it said
+// "today: the gateway" after serve had come to run the platform and
+// Studio too).
+func TestHelpServe(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"serve       Run the gateway, the workforce platform's API and Studio on one address"}},
+		{[]string{"serve", "--help"}, []string{"WebSocket protocol", "REST API under\n/api/", "Studio", "talon gateway runs the gateway alone"}},
+		{[]string{"gateway", "--help"}, []string{"Starts the gateway", "call        Call one gateway WebSocket method"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, code := talon(t, "", tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("help lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "today") {
+				t.Errorf("help still says what serve does \"today\":\n%s", out)
+			}
+		})
+	}
+}

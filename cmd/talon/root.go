@@ -20,7 +20,7 @@ func newRoot() *cobra.Command {
 	gw := newServeCmd("gateway", "Run the gateway alone; `talon gateway call` calls a running one")
 	gw.AddCommand(newGatewayCallCmd())
 	root.AddCommand(
-		newServeCmd("serve", "Run the gateway, platform and Studio (today: the gateway)"),
+		newServeCmd("serve", "Run the gateway, the workforce platform's API and Studio on one address"),
 		gw,
 		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newTemplatesCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
 	)

@@ -55,10 +55,11 @@ func newServeCmd(use, short string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
-		Long: `Starts the gateway: POST /v1/chat/completions, GET /v1/models, /healthz and /readyz,
-on 127.0.0.1:18789 unless told otherwise. The default tenant's config is
-STATE/talon.json (or an openclaw.json / clawdbot.json there); tenants live in
-STATE/tenants/<id>/ and are selected with the X-Tenant-ID header.
+		Long: `Starts the gateway: OpenClaw's WebSocket protocol, POST /v1/chat/completions,
+GET /v1/models, /healthz and /readyz, on 127.0.0.1:18789 unless told otherwise.
+The default tenant's config is STATE/talon.json (or an openclaw.json /
+clawdbot.json there); tenants live in STATE/tenants/<id>/ and are selected
+with the X-Tenant-ID header.
 
 When neither the default tenant's config (gateway.auth.token or password) nor
 $TALON_GATEWAY_TOKEN sets a secret, the first start makes a token, saves it in
@@ -77,6 +78,11 @@ gateway.auth.mode "none" keeps a tokenless gateway on loopback instead.`,
 	fl.DurationVar(&f.fsyncWindow, "fsync-window", defaultFsyncWindow,
 		"how long an answered turn's transcript may wait for its fsync: a power cut can lose at most this much (a killed process loses nothing); 0 fsyncs every commit before answering")
 	if use == "serve" {
+		cmd.Long += `
+
+serve also runs, on the same address, the workforce platform (its REST API under
+/api/: the employee library from --templates, tenants, installations) and Studio,
+the web UI at /. talon gateway runs the gateway alone.`
 		f.platform = true
 		fl.StringVar(&f.templates, "templates", "templates", "the platform's employee templates, templates/<slug>/")
 		fl.StringVar(&f.database, "database", os.Getenv("TALON_PLATFORM_DATABASE"), "platform database: sqlite:[PATH] (default STATE/platform.db) or a postgres:// URL ($TALON_PLATFORM_DATABASE)")
