@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +108,7 @@ func TestConfigGet(t *testing.T) {
 		valid     bool
 		wantRaw   []string // substrings of raw; nil = raw is null
 		wantIssue string
+		wantWarns []string // "path: message" of every warning
 	}{
 		{name: "secrets redacted in raw, comments kept", file: secretConfig, valid: true,
 			wantRaw: []string{"// the gateway's token", `apiKey: "__OPENCLAW_REDACTED__"`, `GITHUB_TOKEN: "__OPENCLAW_REDACTED__"`}},
@@ -119,6 +121,10 @@ func TestConfigGet(t *testing.T) {
 		{name: "missing file", valid: true},
 		{name: "invalid value", file: `{gateway: {auth: {token: "` + wsToken + `"}}, session: {scope: "bogus"}}`,
 			wantRaw: []string{`scope: "bogus"`}, wantIssue: "session.scope: expected one of per-sender, global"},
+		{name: "OpenClaw keys Talon does not act on are warnings", valid: true,
+			file:      `{gateway: {auth: {token: "` + wsToken + `"}}, agents: {defaults: {model: {primary: "inspect", fallbacks: ["openai/gpt-5.2"]}}}, cron: {enabled: true}}`,
+			wantRaw:   []string{"fallbacks"},
+			wantWarns: []string{"agents.defaults.model.fallbacks: not used by Talon yet", "cron: not used by Talon yet"}},
 		{name: "syntax error: no raw", file: `{gateway: {auth: {token: "` + wsToken + `"}}, oops}`, wantIssue: "(root): loading config"},
 	}
 	for _, tc := range cases {
@@ -165,6 +171,13 @@ func TestConfigGet(t *testing.T) {
 				if strings.Contains(all, s) && !strings.Contains(tc.file, `id: "`+s) {
 					t.Errorf("secret %q leaked", s)
 				}
+			}
+			var warns []string
+			for _, w := range got.Warnings {
+				warns = append(warns, w.Path+": "+w.Message)
+			}
+			if tc.wantWarns != nil && !slices.Equal(warns, tc.wantWarns) {
+				t.Errorf("warnings = %q, want %q", warns, tc.wantWarns)
 			}
 			if tc.wantIssue == "" && len(got.Issues) > 0 || tc.wantIssue != "" && (len(got.Issues) == 0 || !strings.HasPrefix(got.Issues[0].Path+": "+got.Issues[0].Message, tc.wantIssue)) {
 				t.Errorf("issues = %+v, want %q", got.Issues, tc.wantIssue)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,9 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	for _, w := range f.Warnings {
 		s.log.Debug("config", "tenant", t.id, "warning", w.String())
 	}
+	if t.id == "" {
+		logUnused(s.log, f.Warnings)
+	}
 	rt := &runtime{file: f, root: root, clamp: clamp, providers: provider.Options{Env: s.opts.Env}}
 	switch {
 	case root != nil:
@@ -204,6 +208,29 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	t.rt = rt
 	t.stamp = st
 	return t.rt, nil
+}
+
+// logUnused tells the operator, once per load of their own config, which
+// OpenClaw keys it sets that Talon does not act on (talon doctor lists
+// them too). Tenants' configs only log them at debug level: a tenant must
+// not be able to flood the operator's log.
+func logUnused(log *slog.Logger, warns []config.Issue) {
+	const most = 20
+	var keys []string
+	n := 0
+	for _, w := range warns {
+		if config.IsUnused(w) {
+			if n++; n <= most {
+				keys = append(keys, w.Path)
+			}
+		}
+	}
+	if n > most {
+		keys = append(keys, fmt.Sprintf("and %d more", n-most))
+	}
+	if n > 0 {
+		log.Warn("config keys not used by Talon yet (kept in the file; talon doctor lists them)", "keys", strings.Join(keys, ", "))
+	}
 }
 
 // tenantProviders is how a tenant's model providers resolve: "${NAME}"
