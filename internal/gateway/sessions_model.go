@@ -71,10 +71,12 @@ func catalogEntry(cfg *config.Config, m modelRef) (config.Model, bool) {
 	return config.Model{}, false
 }
 
-// contextTokens is a model's context window when the catalog states it.
-func contextTokens(cfg *config.Config, m modelRef) *float64 {
-	if e, ok := catalogEntry(cfg, m); ok {
-		return e.ContextWindow
+// contextTokens is a model's context window when the config states it
+// (provider.ContextWindow, which the runner records with each turn too);
+// nil when it does not.
+func contextTokens(cfg *config.Config, m modelRef) *int64 {
+	if w := provider.ContextWindow(cfg, m.String()); w > 0 {
+		return &w
 	}
 	return nil
 }
