@@ -44,9 +44,20 @@ type Entry struct {
 	Model         string `json:"model,omitempty"`
 	ModelProvider string `json:"modelProvider,omitempty"`
 
-	InputTokens  int64 `json:"inputTokens,omitempty"`
-	OutputTokens int64 `json:"outputTokens,omitempty"`
-	TotalTokens  int64 `json:"totalTokens,omitempty"`
+	// The token counters, written with each commit of a turn that reports
+	// usage (see Tokens). InputTokens, OutputTokens, TotalTokens and
+	// ContextTokens mean what they mean in OpenClaw: the last turn's input
+	// and output, the prompt of its last model call (the context in use)
+	// and the model's context window (absent when the config does not
+	// state it). The Cumulative ones are Talon's: every turn's usage since
+	// the session was created or last reset.
+	InputTokens            int64 `json:"inputTokens,omitempty"`
+	OutputTokens           int64 `json:"outputTokens,omitempty"`
+	TotalTokens            int64 `json:"totalTokens,omitempty"`
+	ContextTokens          int64 `json:"contextTokens,omitempty"`
+	CumulativeInputTokens  int64 `json:"cumulativeInputTokens,omitempty"`
+	CumulativeOutputTokens int64 `json:"cumulativeOutputTokens,omitempty"`
+	CumulativeTotalTokens  int64 `json:"cumulativeTotalTokens,omitempty"`
 
 	AbortedLastRun bool `json:"abortedLastRun,omitempty"`
 	SystemSent     bool `json:"systemSent,omitempty"`
@@ -165,3 +176,40 @@ func (e Entry) Clone() Entry {
 	}
 	return c
 }
+
+// Tokens is what one commit of a turn writes to its session's counters
+// (the Entry fields of the same names): the turn's figures so far, which
+// replace the last turn's, and what the model reported since the turn's
+// previous commit, which the cumulative counters grow by. A turn commits
+// once per model call, so a turn that fails or is aborted has counted
+// every call that answered.
+type Tokens struct {
+	Input, Output int64 // the turn's input and output so far
+	Context       int64 // the prompt of the turn's latest model call
+	Window        int64 // the model's context window; 0 when unknown
+	// AddInput, AddOutput and AddTotal are the usage reported since the
+	// turn's previous commit.
+	AddInput, AddOutput, AddTotal int64
+}
+
+// Pending reports whether t has usage the session has not counted yet.
+func (t *Tokens) Pending() bool {
+	return t.AddInput != 0 || t.AddOutput != 0 || t.AddTotal != 0
+}
+
+// Count adds one model call's usage (input, output and total tokens) to
+// a turn's figures.
+func (t *Tokens) Count(input, output, total int64) {
+	if total == 0 {
+		total = input + output
+	}
+	t.Input += input
+	t.Output += output
+	t.Context = input
+	t.AddInput += input
+	t.AddOutput += output
+	t.AddTotal += total
+}
+
+// Counted marks the pending usage as written.
+func (t *Tokens) Counted() { t.AddInput, t.AddOutput, t.AddTotal = 0, 0, 0 }

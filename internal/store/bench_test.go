@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"talon/internal/provider"
+	"talon/internal/session"
 )
 
 // BenchmarkAppend appends one message per transaction: one fsynced commit
@@ -51,22 +52,26 @@ func BenchmarkTranscript(b *testing.B) {
 
 // BenchmarkBeginTurn is the one durable commit of a stateless gateway
 // turn: a new session row with the user's message and the model's answer,
-// by BeginTurn and by BeginFreshTurn, which the runner uses for it.
+// by BeginTurn and by BeginFreshTurn, and with the answer's token counts
+// as the runner commits it (StartTurn, fresh).
 func BenchmarkBeginTurn(b *testing.B) {
 	msgs := []provider.Message{
 		{Role: provider.RoleUser, Content: "hi"},
 		{Role: provider.RoleAssistant, Content: "a short reply from the model"},
 	}
+	tok := session.Tokens{Window: 128000}
+	tok.Count(1200, 40, 1240)
 	for _, bc := range []struct {
 		name  string
-		begin func(*DB, context.Context, string, string, ...provider.Message) (string, error)
-	}{{"upsert", (*DB).BeginTurn}, {"fresh", (*DB).BeginFreshTurn}} {
+		fresh bool
+		tok   *session.Tokens
+	}{{"upsert", false, nil}, {"fresh", true, nil}, {"fresh+tokens", true, &tok}} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
 			db := openTest(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := bc.begin(db, ctx, "main", "openai:"+NewID(), msgs...); err != nil {
+				if _, err := db.StartTurn(ctx, "main", "openai:"+NewID(), bc.fresh, bc.tok, msgs); err != nil {
 					b.Fatal(err)
 				}
 			}

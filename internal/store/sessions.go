@@ -114,11 +114,55 @@ const touchSQL = `INSERT INTO sessions (agent_id, key, session_id, label, update
 const createSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
 	VALUES (?1, ?2, ?3, NULL, ?4, json_object('sessionId', ?3, 'updatedAt', ?4))`
 
+// tokenMembers are the json_set paths and values that write a turn's
+// token counts (session.Tokens, parameters ?5 to ?11) over prev, the
+// entry as it was: the turn's figures and the model's window (0 when
+// unknown, which Entry omits) replace the last turn's, and the cumulative
+// counters grow. The statements that write a session row during a turn
+// all take them from here, so the commit never decodes the entry.
+func tokenMembers(prev string) string {
+	grow := func(field, param string) string {
+		return fmt.Sprintf("'$.%s', coalesce(json_extract(%s, '$.%s'), 0) + %s", field, prev, field, param)
+	}
+	return strings.Join([]string{
+		"'$.inputTokens', ?5, '$.outputTokens', ?6, '$.totalTokens', ?7, '$.contextTokens', ?8",
+		grow("cumulativeInputTokens", "?9"), grow("cumulativeOutputTokens", "?10"), grow("cumulativeTotalTokens", "?11"),
+	}, ", ")
+}
+
+// createTokensSQL and touchTokensSQL are createSQL and touchSQL that also
+// write the token counts of the turn's first model call; tokensSQL writes
+// those of a later one, if the session still has the transcript the turn
+// appends to (a reset meanwhile starts the counters afresh).
+var (
+	createTokensSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
+	VALUES (?1, ?2, ?3, NULL, ?4, json_set(json_object('sessionId', ?3, 'updatedAt', ?4), ` + tokenMembers("NULL") + `))`
+	touchTokensSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
+	VALUES (?1, ?2, ?3, NULL, ?4, json_set(json_object('sessionId', ?3, 'updatedAt', ?4), ` + tokenMembers("NULL") + `))
+	ON CONFLICT (agent_id, key) DO UPDATE SET
+		updated_at = max(updated_at, excluded.updated_at),
+		entry = json_set(entry, '$.updatedAt', max(updated_at, excluded.updated_at), ` + tokenMembers("entry") + `)
+	RETURNING session_id`
+	tokensSQL = `UPDATE sessions SET entry = json_set(entry, ` + tokenMembers("entry") + `)
+	WHERE agent_id = ?1 AND key = ?2 AND session_id = ?3`
+)
+
+// tokenArgs are a statement's arguments: agent, key, session id (or the
+// id of a new session), now (which tokensSQL does not use), then the
+// token counts; tok nil counts none.
+func tokenArgs(agent, key, id string, now int64, tok *session.Tokens) []any {
+	args := []any{agent, key, id, now}
+	if tok != nil {
+		args = append(args, tok.Input, tok.Output, tok.Context, tok.Window, tok.AddInput, tok.AddOutput, tok.AddTotal)
+	}
+	return args
+}
+
 // BeginTurn records a turn on a session in one durable transaction: it
 // creates the session (or raises its updatedAt to now) and appends msgs to
 // its transcript, and returns the session's transcript id.
 func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
-	return db.beginTurn(ctx, agent, key, false, msgs)
+	return db.StartTurn(ctx, agent, key, false, nil, msgs)
 }
 
 // BeginFreshTurn is BeginTurn for a session key the caller has just minted
@@ -126,15 +170,23 @@ func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider
 // request). It is cheaper and has the same effect; should the key exist
 // after all, it does what BeginTurn does.
 func (db *DB) BeginFreshTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
-	return db.beginTurn(ctx, agent, key, true, msgs)
+	return db.StartTurn(ctx, agent, key, true, nil, msgs)
 }
 
-func (db *DB) beginTurn(ctx context.Context, agent, key string, fresh bool, msgs []provider.Message) (string, error) {
+// StartTurn is BeginTurn (BeginFreshTurn when fresh) that also writes the
+// turn's token counts, tok (nil: none), in the same transaction.
+func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok *session.Tokens, msgs []provider.Message) (string, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return "", fmt.Errorf("beginning a turn: %w", err)
 	}
 	now := ms(db.now())
+	create, touch := db.createStmt, db.touchStmt
+	if tok == nil || !tok.Pending() {
+		tok = nil
+	} else {
+		create, touch = db.createTokensStmt, db.touchTokensStmt
+	}
 	var id string
 	err = db.write(ctx, func(tx *sql.Tx) error {
 		if fresh {
@@ -142,8 +194,8 @@ func (db *DB) beginTurn(ctx context.Context, agent, key string, fresh bool, msgs
 			// statement, not the transaction): the upsert then does what
 			// BeginTurn does. Other errors may have ended the transaction.
 			id = NewID()
-			stmt := tx.StmtContext(ctx, db.createStmt)
-			_, err := stmt.ExecContext(ctx, a, k, id, now)
+			stmt := tx.StmtContext(ctx, create)
+			_, err := stmt.ExecContext(ctx, tokenArgs(a, k, id, now, tok)...)
 			stmt.Close()
 			switch constraintCode(err) {
 			case 0:
@@ -156,9 +208,9 @@ func (db *DB) beginTurn(ctx context.Context, agent, key string, fresh bool, msgs
 				return err
 			}
 		}
-		stmt := tx.StmtContext(ctx, db.touchStmt)
+		stmt := tx.StmtContext(ctx, touch)
 		defer stmt.Close()
-		if err := stmt.QueryRowContext(ctx, a, k, NewID(), now).Scan(&id); err != nil {
+		if err := stmt.QueryRowContext(ctx, tokenArgs(a, k, NewID(), now, tok)...).Scan(&id); err != nil {
 			return err
 		}
 		return db.appendTx(ctx, tx, id, msgs)
@@ -167,6 +219,39 @@ func (db *DB) beginTurn(ctx context.Context, agent, key string, fresh bool, msgs
 		return "", fmt.Errorf("beginning a turn on %q: %w", k, err)
 	}
 	return id, nil
+}
+
+// ContinueTurn appends msgs to a turn's transcript, sessionID, and writes
+// the turn's token counts, tok, to its session in one transaction: the
+// commits of a turn after StartTurn's. The counts are written only while
+// the session still has that transcript (a reset meanwhile starts afresh).
+func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, tok *session.Tokens, msgs []provider.Message) error {
+	a, k, err := ids(agent, key)
+	if err != nil {
+		return fmt.Errorf("continuing a turn: %w", err)
+	}
+	if sessionID == "" {
+		return errors.New("continuing a turn: empty session id")
+	}
+	if len(msgs) == 0 && (tok == nil || !tok.Pending()) {
+		return nil
+	}
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		if err := db.appendTx(ctx, tx, sessionID, msgs); err != nil {
+			return err
+		}
+		if tok == nil || !tok.Pending() {
+			return nil
+		}
+		stmt := tx.StmtContext(ctx, db.tokensStmt)
+		defer stmt.Close()
+		_, err := stmt.ExecContext(ctx, tokenArgs(a, k, sessionID, ms(db.now()), tok)...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("continuing a turn on %q: %w", k, err)
+	}
+	return nil
 }
 
 // PutSession writes a session's entry as given, creating or replacing it.
@@ -263,8 +348,9 @@ func (db *DB) PatchSessionWith(ctx context.Context, agent, key string, patch jso
 }
 
 // ResetSession starts a new transcript for a session: a new sessionId,
-// updatedAt raised to now, token counts cleared and systemSent and
-// abortedLastRun false; settings and unknown fields stay. The old
+// updatedAt raised to now, token counts cleared (the model's context
+// window stays) and systemSent and abortedLastRun false; settings and
+// unknown fields stay. The old
 // transcript stays in the store under the old id. A missing session is
 // created.
 func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time) (session.Entry, error) {
@@ -282,6 +368,7 @@ func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time
 		next.SessionID = NewID()
 		next.UpdatedAt = max(cur.UpdatedAt, ms(now))
 		next.InputTokens, next.OutputTokens, next.TotalTokens = 0, 0, 0
+		next.CumulativeInputTokens, next.CumulativeOutputTokens, next.CumulativeTotalTokens = 0, 0, 0
 		next.SystemSent, next.AbortedLastRun = false, false
 		if err := db.putEntry(ctx, tx, a, k, next); err != nil {
 			return err

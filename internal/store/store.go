@@ -28,14 +28,17 @@ type DB struct {
 	sdb  *sqlitedb.DB
 
 	// Prepared once: parsing SQL costs more than running these.
-	appendStmt    *sql.Stmt // on w
-	readStmt      *sql.Stmt // on r
-	getStmt       *sql.Stmt // on r
-	getStmtW      *sql.Stmt // on w
-	putStmt       *sql.Stmt // on w
-	touchStmt     *sql.Stmt // on w
-	createStmt    *sql.Stmt // on w
-	readAfterStmt *sql.Stmt // on r
+	appendStmt       *sql.Stmt // on w
+	readStmt         *sql.Stmt // on r
+	getStmt          *sql.Stmt // on r
+	getStmtW         *sql.Stmt // on w
+	putStmt          *sql.Stmt // on w
+	touchStmt        *sql.Stmt // on w
+	createStmt       *sql.Stmt // on w
+	tokensStmt       *sql.Stmt // on w
+	createTokensStmt *sql.Stmt // on w
+	touchTokensStmt  *sql.Stmt // on w
+	readAfterStmt    *sql.Stmt // on r
 
 	tails *tails
 }
@@ -83,7 +86,9 @@ func OpenWith(path string, o Options) (*DB, error) {
 	}{
 		{&db.appendStmt, w, appendSQL}, {&db.readStmt, r, readSQL},
 		{&db.getStmt, r, getEntrySQL}, {&db.getStmtW, w, getEntrySQL}, {&db.putStmt, w, putEntrySQL},
-		{&db.touchStmt, w, touchSQL}, {&db.createStmt, w, createSQL}, {&db.readAfterStmt, r, readAfterSQL},
+		{&db.touchStmt, w, touchSQL}, {&db.createStmt, w, createSQL}, {&db.tokensStmt, w, tokensSQL},
+		{&db.createTokensStmt, w, createTokensSQL}, {&db.touchTokensStmt, w, touchTokensSQL},
+		{&db.readAfterStmt, r, readAfterSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -102,7 +107,8 @@ func (db *DB) Path() string { return db.path }
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.readAfterStmt} {
+	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.tokensStmt,
+		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
