@@ -187,6 +187,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	history = replayable(append(history, input...))
 	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, fresh: req.Fresh, pending: slices.Clip(input)}
+	tr.tokens.Window = provider.ContextWindow(cfg, ref)
 
 	// The sandbox decides the tool list too (workspaceAccess ro), so the
 	// policy gets the plan's answer rather than working it out again.
@@ -406,6 +407,9 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 			return res, fmt.Errorf("calling the model: %w", err)
 		}
 		addUsage(&res.Usage, out.Usage)
+		if u := out.Usage; u != (provider.Usage{}) {
+			tr.tokens.Count(int64(u.PromptTokens), int64(u.CompletionTokens), int64(u.TotalTokens))
+		}
 		reply := provider.Message{Role: provider.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
 		tr.add(reply)
 		if err := tr.flush(ctx); err != nil {
@@ -452,9 +456,11 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 }
 
 // transcript buffers a run's messages between commits. The first commit
-// creates or touches the session row (store.BeginTurn); later ones append.
-// A turn is durable when the model's answer is: the reply a client gets
-// is never newer than what a crash would leave.
+// creates or touches the session row (store.StartTurn); later ones append
+// (store.ContinueTurn). Each commit also writes the usage the model
+// reported since the last one to the session's token counters, in the
+// same transaction. A turn is durable when the model's answer is: the
+// reply a client gets is never newer than what a crash would leave.
 type transcript struct {
 	r         *Runner
 	agentID   string
@@ -462,6 +468,7 @@ type transcript struct {
 	sessionID string
 	fresh     bool // the key is new (Request.Fresh)
 	pending   []provider.Message
+	tokens    session.Tokens
 }
 
 func (t *transcript) add(m provider.Message) { t.pending = append(t.pending, m) }
@@ -488,24 +495,21 @@ func (t *transcript) fail(ctx context.Context, err error, partial string) error 
 // goroutine per SQL statement to interrupt SQLite on cancellation, four a
 // turn.
 func (t *transcript) flush(ctx context.Context) error {
-	if t.sessionID != "" && len(t.pending) == 0 {
+	if t.sessionID != "" && len(t.pending) == 0 && !t.tokens.Pending() {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	if t.sessionID == "" {
-		begin := t.r.Store.BeginTurn
-		if t.fresh {
-			begin = t.r.Store.BeginFreshTurn
-		}
-		id, err := begin(ctx, t.agentID, t.key, t.pending...)
+		id, err := t.r.Store.StartTurn(ctx, t.agentID, t.key, t.fresh, &t.tokens, t.pending)
 		if err != nil {
 			return err
 		}
 		t.sessionID = id
-	} else if err := t.r.Store.AppendMessages(ctx, t.sessionID, t.pending...); err != nil {
+	} else if err := t.r.Store.ContinueTurn(ctx, t.agentID, t.key, t.sessionID, &t.tokens, t.pending); err != nil {
 		return err
 	}
 	t.pending = nil
+	t.tokens.Counted()
 	return nil
 }
 

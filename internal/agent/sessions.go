@@ -96,12 +96,15 @@ func (s *runSessions) entry(ctx context.Context, key string) (string, session.En
 	return t.Key, e, nil
 }
 
+// Status shows a visible session with its token counters, against the
+// context window of the model it runs with now.
 func (s *runSessions) Status(ctx context.Context, key string) (json.RawMessage, error) {
 	k, e, err := s.entry(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(map[string]any{"key": k, "entry": e})
+	model := runModel(s.r.Config, session.AgentOf(k, s.agentID), "", e)
+	return json.Marshal(sessions.StatusOf(k, e, model, provider.ContextWindow(s.r.Config, model)))
 }
 
 // List shows the visible sessions, newest first, and the scope that chose
