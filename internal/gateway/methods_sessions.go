@@ -387,15 +387,19 @@ type sessionRow struct {
 	InputTokens        int64  `json:"inputTokens,omitempty"`
 	OutputTokens       int64  `json:"outputTokens,omitempty"`
 	TotalTokens        int64  `json:"totalTokens,omitempty"`
-	ModelProvider      string `json:"modelProvider,omitempty"`
-	Model              string `json:"model,omitempty"`
-	ProviderOverride   string `json:"providerOverride,omitempty"`
-	ModelOverride      string `json:"modelOverride,omitempty"`
-	ContextTokens      *int64 `json:"contextTokens,omitempty"`
-	SpawnedBy          string `json:"spawnedBy,omitempty"`
-	SpawnDepth         *int   `json:"spawnDepth,omitempty"`
-	AbortedLastRun     bool   `json:"abortedLastRun,omitempty"`
-	SystemSent         bool   `json:"systemSent,omitempty"`
+	// The Cumulative counters are Talon's (session.Entry).
+	CumulativeInputTokens  int64  `json:"cumulativeInputTokens,omitempty"`
+	CumulativeOutputTokens int64  `json:"cumulativeOutputTokens,omitempty"`
+	CumulativeTotalTokens  int64  `json:"cumulativeTotalTokens,omitempty"`
+	ModelProvider          string `json:"modelProvider,omitempty"`
+	Model                  string `json:"model,omitempty"`
+	ProviderOverride       string `json:"providerOverride,omitempty"`
+	ModelOverride          string `json:"modelOverride,omitempty"`
+	ContextTokens          *int64 `json:"contextTokens,omitempty"`
+	SpawnedBy              string `json:"spawnedBy,omitempty"`
+	SpawnDepth             *int   `json:"spawnDepth,omitempty"`
+	AbortedLastRun         bool   `json:"abortedLastRun,omitempty"`
+	SystemSent             bool   `json:"systemSent,omitempty"`
 }
 
 // sessionKind classifies a key as OpenClaw does.
@@ -422,7 +426,9 @@ func newSessionRow(cfg *config.Config, agentID string, r store.SessionRow) sessi
 		GroupActivation: e.GroupActivation,
 		ExecHost:        e.ExecHost, ExecSecurity: e.ExecSecurity, ExecAsk: e.ExecAsk, ExecNode: e.ExecNode,
 		InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, TotalTokens: e.TotalTokens,
-		ModelProvider: m.provider, Model: m.model, ProviderOverride: e.ProviderOverride, ModelOverride: e.ModelOverride,
+		CumulativeInputTokens: e.CumulativeInputTokens, CumulativeOutputTokens: e.CumulativeOutputTokens,
+		CumulativeTotalTokens: e.CumulativeTotalTokens,
+		ModelProvider:         m.provider, Model: m.model, ProviderOverride: e.ProviderOverride, ModelOverride: e.ModelOverride,
 		ContextTokens: contextTokens(cfg, m), SpawnedBy: e.SpawnedBy, SpawnDepth: e.SpawnDepth,
 		AbortedLastRun: e.AbortedLastRun, SystemSent: e.SystemSent,
 	}

@@ -895,3 +895,49 @@ func TestSessionModelOverrideRuns(t *testing.T) {
 		t.Errorf("the scripted model got %d calls, want 1", n)
 	}
 }
+
+// TestSessionsListTokens: sessions.list rows carry the counters the
+// runner writes with each turn: the last turn's input and output, the
+// prompt in use, the model's configured window, and Talon's cumulative
+// counters, which sessions.reset zeroes.
+func TestSessionsListTokens(t *testing.T) {
+	llm := newScriptedLLM(t) // every answer reports 10 in, 5 out, 15 total
+	ts, url := startWS(t, `,"agents":{"defaults":{"model":"fake/scripted"}},
+		"models":{"providers":{"fake":{"baseUrl":"`+llm.srv.URL+`/v1","models":[{"id":"scripted","contextWindow":32000}]}}}`)
+	admin := dialWS(t, url, protocol.ScopeAdmin)
+	auth := map[string]string{"Authorization": "Bearer " + wsToken}
+	const k = "agent:main:openai-user:erin"
+	row := func() sessionRow {
+		t.Helper()
+		var l listResult
+		mustRPC(t, admin, "sessions.list", nil, &l)
+		for _, r := range l.Sessions {
+			if r.Key == k {
+				return r
+			}
+		}
+		t.Fatalf("no row %s in %v", k, l.keys())
+		return sessionRow{}
+	}
+	type counts struct{ In, Out, Total, CumIn, CumOut, CumTotal, Window int64 }
+	countsOf := func(r sessionRow) counts {
+		c := counts{r.InputTokens, r.OutputTokens, r.TotalTokens, r.CumulativeInputTokens, r.CumulativeOutputTokens, r.CumulativeTotalTokens, 0}
+		if r.ContextTokens != nil {
+			c.Window = *r.ContextTokens
+		}
+		return c
+	}
+	for i := range 2 {
+		llm.push(scripted{Content: fmt.Sprintf("answer %d", i)})
+		if rep := ts.post(auth, `{"user":"erin","messages":[{"role":"user","content":"hello"}]}`); rep.status != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", i, rep.status, rep.body)
+		}
+	}
+	if got, want := countsOf(row()), (counts{10, 5, 10, 20, 10, 30, 32000}); got != want {
+		t.Errorf("after two turns: %+v, want %+v", got, want)
+	}
+	mustRPC(t, admin, "sessions.reset", map[string]any{"key": k}, nil)
+	if got, want := countsOf(row()), (counts{Window: 32000}); got != want {
+		t.Errorf("after a reset: %+v, want %+v", got, want)
+	}
+}
