@@ -32,7 +32,7 @@ figures as JSON. The full run takes about 1.5 minutes on 2 cores; --quick takes 
 one. --budget FILE exits 1 naming every figure above its budget.
 --compare-openclaw measures the OpenClaw gateway installed as ../shared/anchor/
 describes the same way and prints it beside talon (adds about 3 minutes with --quick,
-10 without). See the README's "talon bench" section.`,
+10 without). See docs/bench.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}

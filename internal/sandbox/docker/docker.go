@@ -66,8 +66,8 @@ type Backend struct {
 
 var _ sandbox.Backend = (*Backend)(nil)
 
-// New builds the backend from sandbox.docker settings (see README's
-// Sandbox section for the keys it honours).
+// New builds the backend from sandbox.docker settings (docs/sandbox.md
+// lists the keys it honours).
 func New(m map[string]any) (*Backend, error) {
 	s, err := parseSettings(m)
 	if err != nil {
