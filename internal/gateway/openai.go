@@ -19,6 +19,7 @@ import (
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/session"
+	"talon/internal/sse"
 	"talon/internal/store"
 )
 
@@ -161,43 +162,47 @@ type completionMessage struct {
 	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 }
 
+// streamDone is the data of the OpenAI stream's last event.
+const streamDone = "[DONE]"
+
 // streamChat runs with streaming and relays deltas as chat.completion.chunk
-// events, ending with [DONE].
+// events, ending with [DONE]. A write that fails (the client left) ends
+// the stream; the run goes on to its end.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request) {
-	out := newSSE(w)
+	out := sse.Start(w)
 	id, created, model := completionID(), time.Now().Unix(), modelEcho(req)
 	chunk := func(delta map[string]any, finish any) map[string]any {
 		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
-	out.send(chunk(map[string]any{"role": "assistant"}, nil))
+	out.JSON("", chunk(map[string]any{"role": "assistant"}, nil))
 	streamed := false
 	req.runReq.OnDelta = func(text string) {
 		if text == "" {
 			return
 		}
 		streamed = true
-		out.send(chunk(map[string]any{"content": text}, nil))
+		out.JSON("", chunk(map[string]any{"content": text}, nil))
 	}
 	res, err := req.rt.runner.Run(r.Context(), req.runReq)
 	if err != nil {
 		s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
-		out.send(chunk(map[string]any{"content": "Error: " + req.t.hideString(safeRunError(err))}, "stop"))
-		out.done()
+		out.JSON("", chunk(map[string]any{"content": "Error: " + req.t.hideString(safeRunError(err))}, "stop"))
+		out.Send("", []byte(streamDone))
 		return
 	}
 	if !streamed && len(res.ToolCalls) == 0 {
-		out.send(chunk(map[string]any{"content": contentOf(res)}, nil))
+		out.JSON("", chunk(map[string]any{"content": contentOf(res)}, nil))
 	}
 	if len(res.ToolCalls) > 0 {
-		out.send(chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
+		out.JSON("", chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
 	}
-	out.send(chunk(map[string]any{}, res.FinishReason))
+	out.JSON("", chunk(map[string]any{}, res.FinishReason))
 	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
-		out.send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{}, "usage": res.Usage})
 	}
-	out.done()
+	out.Send("", []byte(streamDone))
 }
 
 // authenticate finds the tenant and checks the bearer. Every failure is

@@ -65,7 +65,7 @@ allowed_hosts: [api.example.com]
 			}
 
 			_, body := b.post("/agents/"+tc.agent+"/chat", url.Values{"message": {"/tools"}})
-			events := sse(body)
+			events := sseEvents(body)
 			var end struct{ Kind, Text string }
 			if len(events) == 0 || events[len(events)-1][0] != "end" || json.Unmarshal([]byte(events[len(events)-1][1]), &end) != nil || end.Kind != "final" {
 				t.Fatalf("chat events: %v", events)

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"talon/internal/platform/relay"
+	"talon/internal/sse"
 )
 
 const (
@@ -261,19 +262,9 @@ func (s *Server) chatSend(q *req) {
 	if !ok {
 		return
 	}
-	fl, _ := q.w.(http.Flusher)
-	h := q.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	q.w.WriteHeader(http.StatusOK)
-	send := func(event string, v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(q.w, "event: %s\ndata: %s\n\n", event, b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	out := sse.Start(q.w)
+	// A page gone ends the stream; the wait ends with its context.
+	send := func(event string, v any) { out.JSON(event, v) }
 	end, err := s.o.Relay.Chat(q.r.Context(), relay.Message{Tenant: q.tenant, AgentID: a.ID, SessionKey: key, Text: text, Approvals: true}, func(e relay.Event) {
 		switch e.Kind {
 		case "delta":

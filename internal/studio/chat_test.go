@@ -2,6 +2,7 @@ package studio
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -10,8 +11,8 @@ import (
 	"time"
 )
 
-// sse splits a server-sent event stream into (event, data) pairs.
-func sse(body string) [][2]string {
+// sseEvents splits a server-sent event stream into (event, data) pairs.
+func sseEvents(body string) [][2]string {
 	var out [][2]string
 	for _, block := range strings.Split(body, "\n\n") {
 		var ev, data string
@@ -37,10 +38,10 @@ func TestChatAndApproval(t *testing.T) {
 	b := e.signIn(adminToken, "")
 
 	res, body := b.post("/agents/main/chat", url.Values{"message": {"/tools"}})
-	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
+	if ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		t.Fatalf("%d %s\n%s", res.StatusCode, ct, body)
 	}
-	events := sse(body)
+	events := sseEvents(body)
 	last := events[len(events)-1]
 	if last[0] != "end" || !strings.Contains(last[1], `"kind":"final"`) || !strings.Contains(last[1], "exec") {
 		t.Fatalf("events: %v", events)
@@ -48,7 +49,7 @@ func TestChatAndApproval(t *testing.T) {
 
 	_, body = b.post("/agents/main/chat", url.Values{"message": {`/call exec {"command":"echo studio-chat-ok"}`}})
 	var card struct{ ID, HTML string }
-	for _, ev := range sse(body) {
+	for _, ev := range sseEvents(body) {
 		if ev[0] == "approval" {
 			if err := json.Unmarshal([]byte(ev[1]), &card); err != nil {
 				t.Fatal(err)

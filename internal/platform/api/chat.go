@@ -1,12 +1,11 @@
 package api
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
 	"talon/internal/platform/relay"
+	"talon/internal/sse"
 )
 
 // maxMessage caps a chat message; the body cap holds the request, this
@@ -49,27 +48,19 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	rc := http.NewResponseController(w)
-	started := false
+	var out *sse.Stream
 	send := func(ev relay.Event) {
-		if !started {
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Accel-Buffering", "no") // proxies must not hold the stream back
-			w.WriteHeader(http.StatusOK)
-			started = true
+		if out == nil {
+			out = sse.Start(w)
 		}
-		data, _ := json.Marshal(ev) // an Event always marshals
-		// json.Marshal escapes newlines, so data is one SSE line.
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, data)
-		_ = rc.Flush()
+		// A client gone ends the stream; the wait ends with its context.
+		out.JSON(ev.Kind, ev)
 	}
 	_, err := s.p.Chat(r.Context(), r.PathValue("id"), r.PathValue("slug"), q.User, q.Message, send)
 	switch {
 	case err == nil:
 		return nil
-	case started:
+	case out != nil:
 		if r.Context().Err() == nil {
 			send(relay.Event{Kind: "error", Error: err.Error()})
 		}

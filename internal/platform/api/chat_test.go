@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,8 +21,8 @@ type sseEvent struct {
 // dispatches it.
 func readSSE(t *testing.T, resp *http.Response) []sseEvent {
 	t.Helper()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type %q", ct)
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "text/event-stream" {
+		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
 	}
 	var (
 		out  []sseEvent
