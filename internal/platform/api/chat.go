@@ -62,15 +62,15 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	case out != nil:
 		if r.Context().Err() == nil {
-			send(relay.Event{Kind: "error", Error: err.Error()})
+			e := gatewayFailed(err)
+			send(relay.Event{Kind: "error", Error: s.logFailure(r, e, err)})
 		}
 		return nil
 	}
-	e := classify(err)
-	if e.status == http.StatusInternalServerError {
-		// Past the checks above the platform's own refusals are
-		// classified; what is left is reaching the gateway.
-		e = errorf(http.StatusBadGateway, "gateway_error", "%v", err)
+	if e := classify(err); e.status != http.StatusInternalServerError {
+		return e
 	}
-	return e
+	// Past the checks above the platform's own refusals are classified;
+	// what is left is reaching the gateway.
+	return gatewayFailed(err)
 }

@@ -11,6 +11,8 @@ import (
 	"talon/internal/authlimit"
 	"talon/internal/platform"
 	"talon/internal/platform/install"
+	"talon/internal/platform/relay"
+	"talon/internal/store"
 	"talon/internal/store/catalog"
 )
 
@@ -22,6 +24,10 @@ type apiError struct {
 	fix     string
 	// retryAfter, when set, is sent as Retry-After.
 	retryAfter time.Duration
+	// cause, when set, is what went wrong inside: it goes to the log
+	// under a request id, which message ends with; the client never sees
+	// it (its text has paths, addresses, SQL).
+	cause error
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -35,9 +41,24 @@ func badField(field, format string, args ...any) *apiError {
 	return errorf(http.StatusBadRequest, "invalid_"+field, "%s: %s", field, fmt.Sprintf(format, args...))
 }
 
+// hidden is an error whose message says nothing of cause, which the log
+// keeps.
+func hidden(status int, code, message string, cause error) *apiError {
+	return &apiError{status: status, code: code, message: message, cause: cause}
+}
+
+// gatewayFailed is a chat that could not reach the gateway, or lost it: the
+// gateway's own message when it refused, else a fixed one.
+func gatewayFailed(err error) *apiError {
+	if msg, ok := relay.Refusal(err); ok {
+		return errorf(http.StatusBadGateway, "gateway_error", "the gateway refused: %s", msg)
+	}
+	return hidden(http.StatusBadGateway, "gateway_error", "the gateway could not be reached or dropped the connection; a run that started goes on, and its reply will be in the session history", err)
+}
+
 // classify maps an error of the platform (or of reading the request) to
-// what the client sees. An error no rule knows is a 500 that keeps its
-// message: every caller is an operator or the tenant itself.
+// what the client sees. An error no rule knows is a 500 that says only
+// "internal error": the log has the rest.
 func classify(err error) *apiError {
 	var ae *apiError
 	var pe *install.PluginError
@@ -73,7 +94,7 @@ func classify(err error) *apiError {
 		// The client went away; nobody reads this.
 		return errorf(499, "canceled", "%v", err)
 	}
-	return errorf(http.StatusInternalServerError, "internal", "%v", err)
+	return hidden(http.StatusInternalServerError, "internal", "internal error", err)
 }
 
 type errorBody struct {
@@ -84,11 +105,12 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// fail writes err as a JSON error response.
+// fail writes err as a JSON error response; a 5xx is logged.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := classify(err)
+	msg := e.message
 	if e.status >= 500 {
-		s.o.Log.Error("api", "method", r.Method, "path", r.URL.Path, "status", e.status, "err", err)
+		msg = s.logFailure(r, e, err)
 	}
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="talon-platform"`)
@@ -97,8 +119,20 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", authlimit.RetryAfter(e.retryAfter))
 	}
 	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.Fix = e.code, e.message, e.fix
+	b.Error.Code, b.Error.Message, b.Error.Fix = e.code, msg, e.fix
 	writeJSON(w, e.status, b)
+}
+
+// logFailure logs a failure and returns the message for the client: e's,
+// ending with the request id the log line has when e hides a cause.
+func (s *server) logFailure(r *http.Request, e *apiError, err error) string {
+	if e.cause == nil {
+		s.o.Log.Error("api", "method", r.Method, "path", r.URL.Path, "status", e.status, "err", err)
+		return e.message
+	}
+	id := store.NewID()
+	s.o.Log.Error("api", "method", r.Method, "path", r.URL.Path, "status", e.status, "request", id, "err", e.cause)
+	return e.message + " (request " + id + ")"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -28,6 +28,7 @@ const adminTok = "admin-secret-0123456789"
 type env struct {
 	url, state, templates string
 	p                     *platform.Platform
+	cat                   *store.Catalog
 }
 
 func newEnv(t *testing.T, o Options) *env {
@@ -52,6 +53,7 @@ func newEnv(t *testing.T, o Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cat.Close() })
+	e.cat = cat
 	e.p, err = platform.New(context.Background(), platform.Options{StateDir: e.state, Templates: e.templates, Store: cat, Relay: rl, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
