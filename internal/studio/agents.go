@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"talon/internal/platform/relay"
 	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
@@ -30,14 +31,15 @@ func (s *Server) call(q *req, method string, params, out any) error {
 	return s.o.Relay.Call(ctx, q.tenant, method, params, out)
 }
 
-// errText is a gateway error as a person reads it: the gateway's own
-// message for a refused call.
-func errText(err error) string {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe.Message
+// errText is a failed gateway call as a person reads it: the gateway's
+// own message when it refused the call, else a fixed sentence; what went
+// wrong (addresses, paths) goes to the log.
+func (s *Server) errText(q *req, err error) string {
+	if msg, ok := relay.Refusal(err); ok {
+		return msg
 	}
-	return "The gateway could not be reached: " + err.Error()
+	s.log.Error("studio: calling the gateway", "tenant", q.tenant, "path", q.r.URL.Path, "err", err)
+	return "The gateway could not be reached, or its answer could not be read; the server log says why."
 }
 
 // agentInfo is an agents.list row.
@@ -90,7 +92,7 @@ func (s *Server) pathAgent(q *req) (agentInfo, agentsList, bool) {
 	id := q.r.PathValue("agent")
 	l, err := s.agents(q)
 	if err != nil {
-		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, errText(err))
+		s.fail(q.w, q.r, q.sess, http.StatusBadGateway, s.errText(q, err))
 		return agentInfo{}, l, false
 	}
 	a, ok := l.find(id)
@@ -127,7 +129,7 @@ func (s *Server) agentsPage(q *req) {
 	p.Notice = s.ensureRepair(q)
 	l, err := s.agents(q)
 	if err != nil {
-		p.Error = errText(err)
+		p.Error = s.errText(q, err)
 	}
 	p.Data = agentsData{List: l}
 	s.render(q.w, http.StatusOK, "agents", p)
@@ -173,7 +175,7 @@ func (s *Server) createAgent(q *req) {
 		p.Error = msg
 		l, err := s.agents(q)
 		if err != nil {
-			p.Error += " (" + errText(err) + ")"
+			p.Error += " (" + s.errText(q, err) + ")"
 		}
 		p.Data = agentsData{List: l, Form: f}
 		s.render(q.w, status, "agents", p)
@@ -191,7 +193,7 @@ func (s *Server) createAgent(q *req) {
 		Path string `json:"path"`
 	}
 	if err := s.call(q, "config.get", nil, &snap); err != nil {
-		again(http.StatusBadGateway, errText(err))
+		again(http.StatusBadGateway, s.errText(q, err))
 		return
 	}
 	if snap.Path == "" || !filepath.IsAbs(snap.Path) {
@@ -211,7 +213,7 @@ func (s *Server) createAgent(q *req) {
 		if errors.As(err, &pe) {
 			status = http.StatusConflict
 		}
-		again(status, errText(err))
+		again(status, s.errText(q, err))
 		return
 	}
 	http.Redirect(q.w, q.r, q.base+"/agents/"+res.AgentID+"?created=1", http.StatusSeeOther)
@@ -342,20 +344,20 @@ func (s *Server) showAgent(q *req, status int, errMsg string, changed []string) 
 	var errs []string
 	var x explained
 	if err := s.call(q, "tools.explain", map[string]string{"agentId": a.ID}, &x); err != nil {
-		errs = append(errs, "Tools: "+errText(err))
+		errs = append(errs, "Tools: "+s.errText(q, err))
 	} else {
 		v.Tools = &x
 	}
 	var sx sandbox.Explanation
 	if err := s.call(q, "sandbox.explain", map[string]string{"agentId": a.ID}, &sx); err != nil {
-		errs = append(errs, "Sandbox: "+errText(err))
+		errs = append(errs, "Sandbox: "+s.errText(q, err))
 	} else {
 		v.Sandbox = &sx
 		v.MainKey = sx.Plan.MainSessionKey
 	}
 	st, err := s.roleState(q, a.ID, &v)
 	if err != nil {
-		errs = append(errs, "Execution role: "+errText(err))
+		errs = append(errs, "Execution role: "+s.errText(q, err))
 	} else {
 		v.Role, v.Custom = currentRole(st)
 	}

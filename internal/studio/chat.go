@@ -110,7 +110,7 @@ func (s *Server) chatPage(q *req) {
 	p := s.newPage(q, "Chat with "+a.Label(), "agents", v)
 	msgs, err := s.history(q, key)
 	if err != nil {
-		p.Error = errText(err)
+		p.Error = s.errText(q, err)
 	}
 	v.Messages = msgs
 	if n := len(msgs); n > 0 {
@@ -220,7 +220,7 @@ func (s *Server) chatSince(q *req) {
 	}
 	msgs, err := s.history(q, key)
 	if err != nil {
-		http.Error(q.w, errText(err), http.StatusBadGateway)
+		http.Error(q.w, s.errText(q, err), http.StatusBadGateway)
 		return
 	}
 	var fresh []message
@@ -286,7 +286,7 @@ func (s *Server) chatSend(q *req) {
 		if errors.Is(err, context.Canceled) {
 			return
 		}
-		send("end", relay.Event{Kind: "error", Error: errText(err)})
+		send("end", relay.Event{Kind: "error", Error: s.errText(q, err)})
 		return
 	}
 	send("end", end)
@@ -310,7 +310,7 @@ func (s *Server) resolveApproval(q *req) {
 		c.Error = fmt.Sprintf("%q is not a decision: allow-once, allow-always or deny.", decision)
 	default:
 		if err := s.call(q, "exec.approval.resolve", map[string]string{"id": id, "decision": decision}, nil); err != nil {
-			c.Error = errText(err)
+			c.Error = s.errText(q, err)
 		} else {
 			c.Decision = decision
 		}
@@ -347,7 +347,7 @@ func (s *Server) sessionsPage(q *req) {
 	p := s.newPage(q, "Sessions of "+a.Label(), "agents", v)
 	rows, err := s.sessions(q, a.ID)
 	if err != nil {
-		p.Error = errText(err)
+		p.Error = s.errText(q, err)
 	}
 	v.Sessions = rows
 	s.render(q.w, http.StatusOK, "sessions", p)

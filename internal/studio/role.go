@@ -27,7 +27,7 @@ func (s *Server) setRole(q *req) {
 	}
 	plan, err := s.planRole(q, a.ID, role)
 	if err != nil {
-		s.showAgent(q, http.StatusBadGateway, "Nothing changed: "+errText(err), nil)
+		s.showAgent(q, http.StatusBadGateway, "Nothing changed: "+s.errText(q, err), nil)
 		return
 	}
 	if changed, err := s.applyRole(q, plan); err != nil {
@@ -137,14 +137,14 @@ func (s *Server) applyRole(q *req, p *rolePlan) ([]string, error) {
 		var lost []string
 		for i := len(undo) - 1; i >= 0; i-- {
 			if uerr := undo[i](); uerr != nil {
-				lost = append(lost, uerr.Error())
+				lost = append(lost, s.errText(q, uerr))
 			}
 		}
 		if len(lost) > 0 {
 			return fmt.Errorf("%s failed (%s), and putting back what was already written failed too: %s. Written: %s",
-				step, errText(err), strings.Join(lost, "; "), strings.Join(done, "; "))
+				step, s.errText(q, err), strings.Join(lost, "; "), strings.Join(done, "; "))
 		}
-		return fmt.Errorf("Nothing changed: %s failed: %s", step, errText(err))
+		return fmt.Errorf("Nothing changed: %s failed: %s", step, s.errText(q, err))
 	}
 	if p.approvalsChange {
 		var res struct {
@@ -235,7 +235,7 @@ func (s *Server) ensureRepair(q *req) []string {
 	if len(ids) > 0 {
 		if err := s.call(q, "config.patch", map[string]any{"raw": repairPatch(ids), "baseHash": snap.Hash}, nil); err != nil {
 			s.log.Warn("studio: sandbox allow-list repair", "tenant", q.tenant, "err", err)
-			return []string{"Studio could not repair the empty sandbox allow lists of " + strings.Join(ids, ", ") + ": " + errText(err)}
+			return []string{"Studio could not repair the empty sandbox allow lists of " + strings.Join(ids, ", ") + ": " + s.errText(q, err)}
 		}
 		for _, id := range ids {
 			o.Notices = append(o.Notices, repairNotice(id))
