@@ -23,13 +23,19 @@ import (
 // adminTokenEnv holds the platform API's admin token in `talon serve`.
 const adminTokenEnv = "TALON_ADMIN_TOKEN"
 
+// errPlatformDown is what callers of the platform are told when it did
+// not start: why (a database address, a path) is for the log, where
+// serve wrote it.
+var errPlatformDown = errors.New("the platform did not start; the server log says why")
+
 // lateAPI is the /api/ handler of `talon serve`: the gateway serves at
 // once and the platform joins when it has started (its catalog opened,
 // templates loaded), so it adds nothing to the gateway's start-up.
 type lateAPI struct {
-	h   atomic.Pointer[http.Handler]
-	p   atomic.Pointer[platform.Platform]
-	err atomic.Pointer[error]
+	h atomic.Pointer[http.Handler]
+	p atomic.Pointer[platform.Platform]
+	// down says the platform did not start.
+	down atomic.Bool
 }
 
 // platform is the platform once started, for Studio.
@@ -37,8 +43,8 @@ func (l *lateAPI) platform() (*platform.Platform, error) {
 	if p := l.p.Load(); p != nil {
 		return p, nil
 	}
-	if err := l.err.Load(); err != nil {
-		return nil, fmt.Errorf("the platform did not start: %w", *err)
+	if l.down.Load() {
+		return nil, errPlatformDown
 	}
 	return nil, errors.New("the platform is starting; reload in a moment")
 }
@@ -49,8 +55,8 @@ func (l *lateAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := "the platform is starting"
-	if err := l.err.Load(); err != nil {
-		msg = "the platform did not start: " + (*err).Error()
+	if l.down.Load() {
+		msg = errPlatformDown.Error()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusServiceUnavailable)

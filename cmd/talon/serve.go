@@ -48,6 +48,9 @@ type serveFlags struct {
 	// platform runs the workforce platform beside the gateway (serve).
 	platform            bool
 	templates, database string
+	// wrapListener, when set, wraps the gateway's listener: the serve
+	// tests close it underneath to make Serve fail.
+	wrapListener func(net.Listener) net.Listener
 }
 
 func newServeCmd(use, short string) *cobra.Command {
@@ -159,7 +162,13 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	ln, err := srv.Listen()
 	if err != nil {
+		// Listen has opened the default tenant (its stores) to check its
+		// auth.
+		shutdownGateway(srv, log)
 		return err
+	}
+	if f.wrapListener != nil {
+		ln = f.wrapListener(ln)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -185,7 +194,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 			c, err := startPlatform(ctx, stateDir, f.templates, f.database, ln.Addr(), srv.DropTenant, late, limit, log)
 			if err != nil {
 				log.Error("the platform did not start; the gateway goes on", "err", err)
-				late.err.Store(&err)
+				late.down.Store(true)
 				return
 			}
 			closePlatform = c
@@ -193,20 +202,46 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	} else {
 		close(platformDone)
 	}
+	var serveErr error
+	served := false
 	select {
-	case err := <-errc:
-		return err
+	case serveErr = <-errc:
+		served = true
+		log.Error("the gateway stopped serving", "err", serveErr)
 	case <-ctx.Done():
 	}
+	// Whatever ended it, everything closes: a platform still starting
+	// gives up (its context ends), the gateway finishes or aborts its
+	// runs and closes its stores, then the platform closes its relay and
+	// catalog (the API handlers that used them have returned by then);
+	// Studio's relay closes on return.
+	stop()
 	log.Info("shutting down: finishing runs in flight")
+	shutErr := shutdownGateway(srv, log)
 	<-platformDone
 	if closePlatform != nil {
 		closePlatform()
 	}
-	if err := srv.Shutdown(context.Background()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	switch {
+	case served && serveErr != nil:
+		return fmt.Errorf("serving: %w", serveErr)
+	case served:
+		return errors.New("serving: the gateway stopped before it was told to")
+	case shutErr != nil:
+		return shutErr
 	}
 	return <-errc
+}
+
+// shutdownGateway shuts srv down, waiting for its runs up to its shutdown
+// timeout (those still going are aborted, which is no error).
+func shutdownGateway(srv *gateway.Server, log *slog.Logger) error {
+	err := srv.Shutdown(context.Background())
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Error("shutting down the gateway", "err", err)
+		return err
+	}
+	return nil
 }
 
 // keptToken is the default tenant's secret that talon serve keeps in

@@ -14,8 +14,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"talon/internal/config"
 	"talon/internal/gatewaytoken"
@@ -236,4 +239,141 @@ func TestOverrideModel(t *testing.T) {
 			t.Errorf("overrideModel(%q) = %q, %v; want %q, %q", tc.ref, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+// TestServeClosesEverything: however serve ends (Serve failing on a
+// listener closed underneath, a signal, after the platform did not
+// start, or the address already taken) it returns with no file of its
+// state dir open in this process: the gateway's stores and the
+// platform's catalog are closed.
+func TestServeClosesEverything(t *testing.T) {
+	t.Setenv(envToken, "")
+	t.Setenv(envPassword, "")
+	t.Setenv(adminTokenEnv, "serve-test-admin-token-0123")
+	templates, err := filepath.Abs(filepath.Join("..", "..", "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		// database is --database: one that does not open stops the
+		// platform, and the gateway goes on.
+		database string
+		// platform is the /api/tenants status to wait for: 200 once the
+		// platform serves, 503 when it did not start.
+		platform int
+		// end ends serve once it serves: "close" closes its listener,
+		// "signal" sends this process SIGINT.
+		end     string
+		taken   bool // the port is taken: serve never serves
+		wantErr string
+	}{
+		{"serve fails", "", 200, "close", false, "serving: "},
+		{"signal", "", 200, "signal", false, ""},
+		{"platform did not start, then a signal", "mysql://db.internal/talon", 503, "signal", false, ""},
+		{"address taken", "", 0, "", true, "listening on"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			state := t.TempDir()
+			if err := os.WriteFile(filepath.Join(state, "talon.json"), []byte(`{gateway: {auth: {token: "serve-test-token"}}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			port := freePortT(t)
+			if c.taken {
+				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+			}
+			listening := make(chan net.Listener, 1)
+			f := serveFlags{stateDir: state, logLevel: "info", port: port, fsyncWindow: defaultFsyncWindow,
+				platform: true, templates: templates, database: c.database,
+				wrapListener: func(ln net.Listener) net.Listener { listening <- ln; return ln }}
+			var stderr talonproc.Buffer
+			cmd := &cobra.Command{}
+			cmd.SetContext(context.Background())
+			cmd.SetErr(&stderr)
+			done := make(chan error, 1)
+			go func() { done <- serve(cmd, f) }()
+
+			if !c.taken {
+				ln := <-listening
+				body := waitForAPI(t, "http://"+ln.Addr().String(), c.platform, &stderr)
+				if c.database != "" && (strings.Contains(body, c.database) || !strings.Contains(stderr.String(), c.database)) {
+					t.Errorf("the API says %q; the database's address belongs in the log only:\n%s", body, stderr.String())
+				}
+				if open := openFilesUnder(t, state); len(open) == 0 {
+					t.Fatalf("serving, yet no file of the state dir is open:\n%s", stderr.String())
+				}
+				switch c.end {
+				case "close":
+					ln.Close()
+				case "signal":
+					if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err := <-done
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Errorf("serve: %v, want nil", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Errorf("serve: %v, want an error with %q", err, c.wantErr)
+			}
+			if open := openFilesUnder(t, state); len(open) > 0 {
+				t.Errorf("serve returned with these still open: %v\n%s", open, stderr.String())
+			}
+		})
+	}
+}
+
+// waitForAPI waits until GET /api/tenants with the admin token answers
+// want, 200 once the platform serves or 503 when it did not start, and
+// returns the body.
+func waitForAPI(t *testing.T, base string, want int, log *talonproc.Buffer) string {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(10 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", base+"/api/tenants", nil)
+		req.Header.Set("Authorization", "Bearer "+os.Getenv(adminTokenEnv))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		starting := resp.StatusCode == 503 && strings.Contains(string(body), "is starting")
+		if resp.StatusCode == want && !starting {
+			return string(body)
+		}
+		if !starting {
+			t.Fatalf("/api/tenants: %d %s, want %d\n%s", resp.StatusCode, body, want, log)
+		}
+	}
+	t.Fatalf("the platform was still starting after a minute:\n%s", log)
+	return ""
+}
+
+// openFilesUnder lists what this process's file descriptors point to
+// inside dir.
+func openFilesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			open = append(open, target)
+		}
+	}
+	return open
 }
