@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"talon/internal/agent"
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
@@ -44,8 +43,8 @@ else ~/.talon; the config defaults to the one in the state dir.`,
 			if err != nil {
 				return err
 			}
-			id := policy.NormalizeAgentID(agentID)
-			if !agent.KnownAgent(cfg, id) {
+			id := config.NormalizeAgentID(agentID)
+			if !cfg.HasAgent(id) {
 				return fmt.Errorf("sandbox explain: agent %q is not in the config (agents.list)", id)
 			}
 			key := sessionKey

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"talon/internal/config"
 	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/tools"
@@ -61,7 +62,7 @@ off until enabled).`,
 				MessageProvider: channel, Sender: snd, SenderIsOwner: owner, Plugins: regs,
 			}
 			if agent != "" {
-				id := policy.NormalizeAgentID(agent)
+				id := config.NormalizeAgentID(agent)
 				ctx.AgentID = id
 				ctx.SessionKey = policy.MainSessionKey(f.Config, id)
 			}

@@ -19,44 +19,6 @@ func mustConfig(t *testing.T, src string) *config.Config {
 	return f.Config
 }
 
-func TestWorkspaceDir(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	cases := []struct {
-		name, cfg, agent, want string
-	}{
-		{"default agent", `{}`, "main", "/state/workspace"},
-		{"other agent", `{agents:{list:[{id:"main"},{id:"ops"}]}}`, "ops", "/state/workspace-ops"},
-		{"first listed is default", `{agents:{list:[{id:"somi"}]}}`, "somi", "/state/workspace"},
-		{"explicit", `{agents:{list:[{id:"ops",workspace:"/srv/ops"}]}}`, "ops", "/srv/ops"},
-		{"relative to state", `{agents:{list:[{id:"ops",workspace:"ws/ops"}]}}`, "ops", "/state/ws/ops"},
-		{"home", `{agents:{list:[{id:"ops",workspace:"~/clawd"}]}}`, "ops", filepath.Join(home, "clawd")},
-		{"defaults workspace", `{agents:{defaults:{workspace:"/w"},list:[{id:"main"},{id:"ops"}]}}`, "ops", "/w-ops"},
-		{"defaults workspace, default agent", `{agents:{defaults:{workspace:"/w"}}}`, "main", "/w"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := WorkspaceDir(mustConfig(t, c.cfg), "/state", c.agent); got != c.want {
-				t.Errorf("WorkspaceDir = %s, want %s", got, c.want)
-			}
-		})
-	}
-}
-
-func TestModelRef(t *testing.T) {
-	cases := []struct{ cfg, agent, want string }{
-		{`{}`, "main", "inspect"},
-		{`{agents:{defaults:{model:"openai/gpt-5.2"}}}`, "main", "openai/gpt-5.2"},
-		{`{agents:{defaults:{model:{primary:"anthropic/claude"}}}}`, "main", "anthropic/claude"},
-		{`{agents:{defaults:{model:"a/b"},list:[{id:"ops",model:"c/d"}]}}`, "ops", "c/d"},
-		{`{agents:{defaults:{model:"a/b"},list:[{id:"ops",model:{primary:"e/f"}}]}}`, "ops", "e/f"},
-	}
-	for _, c := range cases {
-		if got := ModelRef(mustConfig(t, c.cfg), c.agent); got != c.want {
-			t.Errorf("%s: ModelRef = %s, want %s", c.cfg, got, c.want)
-		}
-	}
-}
-
 func TestBuildPrompt(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"talon/internal/approval"
+	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
@@ -90,7 +91,7 @@ func newApprovalsRig(t *testing.T, cfgSrc string, approvers int) *approvalsRig {
 	a.db = db
 	a.runner = &Runner{
 		Config: cfg, Policy: policy.New(cfg), Tools: reg, Store: db, StateDir: a.state, Sandboxes: boxes, Approvals: a.svc,
-		Resolve: func(string) (provider.Provider, string, error) { return a.model, provider.InspectModel, nil },
+		Resolve: func(string) (provider.Provider, string, error) { return a.model, config.InspectModel, nil },
 	}
 	return a
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/store"
@@ -132,7 +133,7 @@ func TestRunnerSeesBootstrapEdits(t *testing.T) {
 	cfg := mustConfig(t, `{agents: {defaults: {workspace: "`+ws+`"}}}`)
 	model := &systemRecorder{}
 	r := &Runner{Config: cfg, Policy: policy.New(cfg), Tools: reg, Store: db, StateDir: state,
-		Resolve: func(string) (provider.Provider, string, error) { return model, provider.InspectModel, nil }}
+		Resolve: func(string) (provider.Provider, string, error) { return model, config.InspectModel, nil }}
 	r.bootstrap.now = func() time.Time { return time.Now().Add(time.Hour) }
 	for i, soul := range []string{"calm", "calm", "wild", "bold"} {
 		writeAt(t, filepath.Join(ws, "SOUL.md"), soul, old.Add(time.Duration(i)*time.Second))

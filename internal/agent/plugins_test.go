@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"talon/internal/config"
 	"talon/internal/mcp"
 	"talon/internal/mcp/mcptest"
 	"talon/internal/plugin"
@@ -65,7 +66,7 @@ func (p *pluginRig) turn(cfgSrc, text string) string {
 		p.t.Fatal(err)
 	}
 	r := &Runner{Config: cfg, Policy: policy.New(cfg), Tools: reg, Store: p.db, StateDir: p.state, Plugins: p.host.Configure(cfg),
-		Resolve: func(string) (provider.Provider, string, error) { return provider.Inspect{}, provider.InspectModel, nil }}
+		Resolve: func(string) (provider.Provider, string, error) { return provider.Inspect{}, config.InspectModel, nil }}
 	res, err := r.Run(context.Background(), Request{AgentID: "main", SessionKey: "agent:main:main", Owner: true,
 		Input: []provider.Message{{Role: provider.RoleUser, Content: text}}})
 	if err != nil {

@@ -138,8 +138,8 @@ var ErrUnknownAgent = errors.New("unknown agent")
 // streamed before the end as Content), written even though ctx is done.
 func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	cfg := r.Config
-	agentID := policy.NormalizeAgentID(req.AgentID)
-	if !KnownAgent(cfg, agentID) {
+	agentID := config.NormalizeAgentID(req.AgentID)
+	if !cfg.HasAgent(agentID) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
 	approvals, err := r.approvals()
@@ -176,10 +176,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving model %q: %w", ref, err)
 	}
-	provName, _, _ := strings.Cut(ref, "/")
-	if !strings.Contains(ref, "/") {
-		provName = "talon"
-	}
+	// The policy's byProvider rules match the reference's provider; a
+	// reference Resolve took parses, and the offline model's provider is
+	// config.InspectProvider.
+	mref, _ := config.ParseModelRef(ref)
 	firstRun := len(history) == 0
 	input := req.Input
 	if firstRun && len(req.History) > 0 {
@@ -201,7 +201,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	pt := r.pluginTools(ctx, agentID, plan.AgentWorkspace)
 	pctx := policy.Context{
 		SessionKey: req.SessionKey, AgentID: agentID, SenderIsOwner: req.Owner,
-		ModelProvider: provName, ModelID: modelID, SpawnedBy: entry.SpawnedBy,
+		ModelProvider: mref.Provider, ModelID: modelID, SpawnedBy: entry.SpawnedBy,
 		SubagentDepth: entry.SpawnDepth, SubagentRole: entry.SubagentRole,
 		Sandboxed: &plan.Sandboxed, WorkspaceAccess: plan.Access.Value,
 		Plugins: pt.Registrations,
@@ -681,20 +681,6 @@ func bootstrapMax(cfg *config.Config) int {
 	return DefaultBootstrapMaxChars
 }
 
-// KnownAgent reports whether an agent id exists: an agents.list entry, or
-// the default agent, which exists even when the list is empty.
-func KnownAgent(cfg *config.Config, id string) bool {
-	if id == policy.DefaultAgentID(cfg) {
-		return true
-	}
-	for _, a := range cfg.Agents.List {
-		if policy.NormalizeAgentID(a.ID) == id {
-			return true
-		}
-	}
-	return false
-}
-
 // runModel is the model a turn runs with: the caller's (the
 // X-OpenClaw-Model header), else the session's override (sessions.patch
 // model), else the agent's.
@@ -707,38 +693,7 @@ func runModel(cfg *config.Config, agentID, requested string, e session.Entry) st
 	case e.ModelOverride != "":
 		return e.ModelOverride
 	}
-	return ModelRef(cfg, agentID)
-}
-
-// ModelRef is the model reference an agent uses: its own `model` (a string
-// or {primary}), else agents.defaults.model, else inspect.
-func ModelRef(cfg *config.Config, agentID string) string {
-	for _, a := range cfg.Agents.List {
-		if policy.NormalizeAgentID(a.ID) == agentID {
-			if m := modelOf(a.Model); m != "" {
-				return m
-			}
-		}
-	}
-	if m := modelOf(cfg.Agents.Defaults.Model); m != "" {
-		return m
-	}
-	return "inspect"
-}
-
-func modelOf(raw *config.Raw) string {
-	if raw == nil || raw.Value == nil {
-		return ""
-	}
-	switch raw.Kind {
-	case config.String:
-		return strings.TrimSpace(raw.Str)
-	case config.Object:
-		if p := raw.Get("primary"); p != nil && p.Kind == config.String {
-			return strings.TrimSpace(p.Str)
-		}
-	}
-	return ""
+	return cfg.AgentModel(agentID)
 }
 
 func on(b *bool) bool { return b != nil && *b }

@@ -151,7 +151,7 @@ func (s *runSessions) visibleRows(ctx context.Context, limit int) ([]store.Sessi
 			}
 		}
 	} else {
-		for _, a := range s.vis.Agents(s.agentID, knownAgents(s.r.Config)) {
+		for _, a := range s.vis.Agents(s.agentID, s.r.Config.AgentIDs()) {
 			got, err := s.r.Store.ListSessions(ctx, a, limit, 0)
 			if err != nil {
 				return nil, err
@@ -166,18 +166,6 @@ func (s *runSessions) visibleRows(ctx context.Context, limit int) ([]store.Sessi
 		return strings.Compare(a.Key, b.Key)
 	})
 	return rows[:min(len(rows), limit)], nil
-}
-
-// knownAgents are the config's agent ids: the default agent, then the
-// listed ones.
-func knownAgents(cfg *config.Config) []string {
-	out := []string{policy.DefaultAgentID(cfg)}
-	for _, a := range cfg.Agents.List {
-		if id := policy.NormalizeAgentID(a.ID); !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func (s *runSessions) History(ctx context.Context, key string, limit int) (json.RawMessage, error) {
@@ -235,7 +223,7 @@ func (s *runSessions) Send(ctx context.Context, _, to, message string) (json.Raw
 // is (it is never the main session), and drive checks it all the same
 // before anything is created.
 func (s *runSessions) Spawn(ctx context.Context, _, agentID, task, label string) (json.RawMessage, error) {
-	if id := policy.NormalizeAgentID(agentID); id != s.agentID {
+	if id := config.NormalizeAgentID(agentID); id != s.agentID {
 		return nil, fmt.Errorf("spawning agent %q from agent %q is not allowed; spawn this agent", id, s.agentID)
 	}
 	parentDepth := policy.SubagentDepth(s.key, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"talon/internal/config"
 	"talon/internal/provider"
 )
 
@@ -25,7 +26,7 @@ func TestAnswerRecordedWhenClientLeaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a.runner.Resolve = func(string) (provider.Provider, string, error) {
-		return leaving{cancel}, provider.InspectModel, nil
+		return leaving{cancel}, config.InspectModel, nil
 	}
 	res, err := a.runner.Run(ctx, Request{AgentID: "main", SessionKey: key, Owner: true,
 		Input: []provider.Message{{Role: provider.RoleUser, Content: "/tools"}}})

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"talon/internal/policy"
+	"talon/internal/config"
 )
 
 // Host is where exec runs.
@@ -183,7 +183,7 @@ func Resolve(in PolicyInput) (Effective, error) {
 
 	// 2. The file's policy for the agent: agents.A → agents["*"] →
 	// defaults → the requested value.
-	id := policy.NormalizeAgentID(in.AgentID)
+	id := config.NormalizeAgentID(in.AgentID)
 	own, star := f.Agents[id], f.Agents["*"]
 	fileSec, secSrc := reqSec, ""
 	fileAsk, askSrc := reqAsk, ""

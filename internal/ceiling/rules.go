@@ -9,7 +9,6 @@ import (
 	"talon/internal/config"
 	"talon/internal/contain"
 	"talon/internal/netguard"
-	"talon/internal/policy"
 	"talon/internal/sandbox"
 )
 
@@ -276,14 +275,8 @@ func (a *applier) enables(p *config.Value, id string) []string {
 func (a *applier) paths() {
 	var cfg config.Config
 	_, _ = config.Decode(a.res.Tree, &cfg) // a config that does not decode is refused by its own validation
-	ids := []string{policy.DefaultAgentID(&cfg)}
-	for _, e := range cfg.Agents.List {
-		if id := policy.NormalizeAgentID(e.ID); !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	for _, id := range ids {
-		if ws := sandbox.AgentWorkspace(&cfg, a.dir, id); !a.strictlyInside(ws) {
+	for _, id := range cfg.AgentIDs() {
+		if ws := cfg.AgentWorkspace(a.dir, id); !a.strictlyInside(ws) {
 			a.clampPath(id, "workspace", "defaults.workspace", ws, "the workspace")
 		}
 		if root := sandbox.WorkspacesRoot(&cfg, a.dir, id); !a.strictlyInside(root) {
@@ -298,7 +291,7 @@ func (a *applier) clampPath(id, own, def, p, what string) {
 	rule := fmt.Sprintf("%s of agent %q must be inside the tenant directory, not the directory itself (%s)", what, id, a.where(p))
 	found := false
 	a.agents(func(path string, e *config.Value) {
-		if found || policy.NormalizeAgentID(strOr(e.Get("id"))) != id {
+		if found || config.NormalizeAgentID(strOr(e.Get("id"))) != id {
 			return
 		}
 		if v := lookupDotted(e, own); v != nil {

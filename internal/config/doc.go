@@ -6,6 +6,13 @@
 // survive a round trip, and as the typed Config decoded from that tree,
 // which is what the rest of Talon reads.
 //
+// The config also owns its vocabulary, so that each rule has one home:
+// agent ids (NormalizeAgentID; Config.Agent finds an entry by normalised
+// id, Config.DefaultAgentID and Config.AgentIDs list them), an agent's
+// model (Config.AgentModel; ModelRef and ParseModelRef read a reference)
+// and an agent's workspace (Config.AgentWorkspace, by its text). Other
+// packages ask here rather than walking agents.list themselves.
+//
 // Concurrency: a Value, Config or File is not safe for concurrent mutation;
 // share one only if nobody modifies it, or copy it (Value.Clone). Load,
 // Parse, Decode and Save share nothing but a concurrency-safe cache of

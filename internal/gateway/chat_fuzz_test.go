@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"talon/internal/agent"
 	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/internal/tools/core"
@@ -140,7 +139,7 @@ func checkChatRequest(t *testing.T, s *Server, rt *runtime, req *request) {
 	t.Helper()
 	cfg := rt.file.Config
 	rr := req.runReq
-	if !agent.KnownAgent(cfg, req.agent) || rr.AgentID != req.agent {
+	if !cfg.HasAgent(req.agent) || rr.AgentID != req.agent {
 		t.Fatalf("agent %q (run %q) is not configured", req.agent, rr.AgentID)
 	}
 	if err := session.CheckKey(req.key); err != nil || rr.SessionKey != req.key {

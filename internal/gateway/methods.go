@@ -200,7 +200,7 @@ func (s *Server) hello(c *conn, rt *runtime, version int) *protocol.HelloOK {
 }
 
 func sessionDefaults(cfg *config.Config) *protocol.SessionDefaults {
-	id := policy.DefaultAgentID(cfg)
+	id := cfg.DefaultAgentID()
 	main := policy.MainSessionKey(cfg, id)
 	scope := "per-sender"
 	if main == "global" {

@@ -14,7 +14,6 @@ import (
 	"talon/internal/agent"
 	"talon/internal/config"
 	"talon/internal/contain"
-	"talon/internal/policy"
 	"talon/protocol"
 )
 
@@ -77,12 +76,12 @@ func agentsList(_ *Server, c *call) (any, error) {
 // the implicit default agent.
 func listedAgents(cfg *config.Config) []string {
 	if len(cfg.Agents.List) == 0 {
-		return []string{policy.DefaultAgentID(cfg)}
+		return []string{cfg.DefaultAgentID()}
 	}
 	out := make([]string, 0, len(cfg.Agents.List))
 	seen := map[string]bool{}
 	for _, a := range cfg.Agents.List {
-		if id := policy.NormalizeAgentID(a.ID); !seen[id] {
+		if id := config.NormalizeAgentID(a.ID); !seen[id] {
 			seen[id] = true
 			out = append(out, id)
 		}
@@ -90,38 +89,17 @@ func listedAgents(cfg *config.Config) []string {
 	return out
 }
 
-// agentEntry is an agent's agents.list entry, or nil.
-func agentEntry(cfg *config.Config, id string) *config.Agent {
-	for i := range cfg.Agents.List {
-		if policy.NormalizeAgentID(cfg.Agents.List[i].ID) == id {
-			return &cfg.Agents.List[i]
-		}
-	}
-	return nil
-}
-
-// agentConfigPath names where an agent is configured, for issues.
-func agentConfigPath(cfg *config.Config, id string) string {
-	for i, a := range cfg.Agents.List {
-		if policy.NormalizeAgentID(a.ID) == id {
-			return fmt.Sprintf("agents.list[%d]", i)
-		}
-	}
-	return "agents.defaults"
-}
-
 // listAgent describes one agent: its identity is IDENTITY.md's lines with
 // the entry's `identity` object over them, its model the entry's or the
 // defaults'.
 func (c *call) listAgent(cfg *config.Config, id string) agentListing {
-	row := agentListing{ID: id, Workspace: agent.WorkspaceDir(cfg, c.t.dir, id)}
-	e := agentEntry(cfg, id)
+	row := agentListing{ID: id, Workspace: cfg.AgentWorkspace(c.t.dir, id)}
+	e, _ := cfg.Agent(id)
 	var ident agent.Identity
 	if ws, err := openWorkspace(c.t, row.Workspace, false); err == nil {
 		ident, _ = agent.ReadIdentity(ws) // an unreadable file is no identity
 		ws.Close()
 	}
-	model := cfg.Agents.Defaults.Model
 	if e != nil {
 		row.Name = e.Name
 		if e.Identity != nil {
@@ -131,9 +109,6 @@ func (c *call) listAgent(cfg *config.Config, id string) agentListing {
 				}
 			}
 		}
-		if e.Model != nil {
-			model = e.Model
-		}
 	}
 	if ident != (agent.Identity{}) {
 		row.Identity = &agentIdentityView{Identity: ident}
@@ -141,7 +116,7 @@ func (c *call) listAgent(cfg *config.Config, id string) agentListing {
 			row.Identity.AvatarURL = a
 		}
 	}
-	if refs, err := config.ModelRefs(model); err == nil && len(refs) > 0 {
+	if refs, err := config.ModelRefs(cfg.AgentModelSetting(id)); err == nil && len(refs) > 0 {
 		row.Model = &agentModelView{Primary: refs[0], Fallbacks: refs[1:]}
 	}
 	return row
@@ -224,7 +199,7 @@ func agentsCreate(_ *Server, c *call) (any, error) {
 	if f.workspace == "" {
 		return nil, protocol.Errorf("invalid %s params: workspace is required", m)
 	}
-	id := policy.NormalizeAgentID(f.name)
+	id := config.NormalizeAgentID(f.name)
 	if id == "main" {
 		return nil, protocol.Errorf(`invalid %s params: agent id "main" is reserved`, m)
 	}
@@ -234,7 +209,7 @@ func agentsCreate(_ *Server, c *call) (any, error) {
 	}
 	defer tx.done()
 	cfg := tx.cur.file.Config
-	if agent.KnownAgent(cfg, id) {
+	if cfg.HasAgent(id) {
 		return nil, protocol.Errorf("agent %q already exists", id)
 	}
 	dir, err := checkWorkspace(m, c.t, cfg, id, f.workspace)
@@ -285,20 +260,20 @@ func agentsUpdate(_ *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := policy.NormalizeAgentID(p.AgentID)
+	id := config.NormalizeAgentID(p.AgentID)
 	tx, err := beginEdit(c)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.done()
 	cfg := tx.cur.file.Config
-	if !agent.KnownAgent(cfg, id) {
+	if !cfg.HasAgent(id) {
 		return nil, protocol.Errorf("agent %q not found", id)
 	}
 	next := tx.cur.file.Tree.Clone()
 	list := agentsListNode(next, cfg) // the implicit default agent gets its entry here
-	entry := list.Items[agentIndex(list, id)]
-	dir := agent.WorkspaceDir(cfg, c.t.dir, id)
+	entry := list.Items[config.AgentIndex(list, id)]
+	dir := cfg.AgentWorkspace(c.t.dir, id)
 	if f.workspace != "" {
 		if dir, err = checkWorkspace(m, c.t, cfg, id, f.workspace); err != nil {
 			return nil, err
@@ -338,7 +313,7 @@ func agentsDelete(_ *Server, c *call) (any, error) {
 	if strings.TrimSpace(p.AgentID) == "" {
 		return nil, protocol.Errorf("invalid %s params: agentId is required", m)
 	}
-	id := policy.NormalizeAgentID(p.AgentID)
+	id := config.NormalizeAgentID(p.AgentID)
 	if id == "main" {
 		return nil, protocol.Errorf(`agent "main" cannot be deleted`)
 	}
@@ -348,21 +323,21 @@ func agentsDelete(_ *Server, c *call) (any, error) {
 	}
 	defer tx.done()
 	cfg := tx.cur.file.Config
-	if agentEntry(cfg, id) == nil {
+	if a, _ := cfg.Agent(id); a == nil {
 		return nil, protocol.Errorf("agent %q not found", id)
 	}
-	if id == policy.DefaultAgentID(cfg) {
+	if id == cfg.DefaultAgentID() {
 		return nil, protocol.Errorf("agent %q is the default agent and cannot be deleted", id)
 	}
 	next := tx.cur.file.Tree.Clone()
 	list := agentsListNode(next, cfg)
-	i := agentIndex(list, id)
+	i := config.AgentIndex(list, id)
 	list.Items = append(list.Items[:i], list.Items[i+1:]...)
 	removed := 0
 	if b := next.Get("bindings"); b != nil && b.Kind == config.Array {
 		kept := b.Items[:0]
 		for _, it := range b.Items {
-			if a := it.Get("agentId"); a != nil && a.Kind == config.String && policy.NormalizeAgentID(a.Str) == id {
+			if a := it.Get("agentId"); a != nil && a.Kind == config.String && config.NormalizeAgentID(a.Str) == id {
 				removed++
 				continue
 			}
@@ -378,7 +353,7 @@ func agentsDelete(_ *Server, c *call) (any, error) {
 	// workspace that cannot move leaves the agent as it was.
 	var undo func() error
 	if p.DeleteFiles == nil || *p.DeleteFiles {
-		if undo, err = trashWorkspace(c.t, file.Config, id, agent.WorkspaceDir(cfg, c.t.dir, id)); err != nil {
+		if undo, err = trashWorkspace(c.t, file.Config, id, cfg.AgentWorkspace(c.t.dir, id)); err != nil {
 			return nil, err
 		}
 	}
@@ -408,20 +383,9 @@ func agentsListNode(tree *config.Value, cfg *config.Config) *config.Value {
 		agents.Set("list", list)
 	}
 	if len(list.Items) == 0 {
-		list.Items = append(list.Items, config.NewObject(config.Member{Key: "id", Value: config.NewString(policy.DefaultAgentID(cfg))}))
+		list.Items = append(list.Items, config.NewObject(config.Member{Key: "id", Value: config.NewString(cfg.DefaultAgentID())}))
 	}
 	return list
-}
-
-// agentIndex finds an agent's entry in a list node; callers have checked the
-// agent is configured.
-func agentIndex(list *config.Value, id string) int {
-	for i, it := range list.Items {
-		if v := it.Get("id"); v != nil && v.Kind == config.String && policy.NormalizeAgentID(v.Str) == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // checkWorkspace resolves a workspace param (relative to the state dir,
@@ -432,7 +396,7 @@ func agentIndex(list *config.Value, id string) int {
 // never take another agent's files or the state with it.
 func checkWorkspace(method string, t *tenant, cfg *config.Config, id, raw string) (string, error) {
 	probe := &config.Config{Agents: config.Agents{List: []config.Agent{{ID: id, Workspace: raw}}}}
-	dir := agent.WorkspaceDir(probe, t.dir, id)
+	dir := probe.AgentWorkspace(t.dir, id)
 	bad := func(format string, args ...any) error {
 		return protocol.Errorf("invalid %s params: workspace %s %s", method, dir, fmt.Sprintf(format, args...))
 	}
@@ -448,8 +412,8 @@ func checkWorkspace(method string, t *tenant, cfg *config.Config, id, raw string
 	if _, in := contain.Within(filepath.Join(t.dir, trashDir), dir); in {
 		return "", bad("is in the trash")
 	}
-	for _, other := range agentIDs(cfg) {
-		if o := agent.WorkspaceDir(cfg, t.dir, other); other != id && pathsOverlap(dir, o) {
+	for _, other := range cfg.AgentIDs() {
+		if o := cfg.AgentWorkspace(t.dir, other); other != id && pathsOverlap(dir, o) {
 			return "", bad("overlaps the workspace %s of agent %q", o, other)
 		}
 	}
@@ -537,8 +501,8 @@ func trashWorkspace(t *tenant, rest *config.Config, id, dir string) (func() erro
 	if _, in := contain.Within(t.dir, dir); t.id != "" && !in {
 		return nil, refuse("is outside the tenant directory")
 	}
-	for _, other := range agentIDs(rest) {
-		if o := agent.WorkspaceDir(rest, t.dir, other); pathsOverlap(dir, o) {
+	for _, other := range rest.AgentIDs() {
+		if o := rest.AgentWorkspace(t.dir, other); pathsOverlap(dir, o) {
 			return nil, refuse(fmt.Sprintf("overlaps the workspace of agent %q", other))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"talon/internal/agent"
+	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/session"
@@ -330,15 +331,15 @@ func (s *Server) agentWait(c *call) (any, error) {
 func (s *Server) chatTarget(c *call, method, agentID, rawKey string) (string, string, error) {
 	cfg := c.rt.file.Config
 	if strings.TrimSpace(agentID) != "" {
-		agentID = policy.NormalizeAgentID(agentID)
-		if !agent.KnownAgent(cfg, agentID) {
+		agentID = config.NormalizeAgentID(agentID)
+		if !cfg.HasAgent(agentID) {
 			return "", "", protocol.Errorf("invalid %s params: unknown agent id %q", method, agentID)
 		}
 	}
 	var key string
 	if rawKey == "" {
 		if agentID == "" {
-			agentID = policy.DefaultAgentID(cfg)
+			agentID = cfg.DefaultAgentID()
 		}
 		key = policy.MainSessionKey(cfg, agentID)
 	} else {
@@ -346,7 +347,7 @@ func (s *Server) chatTarget(c *call, method, agentID, rawKey string) (string, st
 		if key, agentID, err = sessionFor(cfg, agentID, rawKey); err != nil {
 			return "", "", protocol.Errorf("invalid %s params: sessionKey: %v", method, err)
 		}
-		if !agent.KnownAgent(cfg, agentID) {
+		if !cfg.HasAgent(agentID) {
 			return "", "", protocol.Errorf("invalid %s params: sessionKey: unknown agent id %q", method, agentID)
 		}
 	}

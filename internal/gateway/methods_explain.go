@@ -6,7 +6,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"talon/internal/agent"
 	"talon/internal/config"
 	"talon/internal/plugin"
 	"talon/internal/policy"
@@ -72,7 +71,7 @@ func toolsExplain(s *Server, c *call) (any, error) {
 	// slot's tools are catalog candidates already).
 	id := ctx.AgentID
 	if id == "" {
-		id = session.AgentOf(ctx.SessionKey, policy.DefaultAgentID(cfg))
+		id = session.AgentOf(ctx.SessionKey, cfg.DefaultAgentID())
 	}
 	live := c.rt.runner.Plugins.Tools(c.ctx, c.pluginRun(id))
 	ctx.Plugins = append(live.Registrations, ctx.Plugins...)
@@ -89,7 +88,7 @@ func (c *call) otherAgentsTools(cfg *config.Config, id string) []policy.Registra
 	var out []policy.Registration
 	seen := map[string]bool{id: true}
 	for _, a := range cfg.Agents.List {
-		other := policy.NormalizeAgentID(a.ID)
+		other := config.NormalizeAgentID(a.ID)
 		if seen[other] {
 			continue
 		}
@@ -143,15 +142,15 @@ func (p *toolsExplainParams) context(cfg *config.Config) (policy.Context, *proto
 	}
 	// An explanation of an agent the config does not have would describe
 	// a run the gateway never makes.
-	id := session.AgentOf(ctx.SessionKey, policy.DefaultAgentID(cfg))
+	id := session.AgentOf(ctx.SessionKey, cfg.DefaultAgentID())
 	if agentSet {
-		id = policy.NormalizeAgentID(p.AgentID)
+		id = config.NormalizeAgentID(p.AgentID)
 		ctx.AgentID = id
 		ctx.SessionKey = policy.MainSessionKey(cfg, id)
 	} else if err := session.CheckKey(ctx.SessionKey); err != nil {
 		return policy.Context{}, protocol.Errorf("invalid %s params: %v", m, err)
 	}
-	if !agent.KnownAgent(cfg, id) {
+	if !cfg.HasAgent(id) {
 		return policy.Context{}, protocol.Errorf("invalid %s params: agent %q is not in the config (agents.list)", m, id)
 	}
 	return ctx, nil
@@ -207,8 +206,8 @@ func sandboxExplain(_ *Server, c *call) (any, error) {
 		return nil, protocol.Errorf("invalid %s params: agentId is required", m)
 	}
 	cfg := c.rt.file.Config
-	id := policy.NormalizeAgentID(p.AgentID)
-	if !agent.KnownAgent(cfg, id) {
+	id := config.NormalizeAgentID(p.AgentID)
+	if !cfg.HasAgent(id) {
 		return nil, protocol.Errorf("invalid %s params: agent %q is not in the config (agents.list)", m, id)
 	}
 	key := strings.TrimSpace(p.SessionKey)

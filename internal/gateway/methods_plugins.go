@@ -3,9 +3,8 @@ package gateway
 import (
 	"strings"
 
-	"talon/internal/agent"
+	"talon/internal/config"
 	"talon/internal/plugin"
-	"talon/internal/policy"
 	"talon/protocol"
 )
 
@@ -37,11 +36,11 @@ func pluginsList(_ *Server, c *call) (any, error) {
 		return nil, e
 	}
 	cfg := c.rt.file.Config
-	id := policy.DefaultAgentID(cfg)
+	id := cfg.DefaultAgentID()
 	if strings.TrimSpace(p.AgentID) != "" {
-		id = policy.NormalizeAgentID(p.AgentID)
+		id = config.NormalizeAgentID(p.AgentID)
 	}
-	if !agent.KnownAgent(cfg, id) {
+	if !cfg.HasAgent(id) {
 		return nil, protocol.Errorf("invalid %s params: agent %q is not in the config (agents.list)", m, id)
 	}
 	list := c.rt.runner.Plugins.List(c.ctx, c.pluginRun(id))
@@ -50,5 +49,5 @@ func pluginsList(_ *Server, c *call) (any, error) {
 
 // pluginRun is what the plugins of a run of agent id see.
 func (c *call) pluginRun(id string) plugin.Run {
-	return plugin.Run{AgentID: id, AgentDir: agent.WorkspaceDir(c.rt.file.Config, c.t.dir, id)}
+	return plugin.Run{AgentID: id, AgentDir: c.rt.file.Config.AgentWorkspace(c.t.dir, id)}
 }

@@ -64,13 +64,13 @@ func (c *call) target(field, raw string) (sessionTarget, error) {
 	if err != nil {
 		return sessionTarget{}, invalidParams(err)
 	}
-	return sessionTarget{agent: session.AgentOf(key, policy.DefaultAgentID(cfg)), key: key}, nil
+	return sessionTarget{agent: session.AgentOf(key, cfg.DefaultAgentID()), key: key}, nil
 }
 
 // configuredAgent refuses a key of an agent the config does not define:
 // patch and reset would otherwise create sessions nothing can run.
 func (c *call) configuredAgent(t sessionTarget) error {
-	if !agent.KnownAgent(c.rt.file.Config, t.agent) {
+	if !c.rt.file.Config.HasAgent(t.agent) {
 		return protocol.Errorf("unknown agent %q (session %s): add it to agents.list first", t.agent, t.key)
 	}
 	return nil
@@ -166,7 +166,7 @@ func sessionsPatch(s *Server, c *call) (any, error) {
 	m := sessionModel(cfg, tgt.agent, entry)
 	return map[string]any{
 		"ok": true, "path": c.storeOf().Path(), "key": tgt.key, "entry": entry,
-		"resolved": map[string]string{"modelProvider": m.provider, "model": m.model},
+		"resolved": map[string]string{"modelProvider": m.Provider, "model": m.Model},
 	}, nil
 }
 
@@ -323,7 +323,7 @@ func (c *call) listFilter() (sessionFilter, error) {
 		if strings.TrimSpace(*p.AgentID) == "" {
 			return f, protocol.Errorf("invalid %s params: agentId must be a non-empty agent id", m)
 		}
-		f.agent = policy.NormalizeAgentID(*p.AgentID)
+		f.agent = config.NormalizeAgentID(*p.AgentID)
 	}
 	if p.Search != nil {
 		f.search = strings.ToLower(strings.TrimSpace(*p.Search))
@@ -428,7 +428,7 @@ func newSessionRow(cfg *config.Config, agentID string, r store.SessionRow) sessi
 		InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, TotalTokens: e.TotalTokens,
 		CumulativeInputTokens: e.CumulativeInputTokens, CumulativeOutputTokens: e.CumulativeOutputTokens,
 		CumulativeTotalTokens: e.CumulativeTotalTokens,
-		ModelProvider:         m.provider, Model: m.model, ProviderOverride: e.ProviderOverride, ModelOverride: e.ModelOverride,
+		ModelProvider:         m.Provider, Model: m.Model, ProviderOverride: e.ProviderOverride, ModelOverride: e.ModelOverride,
 		ContextTokens: contextTokens(cfg, m), SpawnedBy: e.SpawnedBy, SpawnDepth: e.SpawnDepth,
 		AbortedLastRun: e.AbortedLastRun, SystemSent: e.SystemSent,
 	}
@@ -441,7 +441,7 @@ func sessionsList(_ *Server, c *call) (any, error) {
 	}
 	cfg := c.rt.file.Config
 	db := c.storeOf()
-	agents := agentIDs(cfg)
+	agents := cfg.AgentIDs()
 	if f.agent != "" {
 		agents = []string{f.agent}
 	}
@@ -478,10 +478,10 @@ func sessionsList(_ *Server, c *call) (any, error) {
 			return nil, err
 		}
 	}
-	def := agentModel(cfg, policy.DefaultAgentID(cfg))
+	def := agentModel(cfg, cfg.DefaultAgentID())
 	return map[string]any{
 		"ts": time.Now().UnixMilli(), "path": db.Path(), "count": len(out),
-		"defaults": map[string]any{"modelProvider": def.provider, "model": def.model, "contextTokens": contextTokens(cfg, def)},
+		"defaults": map[string]any{"modelProvider": def.Provider, "model": def.Model, "contextTokens": contextTokens(cfg, def)},
 		"sessions": out,
 	}, nil
 }

@@ -6,10 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"talon/internal/agent"
 	"talon/internal/config"
-	"talon/internal/policy"
-	"talon/internal/provider"
 	"talon/protocol"
 )
 
@@ -37,21 +34,9 @@ func (s *Server) health(t *tenant, rt *runtime) map[string]any {
 		"ok":             true,
 		"ts":             time.Now().UnixMilli(),
 		"uptimeMs":       time.Since(s.started).Milliseconds(),
-		"defaultAgentId": policy.DefaultAgentID(cfg),
-		"agents":         agentIDs(cfg),
+		"defaultAgentId": cfg.DefaultAgentID(),
+		"agents":         cfg.AgentIDs(),
 	}
-}
-
-// agentIDs are the configured agents, the default one first.
-func agentIDs(cfg *config.Config) []string {
-	def := policy.DefaultAgentID(cfg)
-	out := []string{def}
-	for _, a := range cfg.Agents.List {
-		if id := policy.NormalizeAgentID(a.ID); id != def {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func (s *Server) status(c *call) (any, error) {
@@ -66,8 +51,8 @@ func (s *Server) status(c *call) (any, error) {
 		"configHash":   c.rt.file.Hash,
 		"stateDir":     c.t.dir,
 		"connections":  len(s.hubs.of(c.t)),
-		"agents":       agentIDs(cfg),
-		"defaultModel": agent.ModelRef(cfg, policy.DefaultAgentID(cfg)),
+		"agents":       cfg.AgentIDs(),
+		"defaultModel": cfg.AgentModel(cfg.DefaultAgentID()),
 		"runtime": map[string]any{
 			"goroutines": goruntime.NumGoroutine(),
 			"heapBytes":  ms.HeapAlloc,
@@ -113,6 +98,6 @@ func modelsList(_ *Server, c *call) (any, error) {
 			out = append(out, model{ID: m.ID, Name: name, Provider: n, ContextWindow: m.ContextWindow, Reasoning: m.Reasoning})
 		}
 	}
-	out = append(out, model{ID: provider.InspectModel, Name: "Talon inspect (offline, deterministic)", Provider: "talon"})
+	out = append(out, model{ID: config.InspectModel, Name: "Talon inspect (offline, deterministic)", Provider: config.InspectProvider})
 	return map[string]any{"models": out}, nil
 }

@@ -15,7 +15,6 @@ import (
 	"talon/internal/agent"
 	"talon/internal/authlimit"
 	"talon/internal/config"
-	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/session"
@@ -266,20 +265,20 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, t *tenant, rt
 
 	// Agent: header, then model, then the default agent.
 	if h := firstHeader(r, "X-OpenClaw-Agent-ID", "X-OpenClaw-Agent"); h != "" {
-		req.agent = policy.NormalizeAgentID(h)
+		req.agent = config.NormalizeAgentID(h)
 	} else {
 		m := strings.TrimSpace(req.body.Model)
 		target := agentTargetPattern.FindStringSubmatch(m)
 		switch {
 		case m == "" || strings.EqualFold(m, "openclaw") || strings.EqualFold(m, "openclaw/default"):
-			req.agent = policy.DefaultAgentID(cfg)
+			req.agent = cfg.DefaultAgentID()
 		case target != nil:
 			req.agent = strings.ToLower(target[1])
 		default:
 			return nil, http.StatusBadRequest, errInvalidRequest, "Invalid `model`. Use `openclaw` or `openclaw/<agentId>`."
 		}
 	}
-	if !agent.KnownAgent(cfg, req.agent) {
+	if !cfg.HasAgent(req.agent) {
 		return nil, http.StatusBadRequest, errInvalidRequest, fmt.Sprintf("Unknown agent %q", req.agent)
 	}
 
@@ -336,7 +335,7 @@ func sessionFor(cfg *config.Config, agentID, raw string) (string, string, error)
 	}
 	owner := agentID
 	if owner == "" {
-		owner = policy.DefaultAgentID(cfg)
+		owner = cfg.DefaultAgentID()
 	}
 	a := session.AgentOf(key, owner)
 	if agentID != "" && a != agentID {
@@ -608,16 +607,8 @@ func modelList(cfg *config.Config) []map[string]any {
 		return map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "talon"}
 	}
 	out := []map[string]any{entry("openclaw")}
-	seen := map[string]bool{}
-	ids := []string{policy.DefaultAgentID(cfg)}
-	for _, a := range cfg.Agents.List {
-		ids = append(ids, policy.NormalizeAgentID(a.ID))
-	}
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, entry("openclaw/"+id))
-		}
+	for _, id := range cfg.AgentIDs() {
+		out = append(out, entry("openclaw/"+id))
 	}
 	return out
 }

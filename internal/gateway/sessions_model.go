@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"talon/internal/agent"
 	"talon/internal/config"
 	"talon/internal/provider"
 	"talon/internal/session"
@@ -16,54 +15,40 @@ import (
 // models a session may be switched to (the configured catalog), what a
 // session resolves to, and the thinking levels a model takes.
 
-// modelRef is a model as provider and id; the offline model is
-// talon/inspect.
-type modelRef struct{ provider, model string }
-
-func (m modelRef) String() string {
-	if m.provider == "" {
-		return m.model
-	}
-	return m.provider + "/" + m.model
-}
-
-// splitModelRef splits a reference at its first slash, as the resolver
-// does; "inspect" is talon/inspect and a bare id has no provider.
-func splitModelRef(ref string) modelRef {
-	ref = strings.TrimSpace(ref)
-	if strings.EqualFold(ref, provider.InspectModel) {
-		return modelRef{"talon", provider.InspectModel}
-	}
-	p, m, ok := strings.Cut(ref, "/")
-	if !ok {
-		return modelRef{model: ref}
-	}
-	return modelRef{p, m}
-}
-
 // agentModel is the model an agent runs with no session override.
-func agentModel(cfg *config.Config, agentID string) modelRef {
-	return splitModelRef(agent.ModelRef(cfg, agentID))
+func agentModel(cfg *config.Config, agentID string) config.ModelRef {
+	return shownModel(cfg.AgentModel(agentID))
+}
+
+// shownModel is a reference from the config or a finished run, to show: one
+// that does not parse ("/x") is kept as written, with no provider, so no
+// catalog entry matches it and its runs fail to resolve it, saying why.
+func shownModel(ref string) config.ModelRef {
+	m, err := config.ParseModelRef(ref)
+	if err != nil {
+		return config.ModelRef{Model: ref}
+	}
+	return m
 }
 
 // sessionModel is the model a session resolves to: its override, else its
 // agent's model.
-func sessionModel(cfg *config.Config, agentID string, e session.Entry) modelRef {
+func sessionModel(cfg *config.Config, agentID string, e session.Entry) config.ModelRef {
 	if e.ModelOverride != "" {
-		return modelRef{e.ProviderOverride, e.ModelOverride}
+		return config.ModelRef{Provider: e.ProviderOverride, Model: e.ModelOverride}
 	}
 	return agentModel(cfg, agentID)
 }
 
 // catalogEntry finds a model in models.providers (provider and id compared
 // case-insensitively).
-func catalogEntry(cfg *config.Config, m modelRef) (config.Model, bool) {
+func catalogEntry(cfg *config.Config, m config.ModelRef) (config.Model, bool) {
 	for name, p := range cfg.Models.Providers {
-		if !strings.EqualFold(name, m.provider) {
+		if !strings.EqualFold(name, m.Provider) {
 			continue
 		}
 		for _, x := range p.Models {
-			if strings.EqualFold(x.ID, m.model) {
+			if strings.EqualFold(x.ID, m.Model) {
 				return x, true
 			}
 		}
@@ -74,7 +59,7 @@ func catalogEntry(cfg *config.Config, m modelRef) (config.Model, bool) {
 // contextTokens is a model's context window when the config states it
 // (provider.ContextWindow, which the runner records with each turn too);
 // nil when it does not.
-func contextTokens(cfg *config.Config, m modelRef) *int64 {
+func contextTokens(cfg *config.Config, m config.ModelRef) *int64 {
 	if w := provider.ContextWindow(cfg, m.String()); w > 0 {
 		return &w
 	}
@@ -86,17 +71,19 @@ func contextTokens(cfg *config.Config, m modelRef) *int64 {
 // "provider/model") when it names any, else every models.providers.<p>.
 // models[] entry; plus the agent's own model and the offline inspect
 // model, which are always allowed.
-func allowedModels(cfg *config.Config, agentID string) []modelRef {
-	out := []modelRef{{"talon", provider.InspectModel}, agentModel(cfg, agentID)}
+func allowedModels(cfg *config.Config, agentID string) []config.ModelRef {
+	out := []config.ModelRef{config.InspectRef, agentModel(cfg, agentID)}
 	if keys := allowlist(cfg); len(keys) > 0 {
 		for _, k := range keys {
-			out = append(out, splitModelRef(k))
+			if m, err := config.ParseModelRef(k); err == nil {
+				out = append(out, m)
+			}
 		}
 		return out
 	}
 	for name, p := range cfg.Models.Providers {
 		for _, m := range p.Models {
-			out = append(out, modelRef{name, m.ID})
+			out = append(out, config.ModelRef{Provider: name, Model: m.ID})
 		}
 	}
 	return out
@@ -142,34 +129,37 @@ func aliasOf(cfg *config.Config, name string) (string, bool) {
 // provider, which must be in the allowed catalog and resolve to a
 // provider Talon can call (so a session is never switched to a model its
 // next turn cannot reach). The result has the catalog's spelling.
-func resolvePatchModel(cfg *config.Config, opts provider.Options, agentID, raw string) (modelRef, error) {
+func resolvePatchModel(cfg *config.Config, opts provider.Options, agentID, raw string) (config.ModelRef, error) {
 	name := strings.TrimSpace(raw)
 	if name == "" {
-		return modelRef{}, &session.ValidationError{Message: "invalid model: empty"}
+		return config.ModelRef{}, &session.ValidationError{Message: "invalid model: empty"}
 	}
 	if ref, ok := aliasOf(cfg, name); ok {
 		name = ref
 	}
-	want := splitModelRef(name)
-	if want.provider == "" {
-		want.provider = agentModel(cfg, agentID).provider
+	want, err := config.ParseModelRef(name)
+	if err != nil {
+		return config.ModelRef{}, &session.ValidationError{Message: "invalid model: " + err.Error()}
 	}
-	var found *modelRef
+	if want.Provider == "" {
+		want.Provider = agentModel(cfg, agentID).Provider
+	}
+	var found *config.ModelRef
 	for _, m := range allowedModels(cfg, agentID) {
-		if strings.EqualFold(m.provider, want.provider) && strings.EqualFold(m.model, want.model) {
+		if strings.EqualFold(m.Provider, want.Provider) && strings.EqualFold(m.Model, want.Model) {
 			found = &m
 			break
 		}
 	}
 	if found == nil {
-		return modelRef{}, &session.ValidationError{Message: "model not allowed: " + want.String()}
+		return config.ModelRef{}, &session.ValidationError{Message: "model not allowed: " + want.String()}
 	}
 	if _, _, err := provider.ResolveWith(cfg, found.String(), opts); err != nil {
 		var re *provider.ResolveError
 		if errors.As(err, &re) {
-			return modelRef{}, &session.ValidationError{Message: "invalid model: " + re.Message}
+			return config.ModelRef{}, &session.ValidationError{Message: "invalid model: " + re.Message}
 		}
-		return modelRef{}, fmt.Errorf("resolving model %s: %w", found, err)
+		return config.ModelRef{}, fmt.Errorf("resolving model %s: %w", found, err)
 	}
 	return *found, nil
 }
@@ -194,7 +184,7 @@ var thinkingAliases = map[string]string{
 }
 
 // levelsFor lists the thinking levels a model takes.
-func levelsFor(cfg *config.Config, m modelRef) []string {
+func levelsFor(cfg *config.Config, m config.ModelRef) []string {
 	if e, ok := catalogEntry(cfg, m); ok && e.Reasoning != nil && *e.Reasoning {
 		return thinkingLevels
 	}
@@ -203,7 +193,7 @@ func levelsFor(cfg *config.Config, m modelRef) []string {
 
 // checkThinking validates a thinkingLevel for the model the session will
 // use, with OpenClaw's messages.
-func checkThinking(cfg *config.Config, m modelRef, raw string) (string, error) {
+func checkThinking(cfg *config.Config, m config.ModelRef, raw string) (string, error) {
 	levels := levelsFor(cfg, m)
 	level, ok := thinkingAliases[strings.ToLower(strings.TrimSpace(raw))]
 	if !ok {
@@ -236,10 +226,10 @@ func applyModelFields(cfg *config.Config, opts provider.Options, agentID string,
 			if err != nil {
 				return err
 			}
-			if def := agentModel(cfg, agentID); strings.EqualFold(def.provider, m.provider) && strings.EqualFold(def.model, m.model) {
+			if def := agentModel(cfg, agentID); strings.EqualFold(def.Provider, m.Provider) && strings.EqualFold(def.Model, m.Model) {
 				next.ProviderOverride, next.ModelOverride = "", ""
 			} else {
-				next.ProviderOverride, next.ModelOverride = m.provider, m.model
+				next.ProviderOverride, next.ModelOverride = m.Provider, m.Model
 			}
 		}
 	}

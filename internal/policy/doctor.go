@@ -35,7 +35,7 @@ func (d *DoctorReport) Errors() int {
 func Doctor(cfg *config.Config, plugins []Registration, built []string) DoctorReport {
 	ids := []string{}
 	for _, a := range cfg.Agents.List {
-		if id := NormalizeAgentID(a.ID); !slices.Contains(ids, id) {
+		if id := config.NormalizeAgentID(a.ID); !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
@@ -99,7 +99,7 @@ func doctorModels(cfg *config.Config, id string) [][2]string {
 		}
 	}
 	add(cfg.Tools.ByProvider)
-	if a, _ := agentEntry(cfg, id); a != nil {
+	if a, _ := cfg.Agent(id); a != nil {
 		add(a.Tools.ByProvider)
 	}
 	return out

@@ -130,11 +130,11 @@ func New(cfg *config.Config) *Engine {
 		agents:     make(map[string]*agentSteps, len(cfg.Agents.List)),
 		sandboxes:  make(map[string]*sandboxStep, len(cfg.Agents.List)+1),
 		subagents:  make(map[string]*step, 3),
-		defaultAgt: DefaultAgentID(cfg),
+		defaultAgt: cfg.DefaultAgentID(),
 	}
 	e.noAgent = e.compileAgent("", -1)
 	for i := range cfg.Agents.List {
-		id := NormalizeAgentID(cfg.Agents.List[i].ID)
+		id := config.NormalizeAgentID(cfg.Agents.List[i].ID)
 		if _, dup := e.agents[id]; !dup {
 			e.agents[id] = e.compileAgent(id, i)
 		}
@@ -257,7 +257,7 @@ func lookupProvider(list []providerStep, provider, model string) *providerStep {
 func toolAgent(ctx *Context) (string, bool) {
 	switch {
 	case strings.TrimSpace(ctx.AgentID) != "":
-		return NormalizeAgentID(ctx.AgentID), true
+		return config.NormalizeAgentID(ctx.AgentID), true
 	case strings.TrimSpace(ctx.SessionKey) == "":
 		return "", false
 	}

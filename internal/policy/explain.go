@@ -172,7 +172,7 @@ func Explain(cfg *config.Config, ctx Context, candidates []Tool, inv Inventory) 
 	if x.Warnings == nil {
 		x.Warnings = []string{}
 	}
-	a, idx := agentEntry(cfg, r.AgentID)
+	a, idx := cfg.Agent(r.AgentID)
 	run, catalog := removals(&r), removals(&allowed)
 	for _, t := range candidates {
 		if missing[t.Name] {

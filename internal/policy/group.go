@@ -99,7 +99,7 @@ func groupPolicy(cfg *config.Config, ctx *Context) (config.ToolPolicy, string, b
 // account finds a channel account by its normalised id ("default" when the
 // run names none), exactly first and then ignoring case.
 func account(accounts map[string]config.ChannelAccount, id string) (string, config.ChannelAccount, bool) {
-	n := normalizeAccountID(id)
+	n := config.NormalizeAccountID(id)
 	if a, ok := accounts[n]; ok {
 		return n, a, true
 	}

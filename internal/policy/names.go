@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"talon/internal/config"
+)
 
 // normalizeName trims and lower-cases. It does not allocate for names that
 // are already normalised, which is nearly all of them.
@@ -60,63 +64,6 @@ func ExpandGroups(list []string) []string {
 	return out
 }
 
-// NormalizeAgentID turns any id or name into an agent id: trimmed, lower
-// case, [a-z0-9][a-z0-9_-]{0,63}; anything else collapses to "-" runs; empty
-// becomes "main".
-func NormalizeAgentID(id string) string { return normalizeID(id, "main") }
-
-// normalizeAccountID is the same rule for channel account ids, whose
-// fallback is "default".
-func normalizeAccountID(id string) string { return normalizeID(id, "default") }
-
-func normalizeID(id, fallback string) string {
-	s := strings.TrimSpace(id)
-	if s == "" {
-		return fallback
-	}
-	if validAgentID(s) {
-		return strings.ToLower(s)
-	}
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			b.WriteRune(r)
-			dash = false
-			continue
-		}
-		if !dash {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	if len(out) > 64 {
-		out = out[:64] // cut after trimming, as OpenClaw does: a dash may end it
-	}
-	if out == "" {
-		return fallback
-	}
-	return out
-}
-
-func validAgentID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20 // fold ASCII letters to lower case
-		alnum := c >= 'a' && c <= 'z' || s[i] >= '0' && s[i] <= '9'
-		if i == 0 && !alnum {
-			return false
-		}
-		if !alnum && s[i] != '_' && s[i] != '-' {
-			return false
-		}
-	}
-	return true
-}
-
 // AgentFromSessionKey returns the agent id of a key shaped
 // agent:<id>:<rest>, lower-cased and normalised, and false for other shapes.
 func AgentFromSessionKey(key string) (string, bool) {
@@ -129,7 +76,7 @@ func AgentFromSessionKey(key string) (string, bool) {
 	if i <= 0 || i == len(rest)-1 {
 		return "", false
 	}
-	return NormalizeAgentID(rest[:i]), true
+	return config.NormalizeAgentID(rest[:i]), true
 }
 
 // sessionRest returns <rest> of agent:<id>:<rest>, or the whole key.

@@ -97,44 +97,6 @@ func TestRulesExpandGroups(t *testing.T) {
 	})
 }
 
-// §4.2 Normalising an agent id: trim; empty → main; a valid id
-// (^[a-z0-9][a-z0-9_-]{0,63}$, any case) is lower-cased; otherwise lower-case,
-// replace runs of other characters with "-", strip leading/trailing "-", cut
-// to 64 chars, fall back to main.
-func TestRulesNormalizeAgentID(t *testing.T) {
-	a := strings.Repeat
-	cases := []struct{ name, in, want string }{
-		{"plain", "main", "main"},
-		{"upper valid id lower-cased", "Main", "main"},
-		{"trimmed", "  Work ", "work"},
-		{"valid with _ and -", "a_B-9", "a_b-9"},
-		{"empty", "", "main"},
-		{"blank", "   ", "main"},
-		{"space collapses to dash", "My Agent", "my-agent"},
-		{"runs collapse to one dash", "a..!!b", "a-b"},
-		{"trailing invalid stripped", "My Agent!", "my-agent"},
-		{"leading and trailing dashes stripped", "--x--", "x"},
-		{"leading underscore is kept (only dashes are stripped)", "_x", "_x"},
-		{"colon", "agent:main", "agent-main"},
-		{"non-ascii letters are invalid", "Ägent Ö", "gent"},
-		{"only invalid characters", "!!!", "main"},
-		{"64-char valid id kept", a("a", 64), a("a", 64)},
-		{"64-char valid id lower-cased", a("A", 64), a("a", 64)},
-		{"65 chars cut to 64", a("a", 65), a("a", 64)},
-		{"long with invalid chars cut to 64", a("b", 70) + "!", a("b", 64)},
-		// The cut comes after stripping dashes, so a dash that lands at
-		// position 64 stays: the spec does not strip again after the cut.
-		{"dash at the cut stays", a("a", 63) + " bbb", a("a", 63) + "-"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := NormalizeAgentID(c.in); got != c.want {
-				t.Errorf("NormalizeAgentID(%q) = %q, want %q", c.in, got, c.want)
-			}
-		})
-	}
-}
-
 // §4.2 Agent id parsed from a session key of the shape agent:<id>:<rest>
 // (lower-cased).
 func TestRulesAgentFromSessionKey(t *testing.T) {

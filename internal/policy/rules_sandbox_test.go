@@ -247,7 +247,7 @@ func TestRulesDefaultAgentID(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := DefaultAgentID(mustConfig(t, c.cfg)); got != c.want {
+			if got := mustConfig(t, c.cfg).DefaultAgentID(); got != c.want {
 				t.Errorf("DefaultAgentID = %q, want %q", got, c.want)
 			}
 		})

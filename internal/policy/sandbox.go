@@ -42,24 +42,13 @@ type SandboxPolicy struct {
 	AllowWasEmpty bool `json:"allow_was_empty,omitempty"`
 }
 
-// agentEntry returns the agents.list entry for a normalised id and its
-// index, or nil and -1.
-func agentEntry(cfg *config.Config, id string) (*config.Agent, int) {
-	for i := range cfg.Agents.List {
-		if NormalizeAgentID(cfg.Agents.List[i].ID) == id {
-			return &cfg.Agents.List[i], i
-		}
-	}
-	return nil, -1
-}
-
 // ResolveSandboxPolicy is resolveSandboxToolPolicyForAgent: lists are taken
 // whole from the agent, else the global config, else the defaults; core
 // groups are expanded; `image` is appended to a non-empty allow list that
 // neither list names.
 func ResolveSandboxPolicy(cfg *config.Config, agentID string) SandboxPolicy {
 	var sp SandboxPolicy
-	a, i := agentEntry(cfg, NormalizeAgentID(agentID))
+	a, i := cfg.Agent(agentID)
 	var agentTools config.ToolPolicy
 	if a != nil {
 		agentTools = a.Tools.Sandbox.Tools
@@ -116,7 +105,7 @@ type SandboxSettings struct {
 // ResolveSandboxSettings reads mode, scope and workspaceAccess for an agent.
 // `paths-only` reads as all; anything else unknown reads as off.
 func ResolveSandboxSettings(cfg *config.Config, agentID string) SandboxSettings {
-	a, i := agentEntry(cfg, NormalizeAgentID(agentID))
+	a, i := cfg.Agent(agentID)
 	d := &cfg.Agents.Defaults.Sandbox
 	var s config.Sandbox
 	if a != nil {
@@ -172,7 +161,7 @@ func MainSessionKey(cfg *config.Config, agentID string) string {
 	if strings.EqualFold(strings.TrimSpace(cfg.Session.Scope), "global") {
 		return "global"
 	}
-	return "agent:" + NormalizeAgentID(agentID) + ":" + MainKey(cfg)
+	return "agent:" + config.NormalizeAgentID(agentID) + ":" + MainKey(cfg)
 }
 
 // MainKey is session.mainKey trimmed and lower-cased, "main" when unset.
@@ -193,7 +182,7 @@ type mainSession struct {
 }
 
 func newMainSession(cfg *config.Config, agentID string) mainSession {
-	id, mk := NormalizeAgentID(agentID), MainKey(cfg)
+	id, mk := config.NormalizeAgentID(agentID), MainKey(cfg)
 	return mainSession{
 		key:     MainSessionKey(cfg, agentID),
 		aliases: [4]string{"main", mk, "agent:" + id + ":" + mk, "agent:" + id + ":main"},
@@ -230,27 +219,13 @@ func IsSandboxed(cfg *config.Config, agentID, sessionKey string) bool {
 	return sandboxed(ResolveSandboxSettings(cfg, agentID).Mode, &m, sessionKey)
 }
 
-// DefaultAgentID is the first agents.list entry with default: true, else the
-// first entry, else main.
-func DefaultAgentID(cfg *config.Config) string {
-	for _, a := range cfg.Agents.List {
-		if a.Default != nil && *a.Default {
-			return NormalizeAgentID(a.ID)
-		}
-	}
-	if len(cfg.Agents.List) > 0 {
-		return NormalizeAgentID(cfg.Agents.List[0].ID)
-	}
-	return "main"
-}
-
 // SandboxAgentID is the agent whose sandbox applies to a session: the one in
 // the key, else the default agent.
 func SandboxAgentID(cfg *config.Config, sessionKey string) string {
 	if id, ok := AgentFromSessionKey(sessionKey); ok {
 		return id
 	}
-	return DefaultAgentID(cfg)
+	return cfg.DefaultAgentID()
 }
 
 // SandboxBlockedMessage is the message a sandboxed run gets when it calls a

@@ -8,9 +8,11 @@
 // All clients are safe for concurrent use.
 //
 // Resolve maps a model reference ("openai/gpt-4o", "inspect", a provider
-// under models.providers) to a Provider and the model id to send; building
-// a client does no I/O and all clients share one pooled http.Client, so
-// resolving per run is cheap. DefaultModel reads agents.defaults.model.
+// under models.providers; read by config.ParseModelRef) to a Provider and
+// the model id to send; building a client does no I/O and all clients
+// share one pooled http.Client, so resolving per run is cheap. Which
+// reference an agent runs with is the config's answer
+// (config.Config.AgentModel).
 //
 // Failures are *Error values (Provider, Status, Type, Message, RetryAfter)
 // whose Temporary method says whether repeating the request may help. A

@@ -38,9 +38,6 @@ type Inspect struct{}
 
 var _ Provider = Inspect{}
 
-// InspectModel is the model id Resolve returns for the inspect model.
-const InspectModel = "inspect"
-
 // Chat implements Provider.
 func (Inspect) Chat(ctx context.Context, req *Request, onDelta func(string)) (*Response, error) {
 	if err := ctx.Err(); err != nil {

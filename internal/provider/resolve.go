@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -56,8 +57,9 @@ var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 // Resolve picks the provider for a model reference and returns it with the
 // model id to put in Request.Model.
 //
-//   - "inspect" and "talon/inspect" are the offline Inspect model.
-//   - "provider/model" splits at the first slash, so the model id keeps its
+//   - The reference is read by config.ParseModelRef: "inspect" and
+//     "talon/inspect", in any case, are the offline Inspect model;
+//     "provider/model" splits at the first slash, so the model id keeps its
 //     own slashes ("openrouter/google/gemini-3-flash" → "google/gemini-3-flash").
 //     A provider configured under models.providers is used with its api
 //     (openai-completions, anthropic-messages; empty means the built-in's
@@ -107,19 +109,18 @@ func ResolveWith(cfg *config.Config, ref string, opts Options) (Provider, string
 		env = os.Getenv
 	}
 	ref = strings.TrimSpace(ref)
-	switch ref {
-	case "":
+	m, err := config.ParseModelRef(ref)
+	switch {
+	case errors.Is(err, config.ErrNoModel):
 		return nil, "", &ResolveError{Message: "resolving model: no model given: " + howToName}
-	case "inspect", "talon/inspect":
-		return Inspect{}, InspectModel, nil
-	}
-	id, model, ok := strings.Cut(ref, "/")
-	if !ok {
+	case err != nil:
+		return nil, "", resolveErr(ref, "resolving model %q: empty provider or model: %s", ref, howToName)
+	case m.IsInspect():
+		return Inspect{}, config.InspectModel, nil
+	case m.Provider == "":
 		return nil, "", resolveErr(ref, "resolving model %q: no provider: %s", ref, howToName)
 	}
-	if id == "" || model == "" {
-		return nil, "", resolveErr(ref, "resolving model %q: empty provider or model: %s", ref, howToName)
-	}
+	id, model := m.Provider, m.Model
 
 	var pc config.Provider
 	configured := false
@@ -208,22 +209,4 @@ func sameHost(a, b string) bool {
 	ua, err1 := url.Parse(a)
 	ub, err2 := url.Parse(b)
 	return err1 == nil && err2 == nil && strings.EqualFold(ua.Hostname(), ub.Hostname())
-}
-
-// DefaultModel is the model reference agents use unless told otherwise:
-// agents.defaults.model (a string, or an object's "primary"), else
-// "inspect".
-func DefaultModel(cfg *config.Config) string {
-	if cfg != nil && cfg.Agents.Defaults.Model != nil {
-		v := cfg.Agents.Defaults.Model.Value
-		if v != nil && v.Kind == config.Object {
-			v = v.Get("primary")
-		}
-		if v != nil && v.Kind == config.String {
-			if s := strings.TrimSpace(v.Str); s != "" {
-				return s
-			}
-		}
-	}
-	return InspectModel
 }

@@ -72,6 +72,10 @@ func TestResolve(t *testing.T) {
 	}{
 		{name: "inspect", ref: "inspect", want: summary{Kind: "inspect"}, wantModel: "inspect"},
 		{name: "talon/inspect", ref: " talon/inspect ", want: summary{Kind: "inspect"}, wantModel: "inspect"},
+		// config.ParseModelRef reads the offline model in any case, as
+		// sessions.patch always did.
+		{name: "inspect in any case", ref: "INSPECT", want: summary{Kind: "inspect"}, wantModel: "inspect"},
+		{name: "talon/inspect in any case", ref: "Talon/Inspect", want: summary{Kind: "inspect"}, wantModel: "inspect"},
 		{
 			name: "openai from env",
 			ref:  "openai/gpt-4o", env: map[string]string{"OPENAI_API_KEY": "sk-env"},
@@ -306,30 +310,6 @@ func TestResolveSharesConnectionPool(t *testing.T) {
 	}
 	if a.(*OpenAI).t.client != b.(*Anthropic).t.client || a.(*OpenAI).t.client != sharedHTTPClient() {
 		t.Error("resolved clients do not share one http.Client")
-	}
-}
-
-func TestDefaultModel(t *testing.T) {
-	tests := []struct {
-		name, cfg, want string
-	}{
-		{"nil config", "", "inspect"},
-		{"no model", `{agents: {defaults: {workspace: "/w"}}}`, "inspect"},
-		{"string", `{agents: {defaults: {model: "anthropic/claude-opus-4-6"}}}`, "anthropic/claude-opus-4-6"},
-		{"object with primary", `{agents: {defaults: {model: {primary: "openrouter/google/gemini-3-flash", fallbacks: ["openai/gpt-5"]}}}}`, "openrouter/google/gemini-3-flash"},
-		{"object without primary", `{agents: {defaults: {model: {fallbacks: ["openai/gpt-5"]}}}}`, "inspect"},
-		{"empty string", `{agents: {defaults: {model: " "}}}`, "inspect"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var cfg *config.Config
-			if tc.cfg != "" {
-				cfg = parseConfig(t, tc.cfg)
-			}
-			if got := DefaultModel(cfg); got != tc.want {
-				t.Errorf("DefaultModel = %q, want %q", got, tc.want)
-			}
-		})
 	}
 }
 

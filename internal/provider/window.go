@@ -2,7 +2,6 @@ package provider
 
 import (
 	"math"
-	"strings"
 
 	"talon/internal/config"
 )
@@ -15,12 +14,12 @@ import (
 // it: Talon has no built-in table of windows, and shows "unknown" rather
 // than OpenClaw's guess of 200,000.
 func ContextWindow(cfg *config.Config, ref string) int64 {
-	id, model, ok := strings.Cut(strings.TrimSpace(ref), "/")
-	if cfg == nil || !ok {
+	r, err := config.ParseModelRef(ref)
+	if cfg == nil || err != nil || r.Provider == "" {
 		return 0
 	}
-	for _, m := range cfg.Models.Providers[id].Models {
-		if m.ID == model && m.ContextWindow != nil && *m.ContextWindow >= 1 && *m.ContextWindow < math.MaxInt64 {
+	for _, m := range cfg.Models.Providers[r.Provider].Models {
+		if m.ID == r.Model && m.ContextWindow != nil && *m.ContextWindow >= 1 && *m.ContextWindow < math.MaxInt64 {
 			return int64(*m.ContextWindow)
 		}
 	}

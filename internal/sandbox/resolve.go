@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/contain"
 	"talon/internal/policy"
 	"talon/internal/session"
 )
@@ -132,7 +133,7 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	if err != nil {
 		return Plan{}, fmt.Errorf("resolving sandbox: state dir: %w", err)
 	}
-	id := policy.NormalizeAgentID(agentID)
+	id := config.NormalizeAgentID(agentID)
 	st := policy.ResolveSandboxSettings(cfg, id)
 	agentBlock, agentKey := agentSandbox(cfg, id)
 	p := Plan{
@@ -173,7 +174,7 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 		p.BackendSettings = docker
 	}
 
-	p.AgentWorkspace = AgentWorkspace(cfg, stateDir, id)
+	p.AgentWorkspace = cfg.AgentWorkspace(stateDir, id)
 	if strings.TrimSpace(sessionKey) == "" {
 		p.Reason = "no session key: a run outside a session is never sandboxed"
 		return p, nil
@@ -201,7 +202,7 @@ func resolve(cfg *config.Config, stateDir, agentID, sessionKey string) (Plan, er
 	} else {
 		spec.Root = filepath.Join(p.WorkspaceRoot.Value, Slug(p.ScopeKey))
 		p.Seed = true
-		if overlaps(spec.Root, p.AgentWorkspace) {
+		if contain.Overlap(spec.Root, p.AgentWorkspace) {
 			return p, fmt.Errorf("resolving sandbox of agent %s: the sandbox workspace %s (under %s) overlaps the agent workspace %s, which workspaceAccess %q must keep out of the sandbox's reach; set %s elsewhere, or workspaceAccess to \"rw\"",
 				id, spec.Root, orDefault(p.WorkspaceRoot.Key), p.AgentWorkspace, p.Access.Value, rootKeyOf(p.WorkspaceRoot.Key))
 		}
@@ -238,7 +239,7 @@ func WorkspacesRoot(cfg *config.Config, stateDir, agentID string) string {
 
 func workspacesRoot(st *policy.SandboxSettings, stateDir string) string {
 	if strings.TrimSpace(st.WorkspaceRoot) != "" {
-		return absPath(stateDir, st.WorkspaceRoot)
+		return config.ExpandPath(stateDir, st.WorkspaceRoot)
 	}
 	return filepath.Join(stateDir, WorkspacesDir)
 }
@@ -281,10 +282,8 @@ func rootKeyOf(key string) string {
 // agentSandbox is the agents.list entry's sandbox block and its key, or
 // nil.
 func agentSandbox(cfg *config.Config, id string) (*config.Sandbox, string) {
-	for i := range cfg.Agents.List {
-		if policy.NormalizeAgentID(cfg.Agents.List[i].ID) == id {
-			return &cfg.Agents.List[i].Sandbox, fmt.Sprintf("agents.list[%d].sandbox", i)
-		}
+	if a, i := cfg.Agent(id); a != nil {
+		return &a.Sandbox, fmt.Sprintf("agents.list[%d].sandbox", i)
 	}
 	return nil, ""
 }
@@ -297,16 +296,6 @@ func rawMode(a *config.Sandbox, cfg *config.Config) string {
 		return cfg.Agents.Defaults.Sandbox.Mode
 	}
 	return policy.ModeOff
-}
-
-// overlaps reports whether one of two clean absolute paths is the other or
-// lies inside it.
-func overlaps(a, b string) bool {
-	inside := func(x, y string) bool {
-		rel, err := filepath.Rel(y, x)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-	}
-	return inside(a, b) || inside(b, a)
 }
 
 // dockerSettings merges agents.defaults.sandbox.docker with the agent's

@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,7 +115,7 @@ func TestResolveTable(t *testing.T) {
 				t.Errorf("scope key = %q, want %q", p.ScopeKey, c.scopeKey)
 			}
 			if c.sandboxed {
-				ws := sandbox.AgentWorkspace(cfg, state, agent)
+				ws := cfg.AgentWorkspace(state, agent)
 				want := filepath.Join(state, "sandboxes", sandbox.Slug(c.scopeKey))
 				if c.root == "agent" {
 					want = ws
@@ -305,21 +304,5 @@ func TestSlug(t *testing.T) {
 			t.Errorf("Slug(%q) = Slug(%q) = %s", c.key, prev, s)
 		}
 		seen[s] = c.key
-	}
-}
-
-func TestAgentWorkspace(t *testing.T) {
-	home, _ := os.UserHomeDir()
-	cases := []struct{ cfg, agent, want string }{
-		{`{}`, "main", "/s/workspace"},
-		{`{agents: {list: [{id: "a"}, {id: "b"}]}}`, "b", "/s/workspace-b"},
-		{`{agents: {defaults: {workspace: "ws"}, list: [{id: "a"}, {id: "b"}]}}`, "a", "/s/ws"},
-		{`{agents: {defaults: {workspace: "/abs/ws"}, list: [{id: "a"}, {id: "b"}]}}`, "b", "/abs/ws-b"},
-		{`{agents: {list: [{id: "a", workspace: "~/w"}]}}`, "a", filepath.Join(home, "w")},
-	}
-	for _, c := range cases {
-		if got := sandbox.AgentWorkspace(mustConfig(t, c.cfg), "/s", c.agent); got != c.want {
-			t.Errorf("%s %s: %s, want %s", c.cfg, c.agent, got, c.want)
-		}
 	}
 }

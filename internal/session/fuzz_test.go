@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"talon/internal/config"
-	"talon/internal/policy"
 )
 
 // fuzzConfig builds one of a few session configs from fuzzed bits: the
@@ -67,7 +66,7 @@ func FuzzCanonical(f *testing.F) {
 		if got != GlobalKey && got != UnknownKey && !strings.HasPrefix(got, "agent:") {
 			t.Fatalf("Canonical(%q) = %q has neither a literal nor the agent: shape", key, got)
 		}
-		if id, _, _ := strings.Cut(strings.TrimPrefix(got, "agent:"), ":"); policy.NormalizeAgentID(id) != id {
+		if id, _, _ := strings.Cut(strings.TrimPrefix(got, "agent:"), ":"); config.NormalizeAgentID(id) != id {
 			// The spec's agent id rule (§4.2) cuts to 64 characters after
 			// stripping dashes, so "_" + 62 characters + " x" becomes an id
 			// ending in "-" that a second pass strips. Talon keeps

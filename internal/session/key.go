@@ -56,9 +56,9 @@ func Canonical(cfg *config.Config, defaultAgent, key string) (string, error) {
 		return lower, nil
 	}
 	if strings.TrimSpace(defaultAgent) == "" {
-		defaultAgent = policy.DefaultAgentID(cfg)
+		defaultAgent = cfg.DefaultAgentID()
 	}
-	defaultAgent = policy.NormalizeAgentID(defaultAgent)
+	defaultAgent = config.NormalizeAgentID(defaultAgent)
 	mk := policy.MainKey(cfg)
 
 	var out string
@@ -71,7 +71,7 @@ func Canonical(cfg *config.Config, defaultAgent, key string) (string, error) {
 		switch {
 		case rest != "main" && rest != mk:
 			out = "agent:" + agent + ":" + rest
-		case agent == "main" && defaultAgent != "main" && !configuresAgent(cfg, "main"):
+		case agent == config.MainAgentID && defaultAgent != config.MainAgentID && !configures(cfg, config.MainAgentID):
 			out = policy.MainSessionKey(cfg, defaultAgent) // legacy agent:main:<mainKey>
 		default:
 			out = policy.MainSessionKey(cfg, agent)
@@ -114,13 +114,9 @@ func checkKey(key string) (string, error) {
 	return k, nil
 }
 
-func configuresAgent(cfg *config.Config, id string) bool {
-	for _, a := range cfg.Agents.List {
-		if policy.NormalizeAgentID(a.ID) == id {
-			return true
-		}
-	}
-	return false
+func configures(cfg *config.Config, id string) bool {
+	a, _ := cfg.Agent(id)
+	return a != nil
 }
 
 // restOf returns <rest> of agent:<id>:<rest>, or the whole key for other
@@ -162,7 +158,7 @@ func AgentOf(key, defaultAgent string) string {
 	if id, ok := policy.AgentFromSessionKey(key); ok {
 		return id
 	}
-	return policy.NormalizeAgentID(defaultAgent)
+	return config.NormalizeAgentID(defaultAgent)
 }
 
 // OpenAIUser is the stable session of an OpenAI-endpoint caller that sent
@@ -171,17 +167,17 @@ func AgentOf(key, defaultAgent string) string {
 // caller's: check the result with CheckKey to answer 400 rather than have
 // the store refuse it.
 func OpenAIUser(agent, user string) string {
-	return "agent:" + policy.NormalizeAgentID(agent) + ":openai-user:" + strings.ToLower(strings.TrimSpace(user))
+	return "agent:" + config.NormalizeAgentID(agent) + ":openai-user:" + strings.ToLower(strings.TrimSpace(user))
 }
 
 // OpenAIFresh is the one-call session of an OpenAI-endpoint request without
 // `user`: agent:<agentId>:openai:<id>, id being a fresh UUID.
 func OpenAIFresh(agent, id string) string {
-	return "agent:" + policy.NormalizeAgentID(agent) + ":openai:" + strings.ToLower(strings.TrimSpace(id))
+	return "agent:" + config.NormalizeAgentID(agent) + ":openai:" + strings.ToLower(strings.TrimSpace(id))
 }
 
 // Subagent is the session of a spawned subagent run:
 // agent:<agentId>:subagent:<id>, id being a fresh UUID.
 func Subagent(agent, id string) string {
-	return "agent:" + policy.NormalizeAgentID(agent) + ":subagent:" + strings.ToLower(strings.TrimSpace(id))
+	return "agent:" + config.NormalizeAgentID(agent) + ":subagent:" + strings.ToLower(strings.TrimSpace(id))
 }

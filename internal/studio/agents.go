@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"talon/internal/config"
 	"talon/internal/platform/relay"
 	"talon/internal/plugin"
 	"talon/internal/policy"
@@ -105,7 +106,7 @@ func (s *Server) pathAgent(q *req) (agentInfo, agentsList, bool) {
 
 // find returns the agent id (normalised as the gateway does) in l.
 func (l agentsList) find(id string) (agentInfo, bool) {
-	id = policy.NormalizeAgentID(id)
+	id = config.NormalizeAgentID(id)
 	for _, a := range l.Agents {
 		if a.ID == id {
 			return a, true
@@ -154,7 +155,7 @@ func checkAgentName(name string) (string, error) {
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return "", errors.New("The name has a control character (a line break or tab); use one line of text.")
 	}
-	id := policy.NormalizeAgentID(name)
+	id := config.NormalizeAgentID(name)
 	if id == "main" {
 		if strings.EqualFold(name, "main") {
 			return "", errors.New(`"main" is the default agent's id; choose another name.`)
@@ -251,7 +252,7 @@ func agentEntry(cfg map[string]any, id string) map[string]any {
 	l, _ := dig(cfg, "agents")["list"].([]any)
 	for _, it := range l {
 		e, _ := it.(map[string]any)
-		if s, _ := e["id"].(string); e != nil && policy.NormalizeAgentID(s) == id {
+		if s, _ := e["id"].(string); e != nil && config.NormalizeAgentID(s) == id {
 			return e
 		}
 	}

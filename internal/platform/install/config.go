@@ -64,20 +64,6 @@ func planConfig(t Tenant, edit func(tree *config.Value, cfg *config.Config) (*co
 	return f, next, nil
 }
 
-// agentIndex finds the agents.list[] element whose id is slug (ids compare
-// as the gateway compares them), or -1.
-func agentIndex(list *config.Value, slug string) int {
-	if list == nil || list.Kind != config.Array {
-		return -1
-	}
-	for i, it := range list.Items {
-		if id := it.Get("id"); id != nil && id.Kind == config.String && policy.NormalizeAgentID(id.Str) == policy.NormalizeAgentID(slug) {
-			return i
-		}
-	}
-	return -1
-}
-
 // ensureObject returns parent[key], making it an empty object when it is
 // absent; an existing non-object is an error naming the key.
 func ensureObject(parent *config.Value, key, path string) (*config.Value, error) {
@@ -115,7 +101,7 @@ func applyAgent(tree *config.Value, tp *template.Template, install bool) (*confi
 		return nil, fmt.Errorf("agents.list is a %s; expected a list", list.Kind)
 	}
 	want := tp.AgentEntry(workspaceRel(tp.Slug))
-	i := agentIndex(list, tp.Slug)
+	i := config.AgentIndex(list, tp.Slug)
 	var previous []string // the entry's alsoAllow before this change
 	switch {
 	case install && i >= 0:

@@ -273,7 +273,7 @@ func Uninstall(stateDir, tenantID, slug string) error {
 	listed := false
 	err = editConfig(t, func(tree *config.Value, _ *config.Config) (*config.Value, error) {
 		list := tree.Lookup("agents", "list")
-		i := agentIndex(list, slug)
+		i := config.AgentIndex(list, slug)
 		listed = i >= 0
 		if listed {
 			list.Items = append(list.Items[:i:i], list.Items[i+1:]...)

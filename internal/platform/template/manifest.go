@@ -176,7 +176,8 @@ func checkList(key string, list []string, each func(string) error) error {
 }
 
 // checkModel accepts what config.ModelRefs accepts as a plain string and
-// what the provider resolver can split: "provider/model" or "inspect".
+// what the provider resolver can use: a reference config.ParseModelRef
+// reads with a provider ("provider/model", or "inspect"), with no spaces.
 func checkModel(ref string) error {
 	if ref == "" {
 		return nil // agents.defaults.model applies
@@ -188,11 +189,7 @@ func checkModel(ref string) error {
 	if refs[0] != ref {
 		return fmt.Errorf(`"model" %q has surrounding spaces`, ref)
 	}
-	if ref == "inspect" {
-		return nil
-	}
-	p, m, ok := strings.Cut(ref, "/")
-	if !ok || p == "" || m == "" || strings.ContainsAny(ref, " \t\r\n") {
+	if m, err := config.ParseModelRef(ref); err != nil || m.Provider == "" || strings.ContainsAny(ref, " \t\r\n") {
 		return fmt.Errorf(`"model" %q is not a model reference: write provider/model, e.g. openrouter/anthropic/claude-sonnet-4`, ref)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 
 	"talon/internal/approval"
 	"talon/internal/config"
-	"talon/internal/policy"
 	"talon/internal/session"
 )
 
@@ -31,14 +30,11 @@ func Policy(cfg *config.Config, agentID string, entry session.Entry) (approval.P
 		in.Global = approval.ExecSettings{Host: x.Host, Security: x.Security, Ask: x.Ask}
 		timeoutMs = x.ApprovalTimeoutMs
 	}
-	for _, a := range cfg.Agents.List {
-		if policy.NormalizeAgentID(a.ID) == agentID && a.Tools.Exec != nil {
-			x := a.Tools.Exec
-			in.Agent = approval.ExecSettings{Host: x.Host, Security: x.Security, Ask: x.Ask}
-			if x.ApprovalTimeoutMs != nil {
-				timeoutMs = x.ApprovalTimeoutMs
-			}
-			break
+	if a, _ := cfg.Agent(agentID); a != nil && a.Tools.Exec != nil {
+		x := a.Tools.Exec
+		in.Agent = approval.ExecSettings{Host: x.Host, Security: x.Security, Ask: x.Ask}
+		if x.ApprovalTimeoutMs != nil {
+			timeoutMs = x.ApprovalTimeoutMs
 		}
 	}
 	var timeout time.Duration

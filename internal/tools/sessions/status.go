@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"talon/internal/config"
 	"talon/internal/session"
 )
 
@@ -68,8 +69,8 @@ func statusText(t *StatusTokens, model string) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, " Context: %d tokens in use; the context window of %s is unknown", t.Context.Used, model)
-	if p, m, ok := strings.Cut(model, "/"); ok && p != "talon" {
-		fmt.Fprintf(&b, " (models.providers.%s.models[] has no contextWindow for %q)", p, m)
+	if m, err := config.ParseModelRef(model); err == nil && m.Provider != "" && !m.IsInspect() {
+		fmt.Fprintf(&b, " (models.providers.%s.models[] has no contextWindow for %q)", m.Provider, m.Model)
 	}
 	b.WriteString(".")
 	return b.String()
