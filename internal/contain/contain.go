@@ -3,7 +3,8 @@
 // the text of two clean paths; Resolved answers for the file system as it
 // is now, following every symbolic link on the way, so that a link a
 // sandboxed command planted cannot lead a tenant's workspace into another
-// tenant's directory.
+// tenant's directory. Real is that resolution alone, for callers that
+// compare two paths (do two workspaces overlap?) rather than keep one in.
 //
 // Resolved checks a moment in time: a caller that then opens the path
 // should open it through an os.Root of the directory where it can (see
@@ -83,6 +84,12 @@ func Resolved(dir, p string) (string, error) {
 	}
 	return real, nil
 }
+
+// Real is where p really is, every symbolic link resolved: Resolved's
+// resolution without its boundary, for callers that compare two paths
+// rather than keep one inside a directory. A p that does not exist yet is
+// resolved as far as it exists; a dangling link or a loop is an error.
+func Real(p string) (string, error) { return resolve(p) }
 
 // resolve is filepath.EvalSymlinks of the longest part of p that exists,
 // with the rest appended.

@@ -128,6 +128,39 @@ func TestResolved(t *testing.T) {
 	}
 }
 
+func TestReal(t *testing.T) {
+	acme, beta := tree(t)
+	realAcme, err := filepath.EvalSymlinks(acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realBeta, err := filepath.EvalSymlinks(beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p, want string // want "" for an error
+	}{
+		{filepath.Join(acme, "ws", "in", "new"), filepath.Join(realAcme, "ws", "notes", "new")},
+		{filepath.Join(acme, "bws", "x", "y"), filepath.Join(realBeta, "workspace", "x", "y")},
+		{filepath.Join(acme, "ws", "out", "workspace", "new"), filepath.Join(realBeta, "workspace", "new")},
+		{acme, realAcme},
+		{filepath.Join(acme, "ws", "dangling"), ""},
+		{filepath.Join(acme, "ws", "loop", "x"), ""},
+	} {
+		got, err := Real(tc.p)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("Real(%q) = %q; want an error", tc.p, got)
+			}
+			continue
+		}
+		if err != nil || got != filepath.Clean(tc.want) {
+			t.Errorf("Real(%q) = %q, %v; want %q", tc.p, got, err, filepath.Clean(tc.want))
+		}
+	}
+}
+
 // FuzzWithin: what Within accepts joins back to the path and never climbs.
 func FuzzWithin(f *testing.F) {
 	for _, s := range [][2]string{{"/s/t/acme", "/s/t/acme/ws"}, {"/s", "/s/../x"}, {"a", "a/../../b"}, {"/", "/"}} {

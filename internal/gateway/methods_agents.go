@@ -426,8 +426,11 @@ func pathsOverlap(a, b string) bool {
 	return contain.Overlap(a, b) || contain.Overlap(realPathOr(a), realPathOr(b))
 }
 
+// realPathOr is where p leads (contain.Real: as far as it exists), or p
+// when that cannot be resolved (a dangling link, a loop): the workspace is
+// checked again where it is used (contain.Resolved).
 func realPathOr(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+	if r, err := contain.Real(p); err == nil {
 		return r
 	}
 	return p

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"talon/internal/contain"
 )
 
 // The rules that read a program's arguments: which options and operands write a file,
@@ -385,7 +387,7 @@ func (a *analyzer) outside(base string, operands []string) []Reason {
 		if err != nil {
 			real = path.Clean(p) // a word that is no file (the pattern) is judged lexically
 		}
-		if real != dir && !strings.HasPrefix(real, strings.TrimSuffix(dir, "/")+"/") {
+		if _, in := contain.Within(dir, real); !in {
 			rs = append(rs, Reason{CodeReadsOut, fmt.Sprintf("%s reads %q recursively, outside the working directory", base, o)})
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"talon/internal/contain"
 )
 
 // FS is the file-system view used to resolve executables: the host's, or a mapping of a
@@ -53,15 +55,8 @@ func (m MountFS) host(p string) (string, bool) {
 	best, bestLen := "", -1
 	for _, mt := range m.Mounts {
 		t := path.Clean(mt.Target)
-		switch {
-		case t == "/":
-			if bestLen < 1 {
-				best, bestLen = mt.Source+p, 1
-			}
-		case p == t || strings.HasPrefix(p, t+"/"):
-			if len(t) > bestLen {
-				best, bestLen = mt.Source+p[len(t):], len(t)
-			}
+		if rel, in := contain.Within(t, p); in && len(t) > bestLen {
+			best, bestLen = path.Join(mt.Source, rel), len(t)
 		}
 	}
 	return best, bestLen >= 0

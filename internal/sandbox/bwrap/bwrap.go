@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"talon/internal/contain"
 	"talon/internal/sandbox"
 )
 
@@ -441,7 +442,7 @@ func (s *Sandbox) layout() error {
 			return fmt.Errorf("mount %d: target %s would hide the sandbox's own %s", i, target, target)
 		}
 		for _, r := range reserved {
-			if target == r || strings.HasPrefix(target, r+"/") {
+			if _, in := contain.Within(r, target); in {
 				return fmt.Errorf("mount %d: target %s is inside %s, which the sandbox provides itself", i, target, r)
 			}
 		}

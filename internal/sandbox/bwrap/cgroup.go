@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"talon/internal/contain"
 	"talon/internal/sandbox"
 )
 
@@ -180,8 +181,8 @@ func v1Parent(m cgroupMount, own, controller string) (string, error) {
 	if path == "" {
 		return "", fmt.Errorf("cgroup v1: Talon is in no %s cgroup", controller)
 	}
-	rel, err := filepath.Rel(m.root, path)
-	if err != nil || strings.HasPrefix(rel, "..") {
+	rel, ok := contain.Within(m.root, path)
+	if !ok {
 		return "", fmt.Errorf("cgroup v1: Talon's %s cgroup %s is outside the mounted %s", controller, path, m.root)
 	}
 	dir := filepath.Join(m.point, rel, cgroupDirName)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode"
 
+	"talon/internal/contain"
 	"talon/internal/sandbox"
 )
 
@@ -435,7 +436,7 @@ func binds(v any) ([]sandbox.Mount, error) {
 // the workspace or the agent's read-only mount.
 func reservedTarget(t string) bool {
 	for _, r := range []string{sandbox.Workdir, sandbox.AgentMount} {
-		if t == r || strings.HasPrefix(t, r+"/") {
+		if _, in := contain.Within(r, t); in {
 			return true
 		}
 	}

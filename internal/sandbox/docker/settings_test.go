@@ -64,6 +64,12 @@ func TestSettings(t *testing.T) {
 		{name: "bad pids", json: `{"pidsLimit":0}`, err: "sandbox.docker.pidsLimit: 0: want a number above 0"},
 		{name: "bad bind", json: `{"binds":["relative:/x"]}`, err: "must be absolute paths"},
 		{name: "bind over workspace", json: `{"binds":["/srv:/workspace/x"]}`, err: "reserved"},
+		{name: "bind over the agent mount", json: `{"binds":["/srv:/agent/../agent"]}`, err: "reserved"},
+		{name: "bind beside the workspace", json: `{"binds":["/srv:/workspace2"]}`, check: func(t *testing.T, s settings) {
+			if len(s.Binds) != 1 || s.Binds[0].Target != "/workspace2" {
+				t.Errorf("binds %+v", s.Binds)
+			}
+		}},
 		{name: "bad env name", json: `{"env":{"A-B":"x"}}`, err: `"A-B": not a variable name`},
 		{name: "bad ulimit", json: `{"ulimits":{"nofile":{"soft":10,"hard":5}}}`, err: "soft <= hard"},
 		{name: "bad image", json: `{"image":"../x"}`, err: "not an image reference"},

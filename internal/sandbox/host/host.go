@@ -43,6 +43,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"talon/internal/contain"
 	"talon/internal/sandbox"
 )
 
@@ -146,13 +147,16 @@ func (s *Sandbox) Dir(dir string) (string, error) {
 		// which host paths exist.
 		return "", fmt.Errorf("working directory %q is outside the workspace; on the gateway host (sandbox backend %q) commands run only inside the workspace: give a path relative to it, or under %s", name, Name, sandbox.Workdir)
 	}
+	// Not contain.Resolved, whose answer is about one directory: here the
+	// working directory must exist, and it may lead from one of the
+	// sandbox's directories into another (a link in a mount to the root).
 	real, err := filepath.EvalSymlinks(mapped)
 	if err != nil {
 		return "", dirError(name, err)
 	}
 	for _, base := range s.dirs() {
 		if b, err := filepath.EvalSymlinks(base); err == nil {
-			if _, ok := under(real, b); ok {
+			if _, ok := contain.Within(b, real); ok {
 				if err := isDir(name, real); err != nil {
 					return "", err
 				}
@@ -173,16 +177,16 @@ func (s *Sandbox) hostDir(dir string) (string, bool) {
 		dir = path.Join(sandbox.Workdir, dir)
 	}
 	dir = path.Clean(dir)
-	if rest, ok := under(dir, sandbox.Workdir); ok {
+	if rest, ok := contain.Within(sandbox.Workdir, dir); ok {
 		return filepath.Join(s.spec.Root, rest), true
 	}
 	for _, m := range s.spec.Mounts {
-		if rest, ok := under(dir, path.Clean(m.Target)); ok {
+		if rest, ok := contain.Within(m.Target, dir); ok {
 			return filepath.Join(m.Source, rest), true
 		}
 	}
 	for _, base := range s.dirs() {
-		if _, ok := under(dir, filepath.Clean(base)); ok {
+		if _, ok := contain.Within(base, dir); ok {
 			return dir, true
 		}
 	}
@@ -228,20 +232,6 @@ func isDir(name, real string) error {
 		return fmt.Errorf("working directory %q is not a directory", name)
 	}
 	return nil
-}
-
-// under reports whether p is dir or inside it, and the rest of p.
-func under(p, dir string) (string, bool) {
-	if p == dir {
-		return ".", true
-	}
-	if dir == "/" {
-		return p[1:], true
-	}
-	if rest, ok := strings.CutPrefix(p, dir+"/"); ok {
-		return rest, true
-	}
-	return "", false
 }
 
 // Start runs cmd in its own process group. The group is killed when the

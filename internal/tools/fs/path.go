@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"talon/internal/contain"
 	"talon/internal/tools"
 )
 
@@ -57,7 +58,7 @@ func relPath(root *os.Root, p string) (string, error) {
 		return "", fmt.Errorf("path %q is outside the workspace; use a path relative to the workspace root", p)
 	}
 	c := path.Clean(p)
-	if c == ".." || strings.HasPrefix(c, "../") {
+	if _, ok := contain.Within(".", c); !ok {
 		return "", fmt.Errorf("path %q is outside the workspace", p)
 	}
 	return c, nil
@@ -70,8 +71,8 @@ func insideRoot(root *os.Root, p string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	rel, err := filepath.Rel(base, filepath.Clean(p))
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	rel, ok := contain.Within(base, p)
+	if !ok {
 		return "", false
 	}
 	return filepath.ToSlash(rel), true

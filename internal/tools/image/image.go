@@ -32,6 +32,7 @@ import (
 	"strings"
 	"syscall"
 
+	"talon/internal/contain"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/tools"
@@ -150,7 +151,7 @@ func localPath(env *tools.Env, ref string) (string, error) {
 		p = rel
 	}
 	c := path.Clean(p)
-	if c == ".." || strings.HasPrefix(c, "../") {
+	if _, ok := contain.Within(".", c); !ok {
 		return "", fmt.Errorf("path %q is outside the workspace", ref)
 	}
 	return c, nil
@@ -159,15 +160,15 @@ func localPath(env *tools.Env, ref string) (string, error) {
 // inside maps an absolute path that names something in the workspace, as
 // commands see it (sandbox.Workdir) or as the host does, to a relative one.
 func inside(env *tools.Env, p string) (string, bool) {
-	if rest, ok := strings.CutPrefix(p, sandbox.Workdir+"/"); ok {
-		return rest, true
+	if rel, ok := contain.Within(sandbox.Workdir, p); ok && rel != "." {
+		return rel, true
 	}
 	base, err := filepath.Abs(env.Workspace.Name())
 	if err != nil {
 		return "", false
 	}
-	rel, err := filepath.Rel(base, p)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+	rel, ok := contain.Within(base, p)
+	if !ok || rel == "." {
 		return "", false
 	}
 	return filepath.ToSlash(rel), true
