@@ -86,12 +86,8 @@ func invalidParams(err error) error {
 	return err
 }
 
-// sessionLockKey names a session's run lock; the HTTP endpoint and the
-// WS chat methods take the same lock for a turn.
-func sessionLockKey(t *tenant, key string) string { return t.id + "\x00" + key }
-
 // tryLock takes key's lock only if no run holds it.
-func (l *sessionLocks) tryLock(key string) (unlock func(), ok bool) {
+func (l *sessionLocks) tryLock(key lockKey) (unlock func(), ok bool) {
 	e := l.acquire(key)
 	select {
 	case e.held <- struct{}{}:

@@ -108,7 +108,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, typ, msg)
 		return
 	}
-	unlock, err := s.locks.lock(r.Context(), t.id+"\x00"+req.key)
+	unlock, err := s.locks.lock(r.Context(), sessionLockKey(t, req.key))
 	if err != nil {
 		return // the client left while another run of its session went on
 	}

@@ -290,8 +290,17 @@ func isLoopbackHost(host string) bool {
 // 1,000 concurrent streams only a quarter reached the model at once.)
 type sessionLocks struct {
 	mu sync.Mutex
-	m  map[string]*sessionLock
+	m  map[lockKey]*sessionLock
 }
+
+// lockKey names one session's run lock. It is a struct, not a joined
+// string, so that the HTTP endpoint, the WS chat methods and resets, which
+// must exclude each other on one session, have one spelling of it
+// (sessionLockKey) and no way to build another.
+type lockKey struct{ tenant, session string }
+
+// sessionLockKey is the run lock of a tenant's session, the key canonical.
+func sessionLockKey(t *tenant, key string) lockKey { return lockKey{tenant: t.id, session: key} }
 
 type sessionLock struct {
 	held chan struct{} // holds one token while a run has the session
@@ -300,7 +309,7 @@ type sessionLock struct {
 
 // lock waits for key's lock, or for ctx to be done (the client left while
 // another run of its session went on).
-func (l *sessionLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+func (l *sessionLocks) lock(ctx context.Context, key lockKey) (unlock func(), err error) {
 	e := l.acquire(key)
 	select {
 	case e.held <- struct{}{}:
@@ -313,11 +322,11 @@ func (l *sessionLocks) lock(ctx context.Context, key string) (unlock func(), err
 
 // acquire returns key's lock, created when no run holds or waits for
 // it, counting the caller in; release counts it out.
-func (l *sessionLocks) acquire(key string) *sessionLock {
+func (l *sessionLocks) acquire(key lockKey) *sessionLock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[string]*sessionLock{}
+		l.m = map[lockKey]*sessionLock{}
 	}
 	e := l.m[key]
 	if e == nil {
@@ -329,14 +338,14 @@ func (l *sessionLocks) acquire(key string) *sessionLock {
 }
 
 // unlocker is the unlock function of a lock taken.
-func (l *sessionLocks) unlocker(key string, e *sessionLock) func() {
+func (l *sessionLocks) unlocker(key lockKey, e *sessionLock) func() {
 	return func() {
 		<-e.held
 		l.release(key, e)
 	}
 }
 
-func (l *sessionLocks) release(key string, e *sessionLock) {
+func (l *sessionLocks) release(key lockKey, e *sessionLock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.refs--; e.refs == 0 {
