@@ -118,10 +118,23 @@ func (c *Config) HasAgent(id string) bool {
 // AgentIDs are the config's agents: the default one first, then the listed
 // ones in list order, each once.
 func (c *Config) AgentIDs() []string {
-	out := []string{c.DefaultAgentID()}
-	if c == nil {
-		return out
+	def := c.DefaultAgentID()
+	out := []string{def}
+	for _, id := range c.ListedAgentIDs() {
+		if id != def {
+			out = append(out, id)
+		}
 	}
+	return out
+}
+
+// ListedAgentIDs are the agents in agents.list order, each once; with an
+// empty list, the implicit default agent.
+func (c *Config) ListedAgentIDs() []string {
+	if c == nil || len(c.Agents.List) == 0 {
+		return []string{c.DefaultAgentID()}
+	}
+	out := make([]string, 0, len(c.Agents.List))
 	for _, a := range c.Agents.List {
 		if id := NormalizeAgentID(a.ID); !contains(out, id) {
 			out = append(out, id)

@@ -109,18 +109,21 @@ func TestAgent(t *testing.T) {
 
 func TestAgentIDs(t *testing.T) {
 	cases := []struct {
-		name, cfg string
-		want      []string
+		name, cfg    string
+		want, listed []string
 	}{
-		{"empty list", `{}`, []string{"main"}},
-		{"default first", `{agents: {list: [{id: "a"}, {id: "B", default: true}, {id: "c"}]}}`, []string{"b", "a", "c"}},
-		{"each once", `{agents: {list: [{id: "x y"}, {id: "main"}, {id: "x-y!"}]}}`, []string{"x-y", "main"}},
+		{"empty list", `{}`, []string{"main"}, []string{"main"}},
+		{"default first", `{agents: {list: [{id: "a"}, {id: "B", default: true}, {id: "c"}]}}`, []string{"b", "a", "c"}, []string{"a", "b", "c"}},
+		{"each once", `{agents: {list: [{id: "x y"}, {id: "main"}, {id: "x-y!"}]}}`, []string{"x-y", "main"}, []string{"x-y", "main"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := mustParse(t, c.cfg)
 			if got := cfg.AgentIDs(); !slices.Equal(got, c.want) {
 				t.Errorf("AgentIDs = %q, want %q", got, c.want)
+			}
+			if got := cfg.ListedAgentIDs(); !slices.Equal(got, c.listed) {
+				t.Errorf("ListedAgentIDs = %q, want %q", got, c.listed)
 			}
 			for _, id := range c.want {
 				if !cfg.HasAgent(strings.ToUpper(id)) {

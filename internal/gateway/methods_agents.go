@@ -66,27 +66,10 @@ func agentsList(_ *Server, c *call) (any, error) {
 	cfg := c.rt.file.Config
 	d := sessionDefaults(cfg)
 	rows := []agentListing{}
-	for _, id := range listedAgents(cfg) {
+	for _, id := range cfg.ListedAgentIDs() {
 		rows = append(rows, c.listAgent(cfg, id))
 	}
 	return map[string]any{"defaultId": d.DefaultAgentID, "mainKey": d.MainKey, "scope": d.Scope, "agents": rows}, nil
-}
-
-// listedAgents are the agents in agents.list order; with an empty list,
-// the implicit default agent.
-func listedAgents(cfg *config.Config) []string {
-	if len(cfg.Agents.List) == 0 {
-		return []string{cfg.DefaultAgentID()}
-	}
-	out := make([]string, 0, len(cfg.Agents.List))
-	seen := map[string]bool{}
-	for _, a := range cfg.Agents.List {
-		if id := config.NormalizeAgentID(a.ID); !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // listAgent describes one agent: its identity is IDENTITY.md's lines with

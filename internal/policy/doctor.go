@@ -33,15 +33,7 @@ func (d *DoctorReport) Errors() int {
 // candidate tools Talon has (Inventory.Built). Findings are de-duplicated
 // and carry the agent they were found for.
 func Doctor(cfg *config.Config, plugins []Registration, built []string) DoctorReport {
-	ids := []string{}
-	for _, a := range cfg.Agents.List {
-		if id := config.NormalizeAgentID(a.ID); !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		ids = append(ids, "main")
-	}
+	ids := cfg.ListedAgentIDs()
 	rep := DoctorReport{Findings: []Finding{}}
 	seen := map[string]bool{}
 	add := func(agent string, fs []Finding) {
