@@ -100,19 +100,18 @@ func ModelRefs(raw *Raw) ([]string, error) {
 	if raw == nil || raw.Value == nil || raw.Kind == Null {
 		return nil, nil
 	}
+	primary := ModelPrimary(raw)
 	switch raw.Kind {
 	case String:
-		ref := strings.TrimSpace(raw.Str)
-		if ref == "" {
+		if primary == "" {
 			return nil, errors.New("expected a model reference, got an empty string")
 		}
-		return []string{ref}, nil
+		return []string{primary}, nil
 	case Object:
-		p := raw.Get("primary")
-		if p == nil || p.Kind != String || strings.TrimSpace(p.Str) == "" {
+		if primary == "" {
 			return nil, errors.New(`expected "primary" to be a model reference`)
 		}
-		refs := []string{strings.TrimSpace(p.Str)}
+		refs := []string{primary}
 		if f := raw.Get("fallbacks"); f != nil && f.Kind != Null {
 			if f.Kind != Array {
 				return nil, fmt.Errorf(`expected "fallbacks" to be a list of model references (got %s)`, f.Kind)
