@@ -1,16 +1,20 @@
 // Package talonproc builds the talon binary and runs `talon serve` (or
 // another gateway with a /readyz, such as OpenClaw's) as a child process on
 // a free loopback port, for end-to-end tests and benchmarks that must
-// measure the real binary. A Proc is used by one goroutine; its Log is safe
-// to read while the process writes it.
+// measure the real binary; the test packages of one run share one build of
+// it. A Proc is used by one goroutine; its Log is safe to read while the
+// process writes it.
 package talonproc
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,28 +29,119 @@ import (
 	"talon/internal/procfs"
 )
 
-// Build compiles ./cmd/talon of the module that contains the working
-// directory into dir, as a static binary (CGO_ENABLED=0), and returns the
-// binary's path.
+// Build returns dir/talon: ./cmd/talon of the module that contains the
+// working directory, built as the release is (static, CGO_ENABLED=0).
+//
+// The test packages of one `go test ./...` share one link. Build runs `go
+// build` into a cache directory of the module under a file lock, so that
+// parallel packages wait for the first; go build relinks only when the
+// binary's build ID changed — a hash of the sources, the toolchain and the
+// build settings — so a stale binary is never used. dir/talon is a hard
+// link to the result (a copy across file systems). go build replaces the
+// cached file rather than writing into it (it must, to rebuild a binary
+// that is running), so a later build for changed sources leaves the binary
+// of a package still running as it was.
 func Build(dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", fmt.Errorf("building talon: %w", err)
+	}
+	return build(root, cacheDir(root), dir)
+}
+
+// moduleRoot is the directory of the talon module's go.mod.
+func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("building talon: go env GOMOD: %w", err)
+		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("building talon: not inside the talon module (go env GOMOD = %q)", gomod)
+		return "", fmt.Errorf("not inside the talon module (go env GOMOD = %q)", gomod)
 	}
-	bin := filepath.Join(dir, "talon")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/talon")
-	cmd.Dir = filepath.Dir(gomod)
+	return filepath.Dir(gomod), nil
+}
+
+// cacheDir is where the binary of the module at root is built: one
+// directory per checkout, so that two worktrees do not relink each other's.
+func cacheDir(root string) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, "talon-test", hex.EncodeToString(sum[:8]))
+}
+
+func build(root, cache, dir string) (string, error) {
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return "", fmt.Errorf("building talon: %w", err)
+	}
+	unlock, err := lock(filepath.Join(cache, "lock"))
+	if err != nil {
+		return "", fmt.Errorf("building talon: %w", err)
+	}
+	defer unlock()
+	built := filepath.Join(cache, "talon")
+	cmd := exec.Command("go", "build", "-o", built, "./cmd/talon")
+	cmd.Dir = root
 	// The release build (README, "Building"): static, so that what the
 	// tests and benchmarks run is what ships.
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building talon: go build ./cmd/talon: %v\n%s", err, out)
 	}
+	bin := filepath.Join(dir, "talon")
+	if err := linkOrCopy(built, bin); err != nil {
+		return "", fmt.Errorf("building talon: %w", err)
+	}
 	return bin, nil
+}
+
+// lock takes an exclusive flock on path, waiting for its holder; the lock
+// goes with the process, so a killed test package leaves none behind.
+func lock(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// linkOrCopy makes dst a hard link to src, or a copy where src is on
+// another file system. A dst already there is removed first: writing
+// into it could write into the cached file it links to.
+func linkOrCopy(src, dst string) error {
+	if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	return out.Close()
 }
 
 // Options say how to start `talon serve`.

@@ -1,14 +1,77 @@
 package talonproc
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestBuildShared: a second Build of unchanged sources links nothing and
+// hands out the same binary; a build whose inputs changed (here the
+// linker's flags) replaces the cached binary without touching the one
+// handed out before, which still runs.
+func TestBuildShared(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	cached := filepath.Join(cache, "talon")
+	first, err := build(root, cache, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := stat(t, cached)
+	second, err := build(root, cache, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, stat(t, cached)) || !os.SameFile(stat(t, first), stat(t, second)) {
+		t.Fatal("a second build of unchanged sources did not hand out the binary of the first")
+	}
+
+	t.Setenv("GOFLAGS", "-ldflags=-X=main.talonprocProbe=changed")
+	third, err := build(root, cache, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(stat(t, first), stat(t, third)) || !os.SameFile(stat(t, third), stat(t, cached)) {
+		t.Fatal("a build with other flags did not replace the cached binary")
+	}
+	a, b := read(t, first), read(t, third)
+	if bytes.Equal(a, b) {
+		t.Fatal("the binary handed out before the rebuild changed with it")
+	}
+	if out, err := exec.Command(first, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "talon ") {
+		t.Fatalf("the first binary after the rebuild: %v\n%s", err, out)
+	}
+}
+
+func stat(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
 
 // TestStartFailsLoudly: a binary that exits at once is reported as such
 // (not as a readiness timeout), and a missing binary is an error. The real
