@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"talon/internal/talonproc"
+	"talon/internal/testtier"
 )
 
 // The secrets and names of the test configs (see writeConfigs).
@@ -67,21 +68,10 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// inCI reports whether missing clients must fail the tests (CI=true)
-// rather than skip them.
-func inCI() bool {
-	v, _ := strconv.ParseBool(os.Getenv("CI"))
-	return v
-}
-
 // missing fails the test under CI and skips it elsewhere.
 func missing(t *testing.T, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if inCI() {
-		t.Fatalf("e2e: %s; %s (CI=true: not skipping)", msg, installHint)
-	}
-	t.Skipf("e2e: %s; %s (skipping outside CI; CI=true fails instead)", msg, installHint)
+	testtier.Unavailable(t, "e2e: %s; %s", fmt.Sprintf(format, args...), installHint)
 }
 
 // needCommands checks that each program is on PATH.

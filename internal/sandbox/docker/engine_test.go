@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"talon/internal/testtier"
 )
 
 // testImage is the image the tests run: busybox-static alone, imported
@@ -31,11 +33,7 @@ func needEngine(tb testing.TB) map[string]any {
 	tb.Helper()
 	engineOnce.Do(func() { engineErr = prepareEngine() })
 	if engineErr != nil {
-		msg := fmt.Sprintf("docker engine not usable: %v (scripts/dockerd.sh installs docker.io and busybox-static and starts dockerd, as root)", engineErr)
-		if os.Getenv("CI") == "true" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		testtier.Unavailable(tb, "docker engine not usable: %v (scripts/dockerd.sh installs docker.io and busybox-static and starts dockerd, as root)", engineErr)
 	}
 	return map[string]any{"image": testImage}
 }

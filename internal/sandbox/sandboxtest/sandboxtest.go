@@ -6,10 +6,10 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"talon/internal/sandbox"
+	"talon/internal/testtier"
 )
 
 // Require returns why the backend registered as name cannot run here, for
@@ -23,7 +23,7 @@ func Require(t testing.TB, name string) error {
 		t.Fatal(err)
 	}
 	if err := b.Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
+		if testtier.CI() {
 			t.Fatalf("the %s backend cannot run here, and CI must run this test: %v (scripts/test.sh installs it when run as root)", name, err)
 		}
 		return fmt.Errorf("%s backend unavailable: %w", name, err)

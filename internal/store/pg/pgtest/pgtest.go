@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"talon/internal/testtier"
 )
 
 // Cluster is one running throwaway server.
@@ -46,10 +48,7 @@ func Start(t testing.TB) *Cluster {
 	t.Helper()
 	bin, err := binDir()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v; install it: apt-get install -y postgresql", err)
-		}
-		t.Skipf("%v; install it (apt-get install -y postgresql) to run this test", err)
+		testtier.Unavailable(t, "%v; install it (apt-get install -y postgresql) to run this test", err)
 	}
 	c, err := start(bin)
 	if err != nil {
