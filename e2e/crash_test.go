@@ -22,12 +22,14 @@ import (
 	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/internal/store"
+	"talon/internal/testtier"
 )
 
-// Crash test figures: rounds of load ended by SIGKILL, clients per round,
-// and how many acknowledged turns a round waits for before the kill can
-// come.
+// Crash test figures: rounds of load ended by SIGKILL (in the fast tier
+// and in the full one), clients per round, and how many acknowledged turns
+// a round waits for before the kill can come.
 const (
+	crashRoundsFast  = 2
 	crashRounds      = 5
 	crashClients     = 12
 	crashMinAcked    = 8
@@ -43,7 +45,8 @@ type ack struct {
 
 // TestKillDuringWrites: talon serve is killed with SIGKILL at a random
 // moment while clients send turns on their own sessions, and restarted on
-// the same state dir, crashRounds times. After every kill, every turn a
+// the same state dir, crashRounds times (crashRoundsFast in the fast
+// tier). After every kill, every turn a
 // client got a complete reply for is in its session's transcript with that
 // reply (a turn is fsynced before the client sees it), the SQLite file
 // passes PRAGMA integrity_check and the config still parses. Exec
@@ -62,7 +65,7 @@ func TestKillDuringWrites(t *testing.T) {
 	t.Logf("random seed %d", seed)
 	rnd := rand.New(rand.NewPCG(seed, seed))
 	var all []ack
-	for round := 1; round <= crashRounds; round++ {
+	for round := 1; round <= testtier.Rounds(t, crashRoundsFast, crashRounds); round++ {
 		acked := loadAndKill(t, dir, round, time.Duration(rnd.Int64N(int64(crashMaxKillWait))))
 		if len(acked) < crashMinAcked {
 			t.Fatalf("round %d: only %d turns acknowledged before the kill", round, len(acked))

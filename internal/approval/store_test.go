@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/testtier"
 )
 
 // TestMain lets the crash test re-run this binary as a writer that saves
@@ -205,7 +206,7 @@ func TestKillDuringWrite(t *testing.T) {
 		b, _ := versionFile(i).Marshal()
 		valid[config.Hash(b)] = true
 	}
-	for round := 0; round < 15; round++ {
+	for round := range testtier.Rounds(t, 5, 15) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "TALON_APPROVAL_CRASH_WRITER="+dir)
 		var stderr strings.Builder

@@ -18,6 +18,7 @@ import (
 	"talon/internal/atomicfile"
 	"talon/internal/platform/template"
 	"talon/internal/store/catalog"
+	"talon/internal/testtier"
 )
 
 // Environment of TestUpdateKill9's child process (see TestMain).
@@ -25,7 +26,8 @@ const (
 	envChild     = "TALON_INSTALL_CRASH_CHILD" // state dir
 	envTemplate  = "TALON_INSTALL_CRASH_TEMPLATE"
 	envKillAfter = "TALON_INSTALL_CRASH_AFTER" // steps before SIGKILL
-	// TALON_INSTALL_CRASH_ROUNDS raises the number of rounds (default 50).
+	// TALON_INSTALL_CRASH_ROUNDS sets the number of rounds (default 10 in
+	// the fast tier, 50 in the full one: internal/testtier).
 	envRounds = "TALON_INSTALL_CRASH_ROUNDS"
 )
 
@@ -110,7 +112,7 @@ func crashChild(state string) {
 // wholly the old version or wholly the new one, and that the record a
 // sync would start from is the one of the version on disk.
 func TestUpdateKill9(t *testing.T) {
-	rounds := 50
+	rounds := testtier.Rounds(t, 10, 50)
 	if s := os.Getenv(envRounds); s != "" {
 		var err error
 		if rounds, err = strconv.Atoi(s); err != nil {

@@ -31,6 +31,7 @@ var (
 // is skipped otherwise, with the reason and the fix.
 func needEngine(tb testing.TB) map[string]any {
 	tb.Helper()
+	testtier.RequireFull(tb, "Docker")
 	engineOnce.Do(func() { engineErr = prepareEngine() })
 	if engineErr != nil {
 		testtier.Unavailable(tb, "docker engine not usable: %v (scripts/dockerd.sh installs docker.io and busybox-static and starts dockerd, as root)", engineErr)

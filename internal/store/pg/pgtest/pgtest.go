@@ -5,8 +5,9 @@
 // test's Cleanup. It finds the server in /usr/lib/postgresql/<ver>/bin
 // (Debian's postgresql package) or on PATH; as root it runs initdb and the
 // server as the postgres system user, since both refuse to run as root.
-// Without PostgreSQL a test is skipped, or fails under CI=true with how to
-// install it.
+// The tests that start one are of the full tier (internal/testtier): they
+// skip under a plain `go test ./...`. Without PostgreSQL a test is skipped,
+// or fails under CI=true with how to install it.
 //
 // A Cluster is safe for concurrent use; NewDB may be called from parallel
 // tests.
@@ -46,6 +47,7 @@ type Cluster struct {
 // Start starts a cluster for t and stops it in t.Cleanup.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	testtier.RequireFull(t, "PostgreSQL, a throwaway cluster per test")
 	bin, err := binDir()
 	if err != nil {
 		testtier.Unavailable(t, "%v; install it (apt-get install -y postgresql) to run this test", err)
