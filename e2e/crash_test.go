@@ -19,7 +19,7 @@ import (
 
 	"talon/internal/config"
 	"talon/internal/fakellm"
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 	"talon/internal/store"
 	"talon/internal/testtier"
@@ -210,7 +210,7 @@ func checkAfterCrash(t *testing.T, dir string, cfg []byte, acked []ack) {
 		t.Fatalf("opening the store: %v", err)
 	}
 	defer st.Close()
-	transcripts := map[string][]provider.Message{}
+	transcripts := map[string][]llm.Message{}
 	next := map[string]int{} // where to look for a session's next turn
 	for _, a := range acked {
 		key := session.OpenAIUser("main", a.user)
@@ -227,14 +227,14 @@ func checkAfterCrash(t *testing.T, dir string, cfg []byte, acked []ack) {
 			transcripts[key] = msgs
 		}
 		i := next[key]
-		for i < len(msgs) && !(msgs[i].Role == provider.RoleUser && msgs[i].Content == a.text) {
+		for i < len(msgs) && !(msgs[i].Role == llm.RoleUser && msgs[i].Content == a.text) {
 			i++
 		}
 		if i == len(msgs) {
 			t.Errorf("%s: acknowledged turn %q is not in the transcript (after message %d)", key, a.text, next[key])
 			continue
 		}
-		if i+1 == len(msgs) || msgs[i+1].Role != provider.RoleAssistant || msgs[i+1].Content != a.reply || msgs[i+1].StopReason != "" {
+		if i+1 == len(msgs) || msgs[i+1].Role != llm.RoleAssistant || msgs[i+1].Content != a.reply || msgs[i+1].StopReason != "" {
 			t.Errorf("%s: acknowledged turn %q: the message after it is not the reply %q: %+v", key, a.text, a.reply, msgs[i+1:])
 			continue
 		}

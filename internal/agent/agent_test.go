@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"talon/internal/config"
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 func mustConfig(t *testing.T, src string) *config.Config {
@@ -33,7 +33,7 @@ func TestBuildPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	tools := []provider.ToolSpec{{Name: "read", Description: "Read a file.\nMore."}}
+	tools := []llm.ToolSpec{{Name: "read", Description: "Read a file.\nMore."}}
 	cases := []struct {
 		name     string
 		in       promptInput

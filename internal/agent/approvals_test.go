@@ -12,6 +12,7 @@ import (
 
 	"talon/internal/approval"
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
@@ -27,14 +28,14 @@ import (
 // and a hook run inside a chosen model call.
 type recorder struct {
 	mu     sync.Mutex
-	seen   [][]provider.Message
+	seen   [][]llm.Message
 	hookAt int    // the model call (1, 2, …) that runs hook
 	hook   func() // runs inside that call, while the turn holds its session
 }
 
 func (r *recorder) Chat(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
 	r.mu.Lock()
-	r.seen = append(r.seen, append([]provider.Message(nil), req.Messages...))
+	r.seen = append(r.seen, append([]llm.Message(nil), req.Messages...))
 	n, hook := len(r.seen), r.hook
 	r.mu.Unlock()
 	if hook != nil && n == r.hookAt {
@@ -43,7 +44,7 @@ func (r *recorder) Chat(ctx context.Context, req *provider.Request, onDelta func
 	return provider.Inspect{}.Chat(ctx, req, onDelta)
 }
 
-func (r *recorder) last() []provider.Message {
+func (r *recorder) last() []llm.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seen[len(r.seen)-1]
@@ -102,7 +103,7 @@ const key = "agent:main:main"
 func (a *approvalsRig) turn(text string) string {
 	a.t.Helper()
 	res, err := a.runner.Run(context.Background(), Request{AgentID: "main", SessionKey: key, Owner: true,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: text}}})
+		Input: []llm.Message{{Role: llm.RoleUser, Content: text}}})
 	if err != nil {
 		a.t.Fatalf("turn %q: %v", text, err)
 	}
@@ -146,7 +147,7 @@ func (a *approvalsRig) event() string {
 }
 
 // transcript is the main session's transcript.
-func (a *approvalsRig) transcript() []provider.Message {
+func (a *approvalsRig) transcript() []llm.Message {
 	a.t.Helper()
 	e, err := a.db.GetSession(context.Background(), "main", key)
 	if err != nil {

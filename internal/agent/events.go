@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"talon/internal/approval"
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/store"
 )
 
@@ -23,13 +23,13 @@ const SystemEventPrefix = "System: "
 // the session's next turn, chat.history and sessions_history list it in
 // place, and the HTTP endpoint's history (the transcript) carries it. The
 // prefix is what tells it from a person's words.
-func SystemEvent(text string) provider.Message {
-	return provider.Message{Role: provider.RoleUser, Content: SystemEventPrefix + text}
+func SystemEvent(text string) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Content: SystemEventPrefix + text}
 }
 
 // IsSystemEvent reports whether m is a system event.
-func IsSystemEvent(m provider.Message) bool {
-	return m.Role == provider.RoleUser && strings.HasPrefix(m.Content, SystemEventPrefix)
+func IsSystemEvent(m llm.Message) bool {
+	return m.Role == llm.RoleUser && strings.HasPrefix(m.Content, SystemEventPrefix)
 }
 
 // TranscriptSink is the approvals' sink writing to db: each event is

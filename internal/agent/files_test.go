@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/store"
@@ -138,7 +139,7 @@ func TestRunnerSeesBootstrapEdits(t *testing.T) {
 	for i, soul := range []string{"calm", "calm", "wild", "bold"} {
 		writeAt(t, filepath.Join(ws, "SOUL.md"), soul, old.Add(time.Duration(i)*time.Second))
 		if _, err := r.Run(context.Background(), Request{AgentID: "main", SessionKey: "agent:main:main", Owner: true,
-			Input: []provider.Message{{Role: provider.RoleUser, Content: "hi"}}}); err != nil {
+			Input: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if got := model.systems[i]; !strings.Contains(got, "## SOUL.md\n\n"+soul) {

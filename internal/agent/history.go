@@ -3,7 +3,7 @@ package agent
 import (
 	"slices"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // replayable is the part of a session's messages that a model API accepts
@@ -17,18 +17,18 @@ import (
 //
 // A call's results are the tool messages between its assistant message and
 // the next assistant message, which is where every provider wants them.
-func replayable(msgs []provider.Message) []provider.Message {
-	out := make([]provider.Message, 0, len(msgs))
+func replayable(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
 	// answered holds the ids of the calls kept from the last assistant
 	// message; results for other ids are orphans.
 	var answered []string
 	for i, m := range msgs {
 		switch m.Role {
-		case provider.RoleAssistant:
+		case llm.RoleAssistant:
 			answered = answered[:0]
 			if len(m.ToolCalls) > 0 {
 				results := resultIDs(msgs[i+1:])
-				kept := make([]provider.ToolCall, 0, len(m.ToolCalls))
+				kept := make([]llm.ToolCall, 0, len(m.ToolCalls))
 				for _, c := range m.ToolCalls {
 					if slices.Contains(results, c.ID) {
 						kept = append(kept, c)
@@ -43,7 +43,7 @@ func replayable(msgs []provider.Message) []provider.Message {
 			if m.Content == "" && len(m.ToolCalls) == 0 && (m.StopReason != "" || len(msgs[i].ToolCalls) > 0) {
 				continue // nothing left to say
 			}
-		case provider.RoleTool:
+		case llm.RoleTool:
 			if !slices.Contains(answered, m.ToolCallID) {
 				continue
 			}
@@ -55,13 +55,13 @@ func replayable(msgs []provider.Message) []provider.Message {
 
 // resultIDs are the call ids of the tool messages before the next
 // assistant message.
-func resultIDs(rest []provider.Message) []string {
+func resultIDs(rest []llm.Message) []string {
 	var ids []string
 	for _, m := range rest {
-		if m.Role == provider.RoleAssistant {
+		if m.Role == llm.RoleAssistant {
 			break
 		}
-		if m.Role == provider.RoleTool {
+		if m.Role == llm.RoleTool {
 			ids = append(ids, m.ToolCallID)
 		}
 	}

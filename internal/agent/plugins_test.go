@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/mcp"
 	"talon/internal/mcp/mcptest"
 	"talon/internal/plugin"
@@ -68,7 +69,7 @@ func (p *pluginRig) turn(cfgSrc, text string) string {
 	r := &Runner{Config: cfg, Policy: policy.New(cfg), Tools: reg, Store: p.db, StateDir: p.state, Plugins: p.host.Configure(cfg),
 		Resolve: func(string) (provider.Provider, string, error) { return provider.Inspect{}, config.InspectModel, nil }}
 	res, err := r.Run(context.Background(), Request{AgentID: "main", SessionKey: "agent:main:main", Owner: true,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: text}}})
+		Input: []llm.Message{{Role: llm.RoleUser, Content: text}}})
 	if err != nil {
 		p.t.Fatalf("turn %q: %v", text, err)
 	}
@@ -169,7 +170,7 @@ allowed_hosts: ["127.0.0.1"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(hist); n != 4 || hist[1].ToolCalls[0].Name != "post_note" || hist[2].Role != provider.RoleTool || hist[3].Content != "Note n1 posted" {
+	if n := len(hist); n != 4 || hist[1].ToolCalls[0].Name != "post_note" || hist[2].Role != llm.RoleTool || hist[3].Content != "Note n1 posted" {
 		t.Fatalf("transcript = %+v", hist)
 	}
 	denied := `{tools: {deny: ["post_note"], network: {allowLoopback: true}}, plugins: {entries: {"api-tools": {enabled: true}}}}`

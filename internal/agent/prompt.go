@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // BootstrapFiles are read from the workspace into the system prompt, in
@@ -31,7 +31,7 @@ type promptInput struct {
 	firstRun bool
 	maxChars int
 	extra    string // system/developer text from the request
-	tools    []provider.ToolSpec
+	tools    []llm.ToolSpec
 	agentID  string
 	sandbox  string // where the run works, when sandboxed
 	// skills is the skill list section, skill.Set.Prompt's output: a

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/skill"
 )
 
@@ -41,7 +41,7 @@ func TestBuildPromptSkills(t *testing.T) {
 	if len(warns) != 1 || warns[0].Path != "skills/broken/SKILL.md" {
 		t.Fatalf("warnings = %v, want one for skills/broken/SKILL.md", warns)
 	}
-	tools := []provider.ToolSpec{{Name: "read", Description: "Read a file."}}
+	tools := []llm.ToolSpec{{Name: "read", Description: "Read a file."}}
 	cases := []struct {
 		name     string
 		skills   string
@@ -88,7 +88,7 @@ func TestPromptMemo(t *testing.T) {
 	root := openTestRoot(t, dir)
 	files := &fileCache{now: func() time.Time { return time.Now().Add(time.Hour) }}
 	base := promptInput{root: root, maxChars: 100, agentID: "main", files: files,
-		tools: []provider.ToolSpec{{Name: "read", Description: "Read a file."}}}
+		tools: []llm.ToolSpec{{Name: "read", Description: "Read a file."}}}
 	steps := []struct {
 		name   string
 		change func(in *promptInput)
@@ -98,9 +98,9 @@ func TestPromptMemo(t *testing.T) {
 		{"again", func(*promptInput) {}, true},
 		{"file edited", func(*promptInput) { writeAt(t, filepath.Join(dir, "AGENTS.md"), "be sharp", old.Add(time.Second)) }, false},
 		{"file created", func(*promptInput) { writeAt(t, filepath.Join(dir, "USER.md"), "Ann", old) }, false},
-		{"tool description", func(in *promptInput) { in.tools = []provider.ToolSpec{{Name: "read", Description: "Read."}} }, false},
+		{"tool description", func(in *promptInput) { in.tools = []llm.ToolSpec{{Name: "read", Description: "Read."}} }, false},
 		{"tool added", func(in *promptInput) {
-			in.tools = append(in.tools, provider.ToolSpec{Name: "write", Description: "Write."})
+			in.tools = append(in.tools, llm.ToolSpec{Name: "write", Description: "Write."})
 		}, false},
 		{"caller text", func(in *promptInput) { in.extra = "in French" }, false},
 		{"first run", func(in *promptInput) { in.firstRun = true }, false},

@@ -15,6 +15,7 @@ import (
 
 	"talon/internal/approval"
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/provider"
@@ -84,15 +85,15 @@ type Request struct {
 	AgentID    string
 	SessionKey string
 	// Input are the new turns: user messages, or results of client tools.
-	Input []provider.Message
+	Input []llm.Message
 	// History seeds a session that has no transcript yet (a stateless
 	// caller resending the conversation); ignored otherwise.
-	History []provider.Message
+	History []llm.Message
 	// ExtraSystem is appended to the system prompt.
 	ExtraSystem string
 	// ClientTools are tools the caller executes itself: calls to them end
 	// the run and go back to the caller.
-	ClientTools []provider.ToolSpec
+	ClientTools []llm.ToolSpec
 	// Model overrides the agent's model reference.
 	Model string
 	// Owner says whether the sender is an owner (owner-only tools).
@@ -106,8 +107,8 @@ type Request struct {
 	// OnToolStart and OnToolResult, when set, hear of each server-side
 	// tool call as it starts and with its result (live tool events); text
 	// streamed after a tool belongs to a new assistant message.
-	OnToolStart  func(call provider.ToolCall)
-	OnToolResult func(call provider.ToolCall, res tools.Result)
+	OnToolStart  func(call llm.ToolCall)
+	OnToolResult func(call llm.ToolCall, res tools.Result)
 	// MaxTokens and Temperature pass the caller's sampling limits to every
 	// model call of the run; zero values leave the provider's defaults.
 	MaxTokens   int
@@ -117,7 +118,7 @@ type Request struct {
 // Result is what a run produced.
 type Result struct {
 	Text         string
-	ToolCalls    []provider.ToolCall // calls for the caller's client tools
+	ToolCalls    []llm.ToolCall // calls for the caller's client tools
 	FinishReason string
 	Usage        provider.Usage
 	Model        string // the model reference used
@@ -134,7 +135,7 @@ var ErrUnknownAgent = errors.New("unknown agent")
 // input first, then every model answer and tool result, so a crash loses
 // at most the step in flight. A turn that fails or is aborted keeps its
 // input and ends with an assistant message saying so (StopReason
-// provider.StopAborted or provider.StopError, the error in Error, the text
+// llm.StopAborted or llm.StopError, the error in Error, the text
 // streamed before the end as Content), written even though ctx is done.
 func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	cfg := r.Config
@@ -154,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	// The history comes from the transcript. The turn's input (and, for a
 	// new session, the caller's history) is committed together with the
 	// model's first answer: one durable write per model round.
-	var history []provider.Message
+	var history []llm.Message
 	var entry session.Entry
 	err = store.ErrNotFound
 	if !req.Fresh {
@@ -268,8 +269,8 @@ func (r *Runner) loadSkills(ws *os.Root, agentID string) skill.Set {
 
 // dispatchable finds a skill slash command (command-dispatch: tool) in
 // the turn's one user message.
-func dispatchable(skills skill.Set, input []provider.Message) (skill.Call, bool) {
-	if skills.Len() == 0 || len(input) != 1 || input[0].Role != provider.RoleUser {
+func dispatchable(skills skill.Set, input []llm.Message) (skill.Call, bool) {
+	if skills.Len() == 0 || len(input) != 1 || input[0].Role != llm.RoleUser {
 		return skill.Call{}, false
 	}
 	return skills.Dispatch(input[0].Content)
@@ -280,7 +281,7 @@ func dispatchable(skills skill.Set, input []provider.Message) (skill.Call, bool)
 // records it as a tool call of the assistant, its result, and the result
 // as the answer, so the history stays one a model can be sent.
 func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env *tools.Env, d *policy.Result, pt *plugin.RunTools, c skill.Call) *Result {
-	call := provider.ToolCall{ID: "skill_" + newCallID(), Name: c.Tool, Arguments: string(c.Args)}
+	call := llm.ToolCall{ID: "skill_" + newCallID(), Name: c.Tool, Arguments: string(c.Args)}
 	if req.OnToolStart != nil {
 		req.OnToolStart(call)
 	}
@@ -288,9 +289,9 @@ func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env
 	if req.OnToolResult != nil {
 		req.OnToolResult(call, out)
 	}
-	tr.add(provider.Message{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{call}})
-	tr.add(provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError})
-	tr.add(provider.Message{Role: provider.RoleAssistant, Content: out.Text})
+	tr.add(llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}})
+	tr.add(llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError})
+	tr.add(llm.Message{Role: llm.RoleAssistant, Content: out.Text})
 	if req.OnDelta != nil {
 		req.OnDelta(out.Text)
 	}
@@ -324,15 +325,15 @@ func (r *Runner) approvals() (*approval.Service, error) {
 // errors). The call is one user message, the prompt with the image, and
 // is not written to the transcript: the tool result that carries the
 // model's answer is.
-func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(context.Context, string, provider.Image) (string, error) {
-	return func(ctx context.Context, prompt string, img provider.Image) (string, error) {
+func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(context.Context, string, llm.Image) (string, error) {
+	return func(ctx context.Context, prompt string, img llm.Image) (string, error) {
 		refs, err := config.ModelRefs(r.Config.Agents.Defaults.ImageModel)
 		if err != nil {
 			return "", fmt.Errorf("agents.defaults.imageModel: %w", err)
 		}
 		ask := func(p provider.Provider, id string) (string, error) {
-			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []provider.Message{
-				{Role: provider.RoleUser, Content: prompt, Images: []provider.Image{img}},
+			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: prompt, Images: []llm.Image{img}},
 			}}, nil)
 			if err != nil {
 				return "", err
@@ -374,8 +375,8 @@ type loopState struct {
 	prov     provider.Provider
 	modelID  string
 	system   string
-	specs    []provider.ToolSpec
-	history  []provider.Message
+	specs    []llm.ToolSpec
+	history  []llm.Message
 	env      *tools.Env
 	decision *policy.Result
 	plugins  *plugin.RunTools
@@ -410,7 +411,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 		if u := out.Usage; u != (provider.Usage{}) {
 			tr.tokens.Count(int64(u.PromptTokens), int64(u.CompletionTokens), int64(u.TotalTokens))
 		}
-		reply := provider.Message{Role: provider.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
+		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
 		tr.add(reply)
 		if err := tr.flush(ctx); err != nil {
 			return res, fmt.Errorf("saving the reply of %s: %w", req.SessionKey, err)
@@ -423,7 +424,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 			}
 			return res, nil
 		}
-		var clientCalls []provider.ToolCall
+		var clientCalls []llm.ToolCall
 		for _, call := range out.ToolCalls {
 			if isClientTool(req.ClientTools, call.Name) {
 				clientCalls = append(clientCalls, call)
@@ -436,7 +437,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 			if req.OnToolResult != nil {
 				req.OnToolResult(call, result)
 			}
-			msg := provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
+			msg := llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
 			tr.add(msg)
 			history = append(history, msg)
 		}
@@ -467,21 +468,21 @@ type transcript struct {
 	key       string
 	sessionID string
 	fresh     bool // the key is new (Request.Fresh)
-	pending   []provider.Message
+	pending   []llm.Message
 	tokens    session.Tokens
 }
 
-func (t *transcript) add(m provider.Message) { t.pending = append(t.pending, m) }
+func (t *transcript) add(m llm.Message) { t.pending = append(t.pending, m) }
 
 // fail ends a turn that failed: what it has not saved yet (at least its
 // input) and a record of the failure are written even when ctx is done
 // (the client left), and err comes back, joined with any write error.
 func (t *transcript) fail(ctx context.Context, err error, partial string) error {
-	reason := provider.StopError
+	reason := llm.StopError
 	if errors.Is(ctx.Err(), context.Canceled) {
-		reason = provider.StopAborted
+		reason = llm.StopAborted
 	}
-	t.add(provider.Message{Role: provider.RoleAssistant, Content: partial, StopReason: reason, Error: err.Error()})
+	t.add(llm.Message{Role: llm.RoleAssistant, Content: partial, StopReason: reason, Error: err.Error()})
 	if ferr := t.flush(ctx); ferr != nil {
 		return errors.Join(err, fmt.Errorf("recording the failed turn of %s: %w", t.key, ferr))
 	}
@@ -516,7 +517,7 @@ func (t *transcript) flush(ctx context.Context) error {
 // execute runs one server-side tool call after checking, again, that the
 // policy lets this run call it. A refusal goes back to the model as an
 // error result and explains which layer removed the tool.
-func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, pt *plugin.RunTools, call provider.ToolCall) tools.Result {
+func (r *Runner) execute(ctx context.Context, env *tools.Env, d *policy.Result, pt *plugin.RunTools, call llm.ToolCall) tools.Result {
 	i := slices.IndexFunc(d.Tools, func(t policy.Tool) bool { return t.Name == call.Name })
 	if i < 0 {
 		for _, rm := range d.Removed {
@@ -592,11 +593,11 @@ func (r *Runner) tool(t policy.Tool, pt *plugin.RunTools) (tools.Tool, bool) {
 }
 
 // specs are the definitions of the tools the policy kept, in its order.
-func (r *Runner) specs(d *policy.Result, pt *plugin.RunTools) []provider.ToolSpec {
+func (r *Runner) specs(d *policy.Result, pt *plugin.RunTools) []llm.ToolSpec {
 	if len(pt.Candidates) == 0 && len(pt.Registrations) == 0 {
 		return r.Tools.Specs(d.Names())
 	}
-	out := make([]provider.ToolSpec, 0, len(d.Tools))
+	out := make([]llm.ToolSpec, 0, len(d.Tools))
 	for _, t := range d.Tools {
 		if impl, ok := r.tool(t, pt); ok {
 			out = append(out, tools.Spec(impl))
@@ -650,8 +651,8 @@ func sandboxLine(p *sandbox.Plan) string {
 	return line
 }
 
-func isClientTool(specs []provider.ToolSpec, name string) bool {
-	return slices.ContainsFunc(specs, func(s provider.ToolSpec) bool { return s.Name == name })
+func isClientTool(specs []llm.ToolSpec, name string) bool {
+	return slices.ContainsFunc(specs, func(s llm.ToolSpec) bool { return s.Name == name })
 }
 
 func addUsage(sum *provider.Usage, u provider.Usage) {

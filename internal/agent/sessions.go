@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/policy"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
@@ -209,7 +210,7 @@ func (s *runSessions) Send(ctx context.Context, _, to, message string) (json.Raw
 	ctx = context.WithValue(ctx, sendDepthKey{}, depth+1)
 	res, err := s.r.Run(ctx, Request{
 		AgentID: t.Agent, SessionKey: t.Key,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: fmt.Sprintf("[message from session %s]\n%s", s.key, message)}},
+		Input: []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf("[message from session %s]\n%s", s.key, message)}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("running session %s: %w", t.Key, err)
@@ -251,7 +252,7 @@ func (s *runSessions) Spawn(ctx context.Context, _, agentID, task, label string)
 	}
 	res, err := s.r.Run(ctx, Request{
 		AgentID: s.agentID, SessionKey: child,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: task}},
+		Input: []llm.Message{{Role: llm.RoleUser, Content: task}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("running subagent %s: %w", child, err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/sandbox"
 	"talon/internal/store"
 )
@@ -30,7 +30,7 @@ func seedSessions(t *testing.T, db *store.DB) {
 	t.Helper()
 	ctx := context.Background()
 	for _, l := range []string{"M", "O", "C", "D"} {
-		if _, err := db.BeginTurn(ctx, "main", visKeys[l], provider.Message{Role: provider.RoleUser, Content: "hello " + l}); err != nil {
+		if _, err := db.BeginTurn(ctx, "main", visKeys[l], llm.Message{Role: llm.RoleUser, Content: "hello " + l}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +183,7 @@ func TestSessionToolsVisibility(t *testing.T) {
 func (a *approvalsRig) turnIn(key, text string) string {
 	a.t.Helper()
 	res, err := a.runner.Run(context.Background(), Request{AgentID: "main", SessionKey: key,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: text}}})
+		Input: []llm.Message{{Role: llm.RoleUser, Content: text}}})
 	if err != nil {
 		a.t.Fatalf("turn %q in %s: %v", text, key, err)
 	}
@@ -301,7 +301,7 @@ func TestSessionToolsAcrossAgents(t *testing.T) {
 			ctx := context.Background()
 			for _, k := range []string{"agent:main:main", c.target} {
 				agent, _, _ := strings.Cut(strings.TrimPrefix(k, "agent:"), ":")
-				if _, err := a.db.BeginTurn(ctx, agent, k, provider.Message{Role: provider.RoleUser, Content: "hello"}); err != nil {
+				if _, err := a.db.BeginTurn(ctx, agent, k, llm.Message{Role: llm.RoleUser, Content: "hello"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -334,7 +334,7 @@ func TestSessionToolsStayInTheTenant(t *testing.T) {
 	const cfg = `{tools: {sessions: {visibility: "all"}, agentToAgent: {enabled: true}}}`
 	acme, beta := newApprovalsRig(t, cfg, 0), newApprovalsRig(t, cfg, 0)
 	const secret = "agent:main:openai-user:ceo"
-	if _, err := beta.db.BeginTurn(context.Background(), "main", secret, provider.Message{Role: provider.RoleUser, Content: "beta's secret"}); err != nil {
+	if _, err := beta.db.BeginTurn(context.Background(), "main", secret, llm.Message{Role: llm.RoleUser, Content: "beta's secret"}); err != nil {
 		t.Fatal(err)
 	}
 	answer := acme.turn(`/call sessions_history {"sessionKey":"` + secret + `"}`)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/llm"
 	"talon/internal/provider"
 	"talon/internal/tools/sessions"
 )
@@ -40,7 +41,7 @@ func (s *scripted) Chat(_ context.Context, _ *provider.Request, _ func(string)) 
 	r := &provider.Response{Content: "done", FinishReason: provider.FinishStop, Usage: a.usage}
 	if a.call != "" {
 		r.Content, r.FinishReason = "", provider.FinishToolCalls
-		r.ToolCalls = []provider.ToolCall{{ID: "c-" + a.call, Name: a.call, Arguments: "{}"}}
+		r.ToolCalls = []llm.ToolCall{{ID: "c-" + a.call, Name: a.call, Arguments: "{}"}}
 	}
 	return r, nil
 }
@@ -92,7 +93,7 @@ func TestTurnTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			model.answers = tc.answers
 			_, err := a.runner.Run(context.Background(), Request{AgentID: "main", SessionKey: key, Owner: true,
-				Input: []provider.Message{{Role: provider.RoleUser, Content: tc.name}}})
+				Input: []llm.Message{{Role: llm.RoleUser, Content: tc.name}}})
 			if (err != nil) != tc.fails {
 				t.Fatalf("Run: %v, want failure %v", err, tc.fails)
 			}
@@ -136,7 +137,7 @@ func lastStatus(t *testing.T, a *approvalsRig) sessions.Status {
 	t.Helper()
 	msgs := a.transcript()
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == provider.RoleTool && m.Name == "session_status" {
+		if m := msgs[i]; m.Role == llm.RoleTool && m.Name == "session_status" {
 			var st sessions.Status
 			if err := json.Unmarshal([]byte(m.Content), &st); err != nil || m.IsError {
 				t.Fatalf("session_status result %q: %v", m.Content, err)

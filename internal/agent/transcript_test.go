@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/provider"
 )
 
@@ -29,12 +30,12 @@ func TestAnswerRecordedWhenClientLeaves(t *testing.T) {
 		return leaving{cancel}, config.InspectModel, nil
 	}
 	res, err := a.runner.Run(ctx, Request{AgentID: "main", SessionKey: key, Owner: true,
-		Input: []provider.Message{{Role: provider.RoleUser, Content: "/tools"}}})
+		Input: []llm.Message{{Role: llm.RoleUser, Content: "/tools"}}})
 	if err != nil {
 		t.Fatalf("Run = %v, want the answer", err)
 	}
 	msgs := a.transcript()
-	if len(msgs) != 2 || msgs[0].Content != "/tools" || msgs[1].Role != provider.RoleAssistant ||
+	if len(msgs) != 2 || msgs[0].Content != "/tools" || msgs[1].Role != llm.RoleAssistant ||
 		msgs[1].Content != res.Text || msgs[1].StopReason != "" || msgs[1].Error != "" {
 		t.Fatalf("transcript %+v, want the question and the whole answer %q", msgs, res.Text)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/llm"
 	"talon/internal/provider"
 )
 
@@ -360,7 +361,7 @@ func TestTalonClient(t *testing.T) {
 			s := start(t, tt.opts)
 			c := provider.NewOpenAI(provider.OpenAIOptions{Name: "fake", BaseURL: s.BaseURL(), APIKey: "sk-test"})
 			req := &provider.Request{Model: Model, System: "be brief",
-				Messages: []provider.Message{{Role: provider.RoleUser, Content: "hi"}}}
+				Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
 			var deltas []string
 			var onDelta func(string)
 			if tt.stream {
@@ -383,8 +384,8 @@ func TestTalonClient(t *testing.T) {
 				t.Fatalf("tool call answer %+v", out)
 			}
 			req.Messages = append(req.Messages,
-				provider.Message{Role: provider.RoleAssistant, ToolCalls: out.ToolCalls},
-				provider.Message{Role: provider.RoleTool, ToolCallID: out.ToolCalls[0].ID, Content: "the file"})
+				llm.Message{Role: llm.RoleAssistant, ToolCalls: out.ToolCalls},
+				llm.Message{Role: llm.RoleTool, ToolCallID: out.ToolCalls[0].ID, Content: "the file"})
 			if out, err = c.Chat(context.Background(), req, onDelta); err != nil || out.Content != s.Text() {
 				t.Fatalf("after the tool result: %+v, %v", out, err)
 			}

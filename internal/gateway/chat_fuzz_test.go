@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 	"talon/internal/tools/core"
 )
@@ -151,15 +151,15 @@ func checkChatRequest(t *testing.T, s *Server, rt *runtime, req *request) {
 	if a := session.AgentOf(req.key, req.agent); a != req.agent {
 		t.Fatalf("session key %q belongs to agent %q, not %q", req.key, a, req.agent)
 	}
-	if n := len(rr.History); n > 0 && rr.History[n-1].Role != provider.RoleAssistant {
+	if n := len(rr.History); n > 0 && rr.History[n-1].Role != llm.RoleAssistant {
 		t.Fatalf("history ends with a %s turn", rr.History[n-1].Role)
 	}
 	input := false
 	for _, m := range rr.Input {
-		if m.Role == provider.RoleAssistant {
+		if m.Role == llm.RoleAssistant {
 			t.Fatal("an assistant turn in the new input")
 		}
-		if m.Role == provider.RoleTool || strings.TrimSpace(m.Content) != "" {
+		if m.Role == llm.RoleTool || strings.TrimSpace(m.Content) != "" {
 			input = true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"talon/internal/agent"
+	"talon/internal/llm"
 	"talon/internal/provider"
 	"talon/internal/tools"
 	"talon/protocol"
@@ -617,7 +618,7 @@ func (r *chatRun) flushDelta() {
 
 // onToolStart tells the client that started the run which tool runs;
 // the text after a tool is a new assistant message.
-func (r *chatRun) onToolStart(call provider.ToolCall) {
+func (r *chatRun) onToolStart(call llm.ToolCall) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -632,7 +633,7 @@ func (r *chatRun) onToolStart(call provider.ToolCall) {
 }
 
 // onToolResult tells the client that started the run a tool's result.
-func (r *chatRun) onToolResult(call provider.ToolCall, res tools.Result) {
+func (r *chatRun) onToolResult(call llm.ToolCall, res tools.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {

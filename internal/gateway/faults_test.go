@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 )
 
@@ -199,19 +199,19 @@ var (
 // the input and a record of the failure, the next turn works and sends a
 // valid history, and nothing outlives the turn.
 func TestProviderFaults(t *testing.T) {
-	llm := newFaultyLLM(t)
+	model := newFaultyLLM(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "workspace", "notes.txt"), []byte("remember the milk"))
 	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{
 		models: { providers: {
-			fake: { baseUrl: "`+llm.srv.URL+`/v1" },
-			flaky: { baseUrl: "`+llm.srv.URL+`/v1" },
-			quick: { baseUrl: "`+llm.srv.URL+`/v1", timeoutSeconds: `+faultTimeout+` },
+			fake: { baseUrl: "`+model.srv.URL+`/v1" },
+			flaky: { baseUrl: "`+model.srv.URL+`/v1" },
+			quick: { baseUrl: "`+model.srv.URL+`/v1", timeoutSeconds: `+faultTimeout+` },
 		} },
 		agents: { defaults: { model: "fake/scripted" } },
 	}`))
 	ts := startServer(t, dir, nil)
-	warmUp(t, ts, llm)
+	warmUp(t, ts, model)
 
 	type want struct {
 		attempts int    // requests the model got for the turn (1 + retries)
@@ -291,21 +291,21 @@ func TestProviderFaults(t *testing.T) {
 				w, name = c.streamed, c.name+"/streamed"
 			}
 			t.Run(name, func(t *testing.T) {
-				baseline := idleGoroutines(llm)
+				baseline := idleGoroutines(model)
 				user := strings.NewReplacer(" ", "-", "/", "-").Replace(strings.ToLower(name))
 				input := "please answer " + user
 				healthy := 0
 				if c.toolCall {
 					healthy = 1
-					llm.push(scripted{ToolCalls: []struct {
+					model.push(scripted{ToolCalls: []struct {
 						Name      string          `json:"name"`
 						Arguments json.RawMessage `json:"arguments"`
 					}{{Name: "read", Arguments: json.RawMessage(`{"path":"notes.txt"}`)}}})
 				}
-				llm.arm(healthy, c.fault)
+				model.arm(healthy, c.fault)
 				prov, _, _ := strings.Cut(w.err, ":")
 				rep := ts.post(map[string]string{"X-OpenClaw-Model": prov + "/scripted"}, chatBody(user, input, stream))
-				llm.disarm()
+				model.disarm()
 
 				// What the client got.
 				msg := "model provider error: " + w.err
@@ -329,7 +329,7 @@ func TestProviderFaults(t *testing.T) {
 				// What the model saw: the retries (after the server's
 				// Retry-After, when it sent one) and requests ended by the
 				// gateway rather than left hanging.
-				attempts, _, arrived := llm.stats()
+				attempts, _, arrived := model.stats()
 				if attempts != w.attempts {
 					t.Errorf("the model got %d requests for the turn, want %d", attempts, w.attempts)
 				}
@@ -340,8 +340,8 @@ func TestProviderFaults(t *testing.T) {
 						}
 					}
 				}
-				waitFor(t, "the model's requests to be ended by the gateway", func() bool { _, ended, _ := llm.stats(); return ended >= w.ended })
-				if _, ended, _ := llm.stats(); ended != w.ended {
+				waitFor(t, "the model's requests to be ended by the gateway", func() bool { _, ended, _ := model.stats(); return ended >= w.ended })
+				if _, ended, _ := model.stats(); ended != w.ended {
 					t.Errorf("the gateway ended %d of the model's requests, want %d", ended, w.ended)
 				}
 
@@ -361,8 +361,8 @@ func TestProviderFaults(t *testing.T) {
 				}
 
 				// The next turn works and sends the model a valid history.
-				n := llm.count()
-				llm.push(scripted{Content: "recovered"})
+				n := model.count()
+				model.push(scripted{Content: "recovered"})
 				next := ts.post(nil, chatBody(user, "are you there?", stream))
 				if next.status != http.StatusOK || next.content != "recovered" {
 					t.Fatalf("next turn: status %d content %q body %s", next.status, next.content, next.body)
@@ -375,9 +375,9 @@ func TestProviderFaults(t *testing.T) {
 					wantSent = append(wantSent, "assistant: "+w.partial)
 				}
 				wantSent = append(wantSent, "user: are you there?")
-				checkSentHistory(t, llm.request(n+1), wantSent)
+				checkSentHistory(t, model.request(n+1), wantSent)
 
-				settle(t, llm, baseline)
+				settle(t, model, baseline)
 			})
 		}
 	}
@@ -387,11 +387,11 @@ func TestProviderFaults(t *testing.T) {
 // the model request; the transcript records the abort with what had been
 // streamed; the session's next turn works.
 func TestClientDisconnect(t *testing.T) {
-	llm := newFaultyLLM(t)
+	model := newFaultyLLM(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(llm.scriptedLLM, "")))
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(model.scriptedLLM, "")))
 	ts := startServer(t, dir, nil)
-	warmUp(t, ts, llm)
+	warmUp(t, ts, model)
 
 	cases := []struct {
 		name    string
@@ -404,10 +404,10 @@ func TestClientDisconnect(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			baseline := idleGoroutines(llm)
+			baseline := idleGoroutines(model)
 			user := strings.NewReplacer(" ", "-", ",", "").Replace(c.name)
 			asked := make(chan struct{})
-			llm.arm(0, func(f *faultyLLM, w http.ResponseWriter, r *http.Request, stream bool) {
+			model.arm(0, func(f *faultyLLM, w http.ResponseWriter, r *http.Request, stream bool) {
 				if stream {
 					w.Header().Set("Content-Type", "text/event-stream")
 					if c.partial != "" {
@@ -458,11 +458,11 @@ func TestClientDisconnect(t *testing.T) {
 			}
 			cancel() // the client leaves
 			<-left
-			waitFor(t, "the model request to be cancelled", func() bool { _, ended, _ := llm.stats(); return ended == 1 })
-			llm.disarm()
+			waitFor(t, "the model request to be cancelled", func() bool { _, ended, _ := model.stats(); return ended == 1 })
+			model.disarm()
 
 			key := session.OpenAIUser("main", user)
-			var msgs []provider.Message
+			var msgs []llm.Message
 			// The run records the abort as it winds down, after the client
 			// has gone.
 			waitFor(t, "the aborted turn to be recorded", func() bool {
@@ -477,8 +477,8 @@ func TestClientDisconnect(t *testing.T) {
 				t.Errorf("abort record error %q, want context canceled", msgs[1].Error)
 			}
 
-			n := llm.count()
-			llm.push(scripted{Content: "The end."})
+			n := model.count()
+			model.push(scripted{Content: "The end."})
 			next := ts.post(nil, chatBody(user, "go on", c.stream))
 			if next.status != http.StatusOK || next.content != "The end." {
 				t.Fatalf("next turn: status %d content %q body %s", next.status, next.content, next.body)
@@ -487,9 +487,9 @@ func TestClientDisconnect(t *testing.T) {
 			if c.partial != "" {
 				want = append(want, "assistant: "+c.partial)
 			}
-			checkSentHistory(t, llm.request(n+1), append(want, "user: go on"))
+			checkSentHistory(t, model.request(n+1), append(want, "user: go on"))
 
-			settle(t, llm, baseline)
+			settle(t, model, baseline)
 		})
 	}
 }
@@ -498,11 +498,11 @@ func TestClientDisconnect(t *testing.T) {
 // then sends a new user message instead of the results leaves calls
 // without results in the transcript; they are not sent to the model.
 func TestUnansweredClientToolCall(t *testing.T) {
-	llm := newScriptedLLM(t)
+	model := newScriptedLLM(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(llm, "")))
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(model, "")))
 	ts := startServer(t, dir, nil)
-	llm.push(scripted{Content: "Checking the weather.", ToolCalls: []struct {
+	model.push(scripted{Content: "Checking the weather.", ToolCalls: []struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}})
@@ -511,12 +511,12 @@ func TestUnansweredClientToolCall(t *testing.T) {
 	if rep.finish != "tool_calls" {
 		t.Fatalf("first turn: finish %q body %s", rep.finish, rep.body)
 	}
-	llm.push(scripted{Content: "Hello."})
+	model.push(scripted{Content: "Hello."})
 	rep = ts.post(nil, `{"model":"openclaw","user":"w","messages":[{"role":"user","content":"never mind, hi"}]}`)
 	if rep.status != http.StatusOK || rep.content != "Hello." {
 		t.Fatalf("second turn: status %d content %q", rep.status, rep.content)
 	}
-	checkSentHistory(t, llm.request(2), []string{"system", "user: weather?", "assistant: Checking the weather.", "user: never mind, hi"})
+	checkSentHistory(t, model.request(2), []string{"system", "user: weather?", "assistant: Checking the weather.", "user: never mind, hi"})
 }
 
 func chatBody(user, content string, stream bool) string {
@@ -528,10 +528,10 @@ func chatBody(user, content string, stream bool) string {
 // warmUp runs one streamed and one plain turn, so that everything the
 // gateway starts once (stores, pools) is running before goroutines are
 // counted.
-func warmUp(t *testing.T, ts *testServer, llm *faultyLLM) {
+func warmUp(t *testing.T, ts *testServer, model *faultyLLM) {
 	t.Helper()
 	for _, stream := range []bool{false, true} {
-		llm.push(scripted{Content: "warm"})
+		model.push(scripted{Content: "warm"})
 		if rep := ts.post(nil, chatBody("warm-up", "hi", stream)); rep.status != http.StatusOK {
 			t.Fatalf("warm-up turn: %d %s", rep.status, rep.body)
 		}
@@ -541,8 +541,8 @@ func warmUp(t *testing.T, ts *testServer, llm *faultyLLM) {
 // idleGoroutines closes idle connections and returns the number of
 // goroutines once what they ran has wound down: the lowest count seen over
 // a short while. Counted in the subtest, it includes the subtest's own.
-func idleGoroutines(llm *faultyLLM) int {
-	closeIdle(llm)
+func idleGoroutines(model *faultyLLM) int {
+	closeIdle(model)
 	low := goruntime.NumGoroutine()
 	for range 20 {
 		time.Sleep(10 * time.Millisecond)
@@ -551,18 +551,18 @@ func idleGoroutines(llm *faultyLLM) int {
 	return low
 }
 
-func closeIdle(llm *faultyLLM) {
+func closeIdle(model *faultyLLM) {
 	http.DefaultClient.CloseIdleConnections()
-	llm.srv.CloseClientConnections()
+	model.srv.CloseClientConnections()
 }
 
 // settle checks that the turn left nothing behind: no request still open
 // at the model, and, once idle keep-alive connections are closed, no more
 // goroutines than before the turn.
-func settle(t *testing.T, llm *faultyLLM, baseline int) {
+func settle(t *testing.T, model *faultyLLM, baseline int) {
 	t.Helper()
-	waitFor(t, "the model's connections to be idle", func() bool { return llm.busyConns() == 0 })
-	closeIdle(llm)
+	waitFor(t, "the model's connections to be idle", func() bool { return model.busyConns() == 0 })
+	closeIdle(model)
 	deadline := time.Now().Add(settleTimeout)
 	for goruntime.NumGoroutine() > baseline {
 		if time.Now().After(deadline) {
@@ -586,7 +586,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func transcriptOf(t *testing.T, ts *testServer, key string) []provider.Message {
+func transcriptOf(t *testing.T, ts *testServer, key string) []llm.Message {
 	t.Helper()
 	msgs, err := readTranscript(ts, key)
 	if err != nil {
@@ -597,7 +597,7 @@ func transcriptOf(t *testing.T, ts *testServer, key string) []provider.Message {
 
 // readTranscript reads a session of agent main through the gateway's own
 // store.
-func readTranscript(ts *testServer, key string) ([]provider.Message, error) {
+func readTranscript(ts *testServer, key string) ([]llm.Message, error) {
 	rt, err := ts.srv.defaultTenant.current(ts.srv)
 	if err != nil {
 		return nil, err
@@ -616,7 +616,7 @@ func readTranscript(ts *testServer, key string) ([]provider.Message, error) {
 
 // describe writes transcript messages one per line: "role: content",
 // "role(stopReason): content", "assistant: [tool names]", "tool: result".
-func describe(msgs []provider.Message) []string {
+func describe(msgs []llm.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		role := string(m.Role)

@@ -11,26 +11,26 @@ import (
 	"testing"
 	"time"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/store"
 )
 
-func fakeModelConfig(llm *scriptedLLM, extra string) string {
-	return `{models:{providers:{fake:{baseUrl:"` + llm.srv.URL + `/v1"}}},agents:{defaults:{model:"fake/scripted"}` + extra + `}}`
+func fakeModelConfig(model *scriptedLLM, extra string) string {
+	return `{models:{providers:{fake:{baseUrl:"` + model.srv.URL + `/v1"}}},agents:{defaults:{model:"fake/scripted"}` + extra + `}}`
 }
 
 // TestAbort: when the client goes away mid-run, the model call is
 // cancelled, the user's message stays in the transcript and a record says
 // the turn was aborted.
 func TestAbort(t *testing.T) {
-	llm := newScriptedLLM(t)
+	model := newScriptedLLM(t)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(llm, "")))
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(fakeModelConfig(model, "")))
 	ts := startServer(t, dir, nil)
 	started := make(chan struct{})
-	llm.mu.Lock()
-	llm.block = started
-	llm.mu.Unlock()
+	model.mu.Lock()
+	model.block = started
+	model.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -49,9 +49,9 @@ func TestAbort(t *testing.T) {
 	<-done
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		llm.mu.Lock()
-		n := llm.cancelled
-		llm.mu.Unlock()
+		model.mu.Lock()
+		n := model.cancelled
+		model.mu.Unlock()
 		if n == 1 {
 			break
 		}
@@ -78,7 +78,7 @@ func TestAbort(t *testing.T) {
 	// model had streamed: "thinking", or nothing when the client left
 	// before that chunk came through (TestClientDisconnect waits for it).
 	if len(msgs) != 2 || msgs[0].Content != "long task" ||
-		msgs[1].Role != provider.RoleAssistant || msgs[1].StopReason != provider.StopAborted ||
+		msgs[1].Role != llm.RoleAssistant || msgs[1].StopReason != llm.StopAborted ||
 		(msgs[1].Content != "thinking" && msgs[1].Content != "") ||
 		!strings.Contains(msgs[1].Error, "context canceled") {
 		t.Errorf("transcript = %+v, want the user message and an aborted record", msgs)
@@ -122,11 +122,11 @@ func TestShutdownFinishesRuns(t *testing.T) {
 // tenant config written by hand beyond the operator's ceiling is held to
 // it: its workspaces stay in its own directory.
 func TestTenantIsolation(t *testing.T) {
-	llm := newScriptedLLM(t)
+	model := newScriptedLLM(t)
 	dir := t.TempDir()
-	providers := `models:{providers:{fake:{baseUrl:"` + llm.srv.URL + `/v1"}}},`
+	providers := `models:{providers:{fake:{baseUrl:"` + model.srv.URL + `/v1"}}},`
 	// The fake LLM is on loopback: the operator opens its address to tenants.
-	ceiling := `tenants:{network:{allowHosts:["` + strings.TrimPrefix(llm.srv.URL, "http://") + `"]}},`
+	ceiling := `tenants:{network:{allowHosts:["` + strings.TrimPrefix(model.srv.URL, "http://") + `"]}},`
 	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway:{auth:{token:"root-token"}},`+ceiling+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "acme", "clawdbot.json"), []byte(`{gateway:{auth:{token:"acme-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
 	writeFile(t, filepath.Join(dir, "tenants", "beta", "clawdbot.json"), []byte(`{gateway:{auth:{token:"beta-token"}},`+providers+`agents:{defaults:{model:"fake/scripted"},list:[{id:"somi"}]}}`))
@@ -156,7 +156,7 @@ func TestTenantIsolation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.status == 200 {
-				llm.push(scripted{Content: "ok"})
+				model.push(scripted{Content: "ok"})
 			}
 			h := map[string]string{"Authorization": "Bearer " + c.token}
 			if c.tenant != "" {
@@ -172,14 +172,14 @@ func TestTenantIsolation(t *testing.T) {
 		})
 	}
 	// Beta uses acme's session key: it gets a session of its own, empty.
-	llm.push(scripted{Content: "ok"})
-	n := llm.count()
+	model.push(scripted{Content: "ok"})
+	n := model.count()
 	rep := ts.post(map[string]string{"Authorization": "Bearer beta-token", "X-Tenant-ID": "beta", "X-OpenClaw-Session-Key": "agent:somi:openai-user:u1"},
 		`{"model":"openclaw/somi","messages":[{"role":"user","content":"what was the plan?"}]}`)
 	if rep.status != 200 {
 		t.Fatalf("beta: %d %s", rep.status, rep.body)
 	}
-	if strings.Contains(string(llm.request(n+1)), "secret plan") {
+	if strings.Contains(string(model.request(n+1)), "secret plan") {
 		t.Error("beta's run saw acme's transcript")
 	}
 	for _, p := range []string{"tenants/acme/talon.db", "tenants/beta/talon.db"} {

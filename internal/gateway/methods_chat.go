@@ -12,8 +12,8 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/policy"
-	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/protocol"
 )
@@ -89,7 +89,7 @@ func (s *Server) chatSend(c *call) (any, error) {
 	stop := len(images) == 0 && isStopCommand(text)
 	var r *chatRun
 	if !stop {
-		input := []provider.Message{{Role: provider.RoleUser, Content: text, Images: images}}
+		input := []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}}
 		r = s.newRun(c, "chat", runID, key, agentID, agent.Request{Input: input}, timeout)
 	}
 	e, fresh := tr.idem.begin("chat:"+runID, r, time.Now())
@@ -128,7 +128,7 @@ func (p *runParams) decode(c *call, rest any) error {
 
 // check validates the shared params and returns the runId and the
 // attached images.
-func (p *runParams) check(method string) (string, []provider.Image, error) {
+func (p *runParams) check(method string) (string, []llm.Image, error) {
 	runID, err := idempotencyKey(method, p.IdempotencyKey)
 	if err != nil {
 		return "", nil, err
@@ -256,7 +256,7 @@ func (s *Server) agentRun(c *call) (any, error) {
 	}
 
 	req := agent.Request{
-		Input:       []provider.Message{{Role: provider.RoleUser, Content: text, Images: images}},
+		Input:       []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}},
 		ExtraSystem: deref(p.ExtraSystemPrompt),
 		Model:       model,
 	}
@@ -434,8 +434,8 @@ var dataURL = regexp.MustCompile(`^data:([^;,]*)(;[^,]*)?;base64,`)
 // decodeAttachments turns attachments into images for the user message.
 // Only images are taken (the providers carry nothing else); the type is
 // read from the bytes, not believed from mimeType.
-func decodeAttachments(method string, in []attachmentParam) ([]provider.Image, error) {
-	var out []provider.Image
+func decodeAttachments(method string, in []attachmentParam) ([]llm.Image, error) {
+	var out []llm.Image
 	for i, a := range in {
 		label := fmt.Sprintf("attachments[%d]", i)
 		if a.FileName != "" {
@@ -481,7 +481,7 @@ func decodeAttachments(method string, in []attachmentParam) ([]provider.Image, e
 		if !imageTypes[mime] {
 			return nil, fail("content is %s, not a PNG, JPEG, GIF or WebP image", mime)
 		}
-		out = append(out, provider.Image{MIME: mime, Data: data})
+		out = append(out, llm.Image{MIME: mime, Data: data})
 	}
 	return out, nil
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/store"
 	"talon/protocol"
 	"talon/protocol/client"
@@ -204,8 +204,8 @@ func callOK(t *testing.T, cl *client.Client, method string, params any) map[stri
 // cumulative text and the new fragment, and the final; a reader sees the
 // same chat events, a client without read scope none.
 func TestChatSendStream(t *testing.T) {
-	llm := newStepLLM(t)
-	ts, url := startWS(t, modelMembers(llm.srv.URL))
+	model := newStepLLM(t)
+	ts, url := startWS(t, modelMembers(model.srv.URL))
 	sender := dialWS(t, url, protocol.ScopeWrite)
 	reader := dialWS(t, url, protocol.ScopeRead)
 	blind := dialWS(t, url, []string{}...)
@@ -224,12 +224,12 @@ func TestChatSendStream(t *testing.T) {
 		{" world", "Hello wide world"},
 	}
 	for _, st := range steps {
-		llm.feed(t, st.frag)
+		model.feed(t, st.frag)
 		watch(t, sender, "run-stream", &ev, func(e *runEvents) bool {
 			return len(e.chat) > 0 && e.chat[len(e.chat)-1].text() == st.delta
 		})
 	}
-	llm.feed(t, "")
+	model.feed(t, "")
 	watch(t, sender, "run-stream", &ev, (*runEvents).ended)
 	watch(t, reader, "run-stream", &seen, (*runEvents).ended)
 
@@ -295,10 +295,10 @@ func TestChatSendStream(t *testing.T) {
 // TestChatIdempotency: a retry of a finished chat.send gets its outcome
 // without a second run; a retry while it runs gets in_flight.
 func TestChatIdempotency(t *testing.T) {
-	llm := newScriptedLLM(t)
-	_, url := startWS(t, modelMembers(llm.srv.URL))
+	model := newScriptedLLM(t)
+	_, url := startWS(t, modelMembers(model.srv.URL))
 	cl := dialWS(t, url)
-	llm.push(scripted{Content: "first answer"})
+	model.push(scripted{Content: "first answer"})
 	send := map[string]any{"sessionKey": "agent:main:idem", "message": "hi", "idempotencyKey": "k1"}
 	callOK(t, cl, "chat.send", send)
 	var ev runEvents
@@ -317,15 +317,15 @@ func TestChatIdempotency(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if n := llm.count(); n != 1 {
+	if n := model.count(); n != 1 {
 		t.Fatalf("the model was called %d times, want 1", n)
 	}
 
 	// In flight: the model holds the run.
 	started := make(chan struct{})
-	llm.mu.Lock()
-	llm.block = started
-	llm.mu.Unlock()
+	model.mu.Lock()
+	model.block = started
+	model.mu.Unlock()
 	inflight := map[string]any{"sessionKey": "agent:main:idem", "message": "long", "idempotencyKey": "k2"}
 	callOK(t, cl, "chat.send", inflight)
 	<-started
@@ -341,7 +341,7 @@ func TestChatIdempotency(t *testing.T) {
 	if got := callOK(t, cl, "chat.send", inflight); !reflect.DeepEqual(got, map[string]any{"runId": "k2", "status": "aborted", "stopReason": "rpc"}) {
 		t.Fatalf("retry after the abort = %v", got)
 	}
-	if n := llm.count(); n != 2 {
+	if n := model.count(); n != 2 {
 		t.Fatalf("the model was called %d times, want 2", n)
 	}
 }
@@ -349,8 +349,8 @@ func TestChatIdempotency(t *testing.T) {
 // TestChatAbort aborts runs held by the model, every way a client can,
 // and checks the refusals.
 func TestChatAbort(t *testing.T) {
-	llm := newScriptedLLM(t)
-	ts, url := startWS(t, modelMembers(llm.srv.URL))
+	model := newScriptedLLM(t)
+	ts, url := startWS(t, modelMembers(model.srv.URL))
 	cl := dialWS(t, url)
 	cases := []struct {
 		name       string
@@ -371,9 +371,9 @@ func TestChatAbort(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			started := make(chan struct{})
-			llm.mu.Lock()
-			llm.block = started
-			llm.mu.Unlock()
+			model.mu.Lock()
+			model.block = started
+			model.mu.Unlock()
 			id := "a-" + tc.name
 			callOK(t, cl, "chat.send", map[string]any{"sessionKey": "agent:main:abort", "message": "long task", "idempotencyKey": id})
 			<-started
@@ -400,16 +400,16 @@ func TestChatAbort(t *testing.T) {
 		t.Fatalf("transcript %+v", msgs)
 	}
 	for i := 0; i < len(msgs); i += 2 {
-		if msgs[i].Content != "long task" || msgs[i+1].StopReason != provider.StopAborted {
+		if msgs[i].Content != "long task" || msgs[i+1].StopReason != llm.StopAborted {
 			t.Errorf("transcript %d: %+v %+v", i, msgs[i], msgs[i+1])
 		}
 	}
 
 	// Refusals and no-ops.
 	started := make(chan struct{})
-	llm.mu.Lock()
-	llm.block = started
-	llm.mu.Unlock()
+	model.mu.Lock()
+	model.block = started
+	model.mu.Unlock()
 	callOK(t, cl, "chat.send", map[string]any{"sessionKey": "agent:main:other", "message": "long", "idempotencyKey": "busy"})
 	<-started
 	refusals := []struct {
@@ -675,8 +675,8 @@ func TestAgentViaClient(t *testing.T) {
 		fmt.Fprint(w, `{"error":{"message":"This model's maximum context length is 10 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`)
 	}))
 	defer failing.Close()
-	llm := newScriptedLLM(t)
-	members := `,"models":{"providers":{"bad":{"baseUrl":"` + failing.URL + `/v1"},"fake":{"baseUrl":"` + llm.srv.URL + `/v1"}}}` +
+	model := newScriptedLLM(t)
+	members := `,"models":{"providers":{"bad":{"baseUrl":"` + failing.URL + `/v1"},"fake":{"baseUrl":"` + model.srv.URL + `/v1"}}}` +
 		`,"agents":{"list":[{"id":"main","default":true},{"id":"broken","model":"bad/m"},{"id":"slow","model":"fake/m"}]}`
 	_, url := startWS(t, members)
 	cl := dialWS(t, url)
@@ -702,9 +702,9 @@ func TestAgentViaClient(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.agentID == "slow" {
-				llm.mu.Lock()
-				llm.block = make(chan struct{})
-				llm.mu.Unlock()
+				model.mu.Lock()
+				model.block = make(chan struct{})
+				model.mu.Unlock()
 			}
 			id := "via-" + tc.name
 			raw, err := cl.CallRaw(ctx, "agent", map[string]any{"message": "hi", "idempotencyKey": id, "agentId": tc.agentID, "timeout": tc.timeout})
@@ -733,11 +733,11 @@ func TestAgentViaClient(t *testing.T) {
 // before the shutdown event, and their turns keep an aborted record.
 func TestChatShutdown(t *testing.T) {
 	t.Run("finishes", func(t *testing.T) {
-		llm := newStepLLM(t)
-		ts, url := startWS(t, modelMembers(llm.srv.URL))
+		model := newStepLLM(t)
+		ts, url := startWS(t, modelMembers(model.srv.URL))
 		cl := dialWS(t, url)
 		callOK(t, cl, "chat.send", map[string]any{"sessionKey": "main", "message": "hi", "idempotencyKey": "sd-1"})
-		llm.feed(t, "almost")
+		model.feed(t, "almost")
 		stopped := make(chan error, 1)
 		ts.stopd = true
 		go func() { stopped <- ts.srv.Shutdown(context.Background()) }()
@@ -753,8 +753,8 @@ func TestChatShutdown(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeUnavailable || !pe.Retryable {
 			t.Fatalf("chat.send while stopping: %v", err)
 		}
-		llm.feed(t, " done")
-		llm.feed(t, "")
+		model.feed(t, " done")
+		model.feed(t, "")
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
 		}
@@ -772,14 +772,14 @@ func TestChatShutdown(t *testing.T) {
 		}
 	})
 	t.Run("aborted", func(t *testing.T) {
-		llm := newScriptedLLM(t)
-		ts, url := startWS(t, modelMembers(llm.srv.URL))
+		model := newScriptedLLM(t)
+		ts, url := startWS(t, modelMembers(model.srv.URL))
 		dir := ts.dir
 		cl := dialWS(t, url)
 		started := make(chan struct{})
-		llm.mu.Lock()
-		llm.block = started
-		llm.mu.Unlock()
+		model.mu.Lock()
+		model.block = started
+		model.mu.Unlock()
 		callOK(t, cl, "chat.send", map[string]any{"sessionKey": "main", "message": "long task", "idempotencyKey": "sd-3"})
 		<-started
 		now, cancel := context.WithCancel(context.Background())
@@ -811,7 +811,7 @@ func TestChatShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		msgs, err := db.Transcript(context.Background(), e.SessionID, 0)
-		if err != nil || len(msgs) != 2 || msgs[1].StopReason != provider.StopAborted {
+		if err != nil || len(msgs) != 2 || msgs[1].StopReason != llm.StopAborted {
 			t.Fatalf("transcript %+v, %v", msgs, err)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"talon/internal/agent"
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/store"
 	"talon/protocol"
 )
@@ -183,19 +183,19 @@ func toHistory(r store.Record, maxChars int) historyMessage {
 	m := r.Message
 	h := historyMessage{Role: string(m.Role), Timestamp: r.CreatedAt, Content: []any{},
 		Meta: historyMeta{Seq: r.Seq, SystemEvent: agent.IsSystemEvent(m)}}
-	if m.Content != "" || m.Role != provider.RoleAssistant {
+	if m.Content != "" || m.Role != llm.RoleAssistant {
 		h.Content = append(h.Content, textPart{"text", clip(m.Content, maxChars)})
 	}
 	for _, img := range m.Images {
 		h.Content = append(h.Content, imagePart{"image", img.MIME, len(img.Data), true})
 	}
 	switch m.Role {
-	case provider.RoleAssistant:
+	case llm.RoleAssistant:
 		for _, tc := range m.ToolCalls {
 			h.Content = append(h.Content, toolCallPart{"toolCall", tc.ID, tc.Name, callArguments(tc.Arguments)})
 		}
 		h.StopReason, h.ErrorMessage = m.StopReason, clip(m.Error, maxChars)
-	case provider.RoleTool:
+	case llm.RoleTool:
 		isErr := m.IsError
 		h.Role, h.ToolCallID, h.ToolName, h.IsError = "toolResult", m.ToolCallID, m.Name, &isErr
 	}

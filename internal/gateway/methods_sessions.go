@@ -16,8 +16,8 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/policy"
-	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/internal/store"
 	"talon/protocol"
@@ -493,7 +493,7 @@ func (f *sessionFilter) describe(ctx context.Context, db *store.DB, row *session
 			return err
 		}
 		for _, r := range head {
-			if r.Message.Role == provider.RoleUser && strings.TrimSpace(r.Message.Content) != "" && !agent.IsSystemEvent(r.Message) {
+			if r.Message.Role == llm.RoleUser && strings.TrimSpace(r.Message.Content) != "" && !agent.IsSystemEvent(r.Message) {
 				row.DerivedTitle = oneLine(r.Message.Content, titleRunes)
 				break
 			}
@@ -506,7 +506,7 @@ func (f *sessionFilter) describe(ctx context.Context, db *store.DB, row *session
 		}
 		for i := len(tail) - 1; i >= 0; i-- {
 			m := tail[i].Message
-			if (m.Role == provider.RoleUser || m.Role == provider.RoleAssistant) && strings.TrimSpace(m.Content) != "" && !agent.IsSystemEvent(m) {
+			if (m.Role == llm.RoleUser || m.Role == llm.RoleAssistant) && strings.TrimSpace(m.Content) != "" && !agent.IsSystemEvent(m) {
 				row.LastMessagePreview = oneLine(m.Content, previewRunes)
 				break
 			}

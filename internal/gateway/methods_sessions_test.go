@@ -13,6 +13,7 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/internal/store"
@@ -749,8 +750,8 @@ func TestChatHistory(t *testing.T) {
 	mustRPC(t, admin, "sessions.patch", map[string]any{"key": "big"}, &p)
 	sid := p.Entry.SessionID
 	if err := db.AppendMessages(ctx, sid,
-		provider.Message{Role: provider.RoleAssistant, StopReason: provider.StopAborted, Error: "context canceled", Content: "partial"},
-		provider.Message{Role: provider.RoleTool, ToolCallID: "c9", Name: "read", Content: strings.Repeat("a", 200<<10)},
+		llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopAborted, Error: "context canceled", Content: "partial"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "c9", Name: "read", Content: strings.Repeat("a", 200<<10)},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -767,9 +768,9 @@ func TestChatHistory(t *testing.T) {
 		t.Errorf("default maxChars: %d chars", len(got))
 	}
 	chunk := strings.Repeat("b", 110<<10)
-	batch := make([]provider.Message, 60)
+	batch := make([]llm.Message, 60)
 	for i := range batch {
-		batch[i] = provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("%02d", i) + chunk}
+		batch[i] = llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("%02d", i) + chunk}
 	}
 	if err := db.AppendMessages(ctx, sid, batch...); err != nil {
 		t.Fatal(err)
@@ -868,8 +869,8 @@ func TestPatchModelCatalog(t *testing.T) {
 // one the session's next turn calls; clearing it goes back to the
 // agent's model.
 func TestSessionModelOverrideRuns(t *testing.T) {
-	llm := newScriptedLLM(t)
-	ts, url := startWS(t, `,"models":{"providers":{"fake":{"baseUrl":"`+llm.srv.URL+`/v1","models":[{"id":"scripted"}]}}}`)
+	model := newScriptedLLM(t)
+	ts, url := startWS(t, `,"models":{"providers":{"fake":{"baseUrl":"`+model.srv.URL+`/v1","models":[{"id":"scripted"}]}}}`)
 	admin := dialWS(t, url, protocol.ScopeAdmin)
 	auth := map[string]string{"Authorization": "Bearer " + wsToken}
 	turn := `{"user":"dora","messages":[{"role":"user","content":"hello"}]}`
@@ -879,11 +880,11 @@ func TestSessionModelOverrideRuns(t *testing.T) {
 	if p.Resolved.ModelProvider != "fake" || p.Resolved.Model != "scripted" {
 		t.Fatalf("resolved = %+v", p.Resolved)
 	}
-	llm.push(scripted{Content: "from the scripted model"})
+	model.push(scripted{Content: "from the scripted model"})
 	if rep := ts.post(auth, turn); rep.status != http.StatusOK || rep.content != "from the scripted model" {
 		t.Fatalf("turn with the override: %d %q %s", rep.status, rep.content, rep.body)
 	}
-	if req := string(llm.request(1)); !strings.Contains(req, `"model":"scripted"`) {
+	if req := string(model.request(1)); !strings.Contains(req, `"model":"scripted"`) {
 		t.Errorf("the model was called with %s", req)
 	}
 
@@ -891,7 +892,7 @@ func TestSessionModelOverrideRuns(t *testing.T) {
 	if rep := ts.post(auth, turn); rep.status != http.StatusOK || !strings.HasPrefix(rep.content, "inspect:") {
 		t.Fatalf("turn after clearing: %d %q", rep.status, rep.content)
 	}
-	if n := llm.count(); n != 1 {
+	if n := model.count(); n != 1 {
 		t.Errorf("the scripted model got %d calls, want 1", n)
 	}
 }
@@ -901,9 +902,9 @@ func TestSessionModelOverrideRuns(t *testing.T) {
 // prompt in use, the model's configured window, and Talon's cumulative
 // counters, which sessions.reset zeroes.
 func TestSessionsListTokens(t *testing.T) {
-	llm := newScriptedLLM(t) // every answer reports 10 in, 5 out, 15 total
+	model := newScriptedLLM(t) // every answer reports 10 in, 5 out, 15 total
 	ts, url := startWS(t, `,"agents":{"defaults":{"model":"fake/scripted"}},
-		"models":{"providers":{"fake":{"baseUrl":"`+llm.srv.URL+`/v1","models":[{"id":"scripted","contextWindow":32000}]}}}`)
+		"models":{"providers":{"fake":{"baseUrl":"`+model.srv.URL+`/v1","models":[{"id":"scripted","contextWindow":32000}]}}}`)
 	admin := dialWS(t, url, protocol.ScopeAdmin)
 	auth := map[string]string{"Authorization": "Bearer " + wsToken}
 	const k = "agent:main:openai-user:erin"
@@ -928,7 +929,7 @@ func TestSessionsListTokens(t *testing.T) {
 		return c
 	}
 	for i := range 2 {
-		llm.push(scripted{Content: fmt.Sprintf("answer %d", i)})
+		model.push(scripted{Content: fmt.Sprintf("answer %d", i)})
 		if rep := ts.post(auth, `{"user":"erin","messages":[{"role":"user","content":"hello"}]}`); rep.status != http.StatusOK {
 			t.Fatalf("turn %d: %d %s", i, rep.status, rep.body)
 		}

@@ -15,6 +15,7 @@ import (
 	"talon/internal/agent"
 	"talon/internal/authlimit"
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/session"
@@ -350,7 +351,7 @@ func sessionFor(cfg *config.Config, agentID, raw string) (string, string, error)
 func convertMessages(msgs []chatMessage) (agent.Request, string) {
 	var rr agent.Request
 	var system []string
-	var conv []provider.Message
+	var conv []llm.Message
 	for i, m := range msgs {
 		text, err := contentText(m.Content)
 		if err != "" {
@@ -362,21 +363,21 @@ func convertMessages(msgs []chatMessage) (agent.Request, string) {
 				system = append(system, text)
 			}
 		case "user":
-			conv = append(conv, provider.Message{Role: provider.RoleUser, Content: text})
+			conv = append(conv, llm.Message{Role: llm.RoleUser, Content: text})
 		case "assistant":
-			pm := provider.Message{Role: provider.RoleAssistant, Content: text}
+			pm := llm.Message{Role: llm.RoleAssistant, Content: text}
 			for j, c := range m.ToolCalls {
 				if c.ID == "" || c.Function.Name == "" {
 					return rr, fmt.Sprintf("messages[%d].tool_calls[%d]: id and function.name are required", i, j)
 				}
-				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+				pm.ToolCalls = append(pm.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 			}
 			conv = append(conv, pm)
 		case "tool", "function":
 			if m.Role == "tool" && m.ToolCallID == "" {
 				return rr, fmt.Sprintf("messages[%d]: a tool message needs tool_call_id", i)
 			}
-			conv = append(conv, provider.Message{Role: provider.RoleTool, Content: text, ToolCallID: m.ToolCallID, Name: m.Name})
+			conv = append(conv, llm.Message{Role: llm.RoleTool, Content: text, ToolCallID: m.ToolCallID, Name: m.Name})
 		default:
 			return rr, fmt.Sprintf("messages[%d].role: unknown role %q", i, m.Role)
 		}
@@ -384,14 +385,14 @@ func convertMessages(msgs []chatMessage) (agent.Request, string) {
 	rr.ExtraSystem = strings.Join(system, "\n\n")
 	last := -1
 	for i, m := range conv {
-		if m.Role == provider.RoleAssistant {
+		if m.Role == llm.RoleAssistant {
 			last = i
 		}
 	}
 	rr.History, rr.Input = conv[:last+1], conv[last+1:]
 	hasInput := false
 	for _, m := range rr.Input {
-		if m.Role == provider.RoleTool || strings.TrimSpace(m.Content) != "" {
+		if m.Role == llm.RoleTool || strings.TrimSpace(m.Content) != "" {
 			hasInput = true
 		}
 	}
@@ -425,7 +426,7 @@ func samplingParams(b *chatRequest, rr *agent.Request) string {
 
 // contentText flattens string or text-part content. Images are refused
 // rather than dropped: the endpoint does not pass a client's images on to
-// the model yet (provider.Message can carry them; the image tool uses it).
+// the model yet (llm.Message can carry them; the image tool uses it).
 func contentText(raw json.RawMessage) (string, string) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -461,7 +462,7 @@ func contentText(raw json.RawMessage) (string, string) {
 
 // clientTools validates the caller's function tools. tool_choice "none"
 // hides them; other choices are accepted and behave as "auto".
-func (s *Server) clientTools(body chatRequest, rt *runtime) ([]provider.ToolSpec, string) {
+func (s *Server) clientTools(body chatRequest, rt *runtime) ([]llm.ToolSpec, string) {
 	if c, ok := body.ToolChoice.(string); ok && c == "none" {
 		return nil, ""
 	}
@@ -474,7 +475,7 @@ func (s *Server) clientTools(body chatRequest, rt *runtime) ([]provider.ToolSpec
 	default:
 		return nil, "tool_choice: expected a string or an object"
 	}
-	var out []provider.ToolSpec
+	var out []llm.ToolSpec
 	for i, t := range body.Tools {
 		if t.Type != "function" {
 			return nil, fmt.Sprintf("tools[%d].type: only \"function\" tools are supported", i)
@@ -498,7 +499,7 @@ func (s *Server) clientTools(body chatRequest, rt *runtime) ([]provider.ToolSpec
 				return nil, fmt.Sprintf("tools[%d].function.name: %q appears twice", i, name)
 			}
 		}
-		out = append(out, provider.ToolSpec{Name: name, Description: t.Function.Description, Parameters: params})
+		out = append(out, llm.ToolSpec{Name: name, Description: t.Function.Description, Parameters: params})
 	}
 	return out, ""
 }
@@ -547,7 +548,7 @@ func contentOf(res *agent.Result) string {
 	return res.Text
 }
 
-func wireCalls(calls []provider.ToolCall, indexed bool) []wireToolCall {
+func wireCalls(calls []llm.ToolCall, indexed bool) []wireToolCall {
 	out := make([]wireToolCall, len(calls))
 	for i, c := range calls {
 		out[i].ID, out[i].Type = c.ID, "function"

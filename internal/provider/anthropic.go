@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"talon/internal/llm"
 )
 
 // Anthropic API defaults.
@@ -197,7 +199,7 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 		}
 		switch m.Role {
-		case RoleTool:
+		case llm.RoleTool:
 			b := anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
 			if lastIsResults {
 				last := &w.Messages[len(w.Messages)-1]
@@ -206,7 +208,7 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 				w.Messages = append(w.Messages, anMessage{Role: "user", Content: []anBlock{b}})
 				lastIsResults = true
 			}
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			var blocks []anBlock
 			if m.Content != "" {
 				blocks = append(blocks, anBlock{Type: "text", Text: m.Content})
@@ -380,7 +382,7 @@ func (c *Anthropic) parseBody(data []byte) (*Response, error) {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			r.ToolCalls = append(r.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: compactJSON(b.Input)})
+			r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: compactJSON(b.Input)})
 		}
 	}
 	r.Content = text.String()
@@ -513,7 +515,7 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 			if strings.TrimSpace(args) == "" {
 				args = compactJSON(b.start)
 			}
-			r.ToolCalls = append(r.ToolCalls, ToolCall{ID: b.id, Name: b.name, Arguments: args})
+			r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: args})
 		}
 	}
 	r.Content = text.String()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/llm"
 )
 
 func testAnthropic(t *testing.T, f *fakeServer, opts AnthropicOptions) (*Anthropic, *waits) {
@@ -37,19 +39,19 @@ func TestAnthropicRequestBody(t *testing.T) {
 			req: &Request{
 				Model:  "claude-x",
 				System: "be brief",
-				Messages: []Message{
-					{Role: RoleUser, Content: "read both"},
-					{Role: RoleAssistant, Content: "sure", ToolCalls: []ToolCall{
+				Messages: []llm.Message{
+					{Role: llm.RoleUser, Content: "read both"},
+					{Role: llm.RoleAssistant, Content: "sure", ToolCalls: []llm.ToolCall{
 						{ID: "t1", Name: "read", Arguments: `{ "path": "a" }`},
 						{ID: "t2", Name: "read", Arguments: `not json`},
 					}},
-					{Role: RoleTool, ToolCallID: "t1", Name: "read", Content: "A"},
-					{Role: RoleTool, ToolCallID: "t2", Name: "read", Content: "no such file", IsError: true},
-					{Role: RoleUser, Content: "and now?"},
-					{Role: RoleAssistant, Content: "done"},
-					{Role: RoleUser, Content: "thanks"},
+					{Role: llm.RoleTool, ToolCallID: "t1", Name: "read", Content: "A"},
+					{Role: llm.RoleTool, ToolCallID: "t2", Name: "read", Content: "no such file", IsError: true},
+					{Role: llm.RoleUser, Content: "and now?"},
+					{Role: llm.RoleAssistant, Content: "done"},
+					{Role: llm.RoleUser, Content: "thanks"},
 				},
-				Tools: []ToolSpec{
+				Tools: []llm.ToolSpec{
 					{Name: "read", Description: "read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
 					{Name: "now"},
 				},
@@ -85,7 +87,7 @@ func TestAnthropicRequestBody(t *testing.T) {
 		},
 		{
 			name:   "stream, max tokens from request, no system",
-			req:    &Request{Model: "m", MaxTokens: 77, Messages: []Message{{Role: RoleUser, Content: "hi"}}},
+			req:    &Request{Model: "m", MaxTokens: 77, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}},
 			stream: true,
 			want: map[string]any{
 				"model": "m", "max_tokens": 77.0, "stream": true,
@@ -94,7 +96,7 @@ func TestAnthropicRequestBody(t *testing.T) {
 		},
 		{
 			name: "max tokens from options",
-			req:  &Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}},
+			req:  &Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}},
 			opts: AnthropicOptions{MaxTokens: 1000},
 			want: map[string]any{
 				"model": "m", "max_tokens": 1000.0,
@@ -156,7 +158,7 @@ func TestAnthropicNonStream(t *testing.T) {
 				"stop_reason":"tool_use","usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":7}}`,
 			want: &Response{
 				Content:      "Looking.",
-				ToolCalls:    []ToolCall{{ID: "toolu_1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "toolu_2", Name: "now", Arguments: `{}`}},
+				ToolCalls:    []llm.ToolCall{{ID: "toolu_1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "toolu_2", Name: "now", Arguments: `{}`}},
 				FinishReason: FinishToolCalls, Usage: Usage{105, 7, 112},
 			},
 		},
@@ -215,7 +217,7 @@ var anStreamEnd = []string{
 func TestAnthropicStream(t *testing.T) {
 	wantTools := &Response{
 		Content: "Let me check.",
-		ToolCalls: []ToolCall{
+		ToolCalls: []llm.ToolCall{
 			{ID: "toolu_1", Name: "read", Arguments: `{"path": "a"}`},
 			{ID: "toolu_2", Name: "now", Arguments: `{}`},
 		},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"talon/internal/llm"
 )
 
 // BenchmarkOpenAIEncode encodes a first-turn request of the size the
@@ -11,9 +13,9 @@ import (
 // schemas, one user message.
 func BenchmarkOpenAIEncode(b *testing.B) {
 	c := NewOpenAI(OpenAIOptions{Name: "bench", BaseURL: "http://127.0.0.1:1/v1"})
-	var specs []ToolSpec
+	var specs []llm.ToolSpec
 	for i := range 9 {
-		specs = append(specs, ToolSpec{
+		specs = append(specs, llm.ToolSpec{
 			Name:        "tool" + strings.Repeat("x", i),
 			Description: strings.Repeat("Reads a file from the workspace. ", 4),
 			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Path of the file, relative to the workspace."},` +
@@ -23,7 +25,7 @@ func BenchmarkOpenAIEncode(b *testing.B) {
 	req := &Request{
 		Model:    "fake-model",
 		System:   strings.Repeat("You are a helpful agent.\nFollow AGENTS.md \"rules\" <always>.\n", 150),
-		Messages: []Message{{Role: RoleUser, Content: "hi"}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
 		Tools:    specs,
 	}
 	b.ReportAllocs()

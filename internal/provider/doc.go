@@ -1,7 +1,8 @@
 // Package provider holds Talon's LLM clients: OpenAI-compatible Chat
 // Completions (OpenAI, OpenRouter, ollama, llama-server, vLLM), Anthropic
 // Messages, and the offline deterministic inspect model, behind one small
-// Provider interface.
+// Provider interface. The messages, tool calls and tool specs they carry
+// are internal/llm's.
 //
 // Clients are thin and ours: they speak the wire formats directly, stream
 // or not, retry 429 and 5xx with backoff, and honour context cancellation.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 )
 
 // replay is an http.RoundTripper that answers every request with one
@@ -42,12 +43,12 @@ func replayClient(ctype string, body []byte) *http.Client {
 // fuzzRequest is a small conversation with a tool, so the encoders run too.
 var fuzzRequest = &Request{
 	Model: "m", System: "be brief",
-	Messages: []Message{
-		{Role: RoleUser, Content: "hi"},
-		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a"}`}}},
-		{Role: RoleTool, ToolCallID: "c1", Content: "text"},
+	Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "hi"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a"}`}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Content: "text"},
 	},
-	Tools: []ToolSpec{{Name: "read", Parameters: []byte(`{"type":"object"}`)}},
+	Tools: []llm.ToolSpec{{Name: "read", Parameters: []byte(`{"type":"object"}`)}},
 }
 
 // checkChat holds what any answer of a provider must give: an error that

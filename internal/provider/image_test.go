@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"talon/internal/llm"
 )
 
 // imageRequest is a turn whose last user message carries two images.
 func imageRequest() *Request {
-	return &Request{Model: "m", Messages: []Message{
-		{Role: RoleUser, Content: "earlier"},
-		{Role: RoleAssistant, Content: "ok"},
-		{Role: RoleUser, Content: "What is this?", Images: []Image{
+	return &Request{Model: "m", Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "earlier"},
+		{Role: llm.RoleAssistant, Content: "ok"},
+		{Role: llm.RoleUser, Content: "What is this?", Images: []llm.Image{
 			{MIME: "image/png", Data: []byte("\x89PNG")},
 			{MIME: "image/webp", Data: []byte("RIFFxxxxWEBP")},
 		}},
@@ -38,7 +40,7 @@ func TestImageEncoding(t *testing.T) {
 				`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}},` +
 				`{"type":"image_url","image_url":{"url":"data:image/webp;base64,UklGRnh4eHhXRUJQ"}}]}]}`},
 		{"openai image without text", func(r *Request) ([]byte, error) { return oa.encode(r, false) },
-			&Request{Model: "m", Messages: []Message{{Role: RoleUser, Images: []Image{{MIME: "image/gif", Data: []byte("GIF8")}}}}},
+			&Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF8")}}}}},
 			`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/gif;base64,R0lGOA=="}}]}]}`},
 		{"anthropic", func(r *Request) ([]byte, error) { return an.encode(r, false) }, imageRequest(),
 			`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"earlier"}]},` +
@@ -47,10 +49,10 @@ func TestImageEncoding(t *testing.T) {
 				`{"type":"image","source":{"type":"base64","media_type":"image/webp","data":"UklGRnh4eHhXRUJQ"}},` +
 				`{"type":"text","text":"What is this?"}]}],"max_tokens":4096}`},
 		{"anthropic image after tool results", func(r *Request) ([]byte, error) { return an.encode(r, false) },
-			&Request{Model: "m", Messages: []Message{
-				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "x", Arguments: "{}"}}},
-				{Role: RoleTool, ToolCallID: "c1", Content: "done"},
-				{Role: RoleUser, Images: []Image{{MIME: "image/jpeg", Data: []byte{0xff, 0xd8}}}},
+			&Request{Model: "m", Messages: []llm.Message{
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "x", Arguments: "{}"}}},
+				{Role: llm.RoleTool, ToolCallID: "c1", Content: "done"},
+				{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/jpeg", Data: []byte{0xff, 0xd8}}}},
 			}},
 			`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"x","input":{}}]},` +
 				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"done"},` +
@@ -74,19 +76,19 @@ func TestImageEncoding(t *testing.T) {
 func TestImageEncodingRefuses(t *testing.T) {
 	cases := []struct {
 		name string
-		msg  Message
+		msg  llm.Message
 		want string
 	}{
-		{"assistant", Message{Role: RoleAssistant, Content: "x", Images: []Image{{MIME: "image/png", Data: []byte("x")}}}, "only user messages"},
-		{"tool", Message{Role: RoleTool, ToolCallID: "c", Images: []Image{{MIME: "image/png", Data: []byte("x")}}}, "only user messages"},
-		{"bad MIME", Message{Role: RoleUser, Images: []Image{{MIME: "image/tiff", Data: []byte("x")}}}, `"image/tiff"`},
-		{"no data", Message{Role: RoleUser, Images: []Image{{MIME: "image/png"}}}, "no data"},
+		{"assistant", llm.Message{Role: llm.RoleAssistant, Content: "x", Images: []llm.Image{{MIME: "image/png", Data: []byte("x")}}}, "only user messages"},
+		{"tool", llm.Message{Role: llm.RoleTool, ToolCallID: "c", Images: []llm.Image{{MIME: "image/png", Data: []byte("x")}}}, "only user messages"},
+		{"bad MIME", llm.Message{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/tiff", Data: []byte("x")}}}, `"image/tiff"`},
+		{"no data", llm.Message{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/png"}}}, "no data"},
 	}
 	oa, an := NewOpenAI(OpenAIOptions{}), NewAnthropic(AnthropicOptions{})
 	for _, c := range cases {
 		for name, enc := range map[string]func(*Request, bool) ([]byte, error){"openai": oa.encode, "anthropic": an.encode} {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
-				_, err := enc(&Request{Model: "m", Messages: []Message{c.msg}}, false)
+				_, err := enc(&Request{Model: "m", Messages: []llm.Message{c.msg}}, false)
 				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "encoding request") {
 					t.Errorf("err = %v, want one naming the encoding and %q", err, c.want)
 				}
@@ -119,11 +121,11 @@ func TestInspectImages(t *testing.T) {
 		want string
 	}{
 		{"two images", imageRequest(), `inspect: 2 image(s): image/png 4 bytes, image/webp 12 bytes; prompt: "What is this?"`},
-		{"no prompt", &Request{Messages: []Message{{Role: RoleUser, Images: []Image{{MIME: "image/gif", Data: []byte("GIF89a")}}}}},
+		{"no prompt", &Request{Messages: []llm.Message{{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF89a")}}}}},
 			`inspect: 1 image(s): image/gif 6 bytes; prompt: ""`},
-		{"images on an earlier message only", &Request{Messages: []Message{
-			{Role: RoleUser, Images: []Image{{MIME: "image/gif", Data: []byte("GIF89a")}}},
-			{Role: RoleAssistant, Content: "x"}, {Role: RoleUser, Content: "hi"}}},
+		{"images on an earlier message only", &Request{Messages: []llm.Message{
+			{Role: llm.RoleUser, Images: []llm.Image{{MIME: "image/gif", Data: []byte("GIF89a")}}},
+			{Role: llm.RoleAssistant, Content: "x"}, {Role: llm.RoleUser, Content: "hi"}}},
 			"inspect: system prompt 0 bytes, 0 tools, 3 messages"},
 	}
 	for _, c := range cases {

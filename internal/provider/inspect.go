@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"talon/internal/llm"
 )
 
 // Inspect is the offline, deterministic model ("inspect" or
@@ -67,7 +69,7 @@ func (Inspect) Chat(ctx context.Context, req *Request, onDelta func(string)) (*R
 	return r, nil
 }
 
-func callBytes(calls []ToolCall) int {
+func callBytes(calls []llm.ToolCall) int {
 	n := 0
 	for _, c := range calls {
 		n += len(c.Name) + len(c.Arguments)
@@ -82,7 +84,7 @@ func inspectAnswer(req *Request) *Response {
 	if n := len(req.Messages); n > 0 {
 		last := req.Messages[n-1]
 		switch last.Role {
-		case RoleUser:
+		case llm.RoleUser:
 			if len(last.Images) > 0 {
 				return stop(imageSummary(&last))
 			}
@@ -99,7 +101,7 @@ func inspectAnswer(req *Request) *Response {
 			if calls := parseCalls(last.Content); len(calls) > 0 {
 				earlier := 0
 				for _, m := range req.Messages {
-					if m.Role == RoleAssistant {
+					if m.Role == llm.RoleAssistant {
 						earlier += len(m.ToolCalls)
 					}
 				}
@@ -108,10 +110,10 @@ func inspectAnswer(req *Request) *Response {
 				}
 				return &Response{ToolCalls: calls, FinishReason: FinishToolCalls}
 			}
-		case RoleTool:
+		case llm.RoleTool:
 			var results []string
-			for i := n - 1; i >= 0 && req.Messages[i].Role != RoleAssistant; i-- {
-				if req.Messages[i].Role == RoleTool {
+			for i := n - 1; i >= 0 && req.Messages[i].Role != llm.RoleAssistant; i-- {
+				if req.Messages[i].Role == llm.RoleTool {
 					results = append(results, req.Messages[i].Content)
 				}
 			}
@@ -126,7 +128,7 @@ func inspectAnswer(req *Request) *Response {
 }
 
 // imageSummary describes the images of a user message and its prompt.
-func imageSummary(m *Message) string {
+func imageSummary(m *llm.Message) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "inspect: %d image(s):", len(m.Images))
 	for i, img := range m.Images {
@@ -140,8 +142,8 @@ func imageSummary(m *Message) string {
 }
 
 // parseCalls finds the "/call TOOL [args]" lines of a message.
-func parseCalls(content string) []ToolCall {
-	var calls []ToolCall
+func parseCalls(content string) []llm.ToolCall {
+	var calls []llm.ToolCall
 	for line := range strings.Lines(content) {
 		line = strings.TrimSpace(line)
 		rest, ok := strings.CutPrefix(line, "/call")
@@ -160,7 +162,7 @@ func parseCalls(content string) []ToolCall {
 		if args == "" {
 			args = "{}"
 		}
-		calls = append(calls, ToolCall{Name: name, Arguments: args})
+		calls = append(calls, llm.ToolCall{Name: name, Arguments: args})
 	}
 	return calls
 }

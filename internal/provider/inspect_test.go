@@ -9,15 +9,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/llm"
 )
 
 func TestInspect(t *testing.T) {
-	tools := []ToolSpec{
+	tools := []llm.ToolSpec{
 		{Name: "read", Description: "read a file", Parameters: json.RawMessage(`{"type":"object"}`)},
 		{Name: "exec"},
 		{Name: "web_fetch"},
 	}
-	user := func(s string) Message { return Message{Role: RoleUser, Content: s} }
+	user := func(s string) llm.Message { return llm.Message{Role: llm.RoleUser, Content: s} }
 	tests := []struct {
 		name string
 		req  *Request
@@ -25,71 +27,71 @@ func TestInspect(t *testing.T) {
 	}{
 		{
 			name: "/tools lists tool names in order",
-			req:  &Request{Tools: tools, Messages: []Message{user("  /tools\n")}},
+			req:  &Request{Tools: tools, Messages: []llm.Message{user("  /tools\n")}},
 			want: &Response{Content: "read\nexec\nweb_fetch", FinishReason: FinishStop},
 		},
 		{
 			name: "/tools without tools",
-			req:  &Request{Messages: []Message{user("/tools")}},
+			req:  &Request{Messages: []llm.Message{user("/tools")}},
 			want: &Response{Content: "(no tools)", FinishReason: FinishStop},
 		},
 		{
 			name: "/tools must be the whole message",
-			req:  &Request{System: "sys", Tools: tools, Messages: []Message{user("/tools please")}},
+			req:  &Request{System: "sys", Tools: tools, Messages: []llm.Message{user("/tools please")}},
 			want: &Response{Content: "inspect: system prompt 3 bytes, 3 tools, 1 messages", FinishReason: FinishStop},
 		},
 		{
 			name: "/call with arguments",
-			req:  &Request{Messages: []Message{user(`/call read {"path": "a.txt"}`)}},
-			want: &Response{ToolCalls: []ToolCall{{ID: "call_1", Name: "read", Arguments: `{"path": "a.txt"}`}}, FinishReason: FinishToolCalls},
+			req:  &Request{Messages: []llm.Message{user(`/call read {"path": "a.txt"}`)}},
+			want: &Response{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "read", Arguments: `{"path": "a.txt"}`}}, FinishReason: FinishToolCalls},
 		},
 		{
 			name: "/call without arguments",
-			req:  &Request{Messages: []Message{user("/call exec")}},
-			want: &Response{ToolCalls: []ToolCall{{ID: "call_1", Name: "exec", Arguments: `{}`}}, FinishReason: FinishToolCalls},
+			req:  &Request{Messages: []llm.Message{user("/call exec")}},
+			want: &Response{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "exec", Arguments: `{}`}}, FinishReason: FinishToolCalls},
 		},
 		{
 			name: "/call lines among other text, arguments glued to the name",
-			req:  &Request{Messages: []Message{user("please run these:\n  /call read{\"path\":\"x\"}\nthen\n/call exec {\"cmd\":\"ls\"}\r\n/caller no\n/call\n")}},
-			want: &Response{ToolCalls: []ToolCall{
+			req:  &Request{Messages: []llm.Message{user("please run these:\n  /call read{\"path\":\"x\"}\nthen\n/call exec {\"cmd\":\"ls\"}\r\n/caller no\n/call\n")}},
+			want: &Response{ToolCalls: []llm.ToolCall{
 				{ID: "call_1", Name: "read", Arguments: `{"path":"x"}`},
 				{ID: "call_2", Name: "exec", Arguments: `{"cmd":"ls"}`},
 			}, FinishReason: FinishToolCalls},
 		},
 		{
 			name: "/call arguments are passed verbatim, even invalid",
-			req:  &Request{Messages: []Message{user(`/call read {"path":`)}},
-			want: &Response{ToolCalls: []ToolCall{{ID: "call_1", Name: "read", Arguments: `{"path":`}}, FinishReason: FinishToolCalls},
+			req:  &Request{Messages: []llm.Message{user(`/call read {"path":`)}},
+			want: &Response{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "read", Arguments: `{"path":`}}, FinishReason: FinishToolCalls},
 		},
 		{
 			name: "ids continue after earlier calls",
-			req: &Request{Messages: []Message{
+			req: &Request{Messages: []llm.Message{
 				user("/call a\n/call b"),
-				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1", Name: "a"}, {ID: "call_2", Name: "b"}}},
-				{Role: RoleTool, ToolCallID: "call_1", Content: "A"},
-				{Role: RoleTool, ToolCallID: "call_2", Content: "B"},
-				{Role: RoleAssistant, Content: "A\n\nB"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "a"}, {ID: "call_2", Name: "b"}}},
+				{Role: llm.RoleTool, ToolCallID: "call_1", Content: "A"},
+				{Role: llm.RoleTool, ToolCallID: "call_2", Content: "B"},
+				{Role: llm.RoleAssistant, Content: "A\n\nB"},
 				user("/call c"),
 			}},
-			want: &Response{ToolCalls: []ToolCall{{ID: "call_3", Name: "c", Arguments: `{}`}}, FinishReason: FinishToolCalls},
+			want: &Response{ToolCalls: []llm.ToolCall{{ID: "call_3", Name: "c", Arguments: `{}`}}, FinishReason: FinishToolCalls},
 		},
 		{
 			name: "one tool result is answered verbatim",
-			req: &Request{Messages: []Message{
+			req: &Request{Messages: []llm.Message{
 				user("/call read"),
-				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1", Name: "read"}}},
-				{Role: RoleTool, ToolCallID: "call_1", Content: "  file\ncontents\n"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "read"}}},
+				{Role: llm.RoleTool, ToolCallID: "call_1", Content: "  file\ncontents\n"},
 			}},
 			want: &Response{Content: "  file\ncontents\n", FinishReason: FinishStop},
 		},
 		{
 			name: "several tool results after the last assistant turn are joined",
-			req: &Request{Messages: []Message{
-				{Role: RoleTool, ToolCallID: "old", Content: "old result"},
-				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1"}, {ID: "call_2"}, {ID: "call_3"}}},
-				{Role: RoleTool, ToolCallID: "call_1", Content: "one"},
-				{Role: RoleTool, ToolCallID: "call_2", Content: "two", IsError: true},
-				{Role: RoleTool, ToolCallID: "call_3", Content: "three"},
+			req: &Request{Messages: []llm.Message{
+				{Role: llm.RoleTool, ToolCallID: "old", Content: "old result"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1"}, {ID: "call_2"}, {ID: "call_3"}}},
+				{Role: llm.RoleTool, ToolCallID: "call_1", Content: "one"},
+				{Role: llm.RoleTool, ToolCallID: "call_2", Content: "two", IsError: true},
+				{Role: llm.RoleTool, ToolCallID: "call_3", Content: "three"},
 			}},
 			want: &Response{Content: "one\n\ntwo\n\nthree", FinishReason: FinishStop},
 		},
@@ -100,12 +102,12 @@ func TestInspect(t *testing.T) {
 		},
 		{
 			name: "plain user message",
-			req:  &Request{System: strings.Repeat("x", 1234), Messages: []Message{user("a"), {Role: RoleAssistant, Content: "b"}, user("hello")}},
+			req:  &Request{System: strings.Repeat("x", 1234), Messages: []llm.Message{user("a"), {Role: llm.RoleAssistant, Content: "b"}, user("hello")}},
 			want: &Response{Content: "inspect: system prompt 1234 bytes, 0 tools, 3 messages", FinishReason: FinishStop},
 		},
 		{
 			name: "last message from the assistant",
-			req:  &Request{Messages: []Message{user("/tools"), {Role: RoleAssistant, Content: "x"}}},
+			req:  &Request{Messages: []llm.Message{user("/tools"), {Role: llm.RoleAssistant, Content: "x"}}},
 			want: &Response{Content: "inspect: system prompt 0 bytes, 0 tools, 2 messages", FinishReason: FinishStop},
 		},
 	}
@@ -165,12 +167,12 @@ func TestInspectStreamChunks(t *testing.T) {
 
 func TestInspectUsage(t *testing.T) {
 	req := &Request{
-		System: "12345",                                                     // 5
-		Tools:  []ToolSpec{{Name: "ab", Description: "c", Parameters: nil}}, // 3
-		Messages: []Message{
-			{Role: RoleUser, Content: "/call ab {}"},                                                  // 11
-			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1", Name: "ab", Arguments: "{}"}}}, // 4
-			{Role: RoleTool, ToolCallID: "call_1", Content: "result"},                                 // 6
+		System: "12345",                                                         // 5
+		Tools:  []llm.ToolSpec{{Name: "ab", Description: "c", Parameters: nil}}, // 3
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "/call ab {}"},                                                      // 11
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "ab", Arguments: "{}"}}}, // 4
+			{Role: llm.RoleTool, ToolCallID: "call_1", Content: "result"},                                     // 6
 		},
 	}
 	got, err := Inspect{}.Chat(context.Background(), req, nil)
@@ -186,8 +188,8 @@ func TestInspectUsage(t *testing.T) {
 func TestInspectDeterministic(t *testing.T) {
 	req := &Request{
 		System:   "sys",
-		Tools:    []ToolSpec{{Name: "a"}, {Name: "b"}},
-		Messages: []Message{{Role: RoleUser, Content: "/call a {\"x\":1}\n/call b"}},
+		Tools:    []llm.ToolSpec{{Name: "a"}, {Name: "b"}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "/call a {\"x\":1}\n/call b"}},
 	}
 	first, err := Inspect{}.Chat(context.Background(), req, nil)
 	if err != nil {

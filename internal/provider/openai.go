@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"talon/internal/llm"
 )
 
 // OpenAI API defaults.
@@ -169,7 +171,7 @@ func (m *oaMessage) UnmarshalJSON(b []byte) error {
 // userContent is a user message's content: its text, or with images an
 // array of the text (when there is any) and one image_url part per image,
 // each a base64 data URL, the form Chat Completions takes inline images in.
-func userContent(m *Message) any {
+func userContent(m *llm.Message) any {
 	if len(m.Images) == 0 {
 		return strptr(m.Content)
 	}
@@ -271,9 +273,9 @@ func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 		}
 		om := oaMessage{Role: string(m.Role)}
 		switch m.Role {
-		case RoleUser:
+		case llm.RoleUser:
 			om.Content = userContent(m)
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			if m.Content != "" || len(m.ToolCalls) == 0 {
 				om.Content = strptr(m.Content)
 			}
@@ -288,7 +290,7 @@ func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 					Function: oaFunction{Name: tc.Name, Arguments: raw},
 				})
 			}
-		case RoleTool:
+		case llm.RoleTool:
 			om.Content = strptr(m.Content)
 			om.ToolCallID = m.ToolCallID
 		default:
@@ -476,7 +478,7 @@ func (c *OpenAI) parseBody(data []byte) (*Response, error) {
 		if err != nil {
 			return nil, malformed(c.t.name, fmt.Sprintf("arguments of tool call %d in response body", i), err)
 		}
-		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
 	r.FinishReason = finishReason(ch.FinishReason, len(r.ToolCalls))
 	if w.Usage != nil {
@@ -586,7 +588,7 @@ func (c *OpenAI) parseStream(events func() (sseEvent, error), emit func(string))
 	sort.Ints(idxs)
 	for _, i := range idxs {
 		b := calls[i]
-		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: b.id, Name: b.name, Arguments: b.args.String()})
+		r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: b.args.String()})
 	}
 	r.FinishReason = finishReason(finish, len(r.ToolCalls))
 	if usage != nil {

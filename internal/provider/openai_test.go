@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/llm"
 )
 
 func testOpenAI(t *testing.T, f *fakeServer, opts OpenAIOptions) (*OpenAI, *waits) {
@@ -23,7 +25,7 @@ func testOpenAI(t *testing.T, f *fakeServer, opts OpenAIOptions) (*OpenAI, *wait
 }
 
 func simpleRequest() *Request {
-	return &Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}}
+	return &Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
 }
 
 func TestOpenAIRequestBody(t *testing.T) {
@@ -31,14 +33,14 @@ func TestOpenAIRequestBody(t *testing.T) {
 	req := &Request{
 		Model:  "gpt-x",
 		System: "be brief",
-		Messages: []Message{
-			{Role: RoleUser, Content: "read it"},
-			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a"}`}, {ID: "c2", Name: "ls"}}},
-			{Role: RoleTool, ToolCallID: "c1", Name: "read", Content: "A"},
-			{Role: RoleTool, ToolCallID: "c2", Name: "ls", Content: "boom", IsError: true},
-			{Role: RoleAssistant, Content: "done"},
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "read it"},
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a"}`}, {ID: "c2", Name: "ls"}}},
+			{Role: llm.RoleTool, ToolCallID: "c1", Name: "read", Content: "A"},
+			{Role: llm.RoleTool, ToolCallID: "c2", Name: "ls", Content: "boom", IsError: true},
+			{Role: llm.RoleAssistant, Content: "done"},
 		},
-		Tools: []ToolSpec{
+		Tools: []llm.ToolSpec{
 			{Name: "read", Description: "read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 			{Name: "ls"},
 		},
@@ -138,7 +140,7 @@ func TestOpenAINonStream(t *testing.T) {
 				{"id":"call_b","type":"function","function":{"name":"ls","arguments":"{}"}}]},"finish_reason":"tool_calls"}],
 				"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
 			want: &Response{
-				ToolCalls:    []ToolCall{{ID: "call_a", Name: "read", Arguments: `{"path":"x"}`}, {ID: "call_b", Name: "ls", Arguments: `{}`}},
+				ToolCalls:    []llm.ToolCall{{ID: "call_a", Name: "read", Arguments: `{"path":"x"}`}, {ID: "call_b", Name: "ls", Arguments: `{}`}},
 				FinishReason: FinishToolCalls, Usage: Usage{3, 4, 7},
 			},
 		},
@@ -150,7 +152,7 @@ func TestOpenAINonStream(t *testing.T) {
 		{
 			name: "tool calls reported as stop, object arguments",
 			body: `{"choices":[{"message":{"content":"","tool_calls":[{"id":"1","function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"stop"}]}`,
-			want: &Response{ToolCalls: []ToolCall{{ID: "1", Name: "f", Arguments: `{"a":1}`}}, FinishReason: FinishToolCalls},
+			want: &Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: "f", Arguments: `{"a":1}`}}, FinishReason: FinishToolCalls},
 		},
 		{
 			name: "content parts",
@@ -213,7 +215,7 @@ func TestOpenAIStream(t *testing.T) {
 				"[DONE]",
 			)),
 			want: &Response{
-				ToolCalls: []ToolCall{
+				ToolCalls: []llm.ToolCall{
 					{ID: "call_a", Name: "read", Arguments: `{"path":"x"}`},
 					{ID: "call_b", Name: "exec", Arguments: `{"cmd":"ls"}`},
 				},
@@ -229,7 +231,7 @@ func TestOpenAIStream(t *testing.T) {
 			)),
 			want: &Response{
 				Content:      "let me look",
-				ToolCalls:    []ToolCall{{ID: "t1", Name: "ls", Arguments: `{}`}},
+				ToolCalls:    []llm.ToolCall{{ID: "t1", Name: "ls", Arguments: `{}`}},
 				FinishReason: FinishToolCalls, Usage: Usage{1, 2, 3},
 			},
 			wantFrags: []string{"let me look"},

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/netguard"
 )
 
@@ -271,7 +272,7 @@ func TestResolveEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []Message{{Role: RoleUser, Content: "ping"}}}, nil)
+		got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}}, nil)
 		if err != nil || got.Content != "pong" {
 			t.Fatalf("got %+v, %v", got, err)
 		}
@@ -287,7 +288,7 @@ func TestResolveEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []Message{{Role: RoleUser, Content: "ping"}}}, nil)
+		got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}}, nil)
 		if err != nil || got.Content != "ok" {
 			t.Fatalf("got %+v, %v", got, err)
 		}
@@ -362,7 +363,7 @@ func TestResolveForTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Chat(context.Background(), &Request{Model: model, Messages: []Message{{Role: RoleUser, Content: "ping"}}}, nil)
+	_, err = p.Chat(context.Background(), &Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "loopback address") || len(f.requests()) != 0 {
 		t.Fatalf("guarded chat to loopback = %v (%d requests); want refused", err, len(f.requests()))
 	}
@@ -371,7 +372,7 @@ func TestResolveForTenant(t *testing.T) {
 	if p, model, err = ResolveWith(cfg, "loop/m", opened); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []Message{{Role: RoleUser, Content: "ping"}}}, nil); err != nil || got.Content != "pong" {
+	if got, err := p.Chat(context.Background(), &Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}}, nil); err != nil || got.Content != "pong" {
 		t.Fatalf("chat to the operator's exception = %+v, %v", got, err)
 	}
 }

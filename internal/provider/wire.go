@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+
+	"talon/internal/llm"
 )
 
 // Most of a request body repeats from call to call: the system prompt and
@@ -70,7 +72,7 @@ func (c *fragCache) text(s string, enc func(string) ([]byte, error)) ([]byte, er
 // tool returns a tool definition's JSON as wrap builds it from the tool's
 // name, description and parameter schema (emptySchema when it has none),
 // computed once per distinct definition.
-func (c *fragCache) tool(t ToolSpec, wrap func(name, desc string, params json.RawMessage) any) ([]byte, error) {
+func (c *fragCache) tool(t llm.ToolSpec, wrap func(name, desc string, params json.RawMessage) any) ([]byte, error) {
 	params := t.Parameters
 	if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
 		params = emptySchema

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"talon/internal/llm"
 )
 
 // oaRequest is a Chat Completions request as a typed struct: the
@@ -31,18 +33,18 @@ func wireRequests() map[string]*Request {
 	temp := 0.25
 	spaced := json.RawMessage("{ \"type\": \"object\",\n \"properties\": {\"q\": {\"type\": \"string\"}} }")
 	return map[string]*Request{
-		"minimal": {Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}},
+		"minimal": {Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}},
 		"everything": {
 			Model: "gpt-x", System: "be <brief> & \"exact\"\n\u2028é", MaxTokens: 77, Temperature: &temp,
-			Messages: []Message{
-				{Role: RoleUser, Content: "run it"},
-				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "c2", Name: "ls", Arguments: " "}}},
-				{Role: RoleTool, ToolCallID: "c1", Name: "read", Content: "<file>"},
-				{Role: RoleTool, ToolCallID: "c2", Name: "ls", Content: "x", IsError: true},
-				{Role: RoleAssistant, Content: "done"},
-				{Role: RoleUser, Content: ""},
+			Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: "run it"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "c2", Name: "ls", Arguments: " "}}},
+				{Role: llm.RoleTool, ToolCallID: "c1", Name: "read", Content: "<file>"},
+				{Role: llm.RoleTool, ToolCallID: "c2", Name: "ls", Content: "x", IsError: true},
+				{Role: llm.RoleAssistant, Content: "done"},
+				{Role: llm.RoleUser, Content: ""},
 			},
-			Tools: []ToolSpec{
+			Tools: []llm.ToolSpec{
 				{Name: "read", Description: "Read a <file>.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
 				{Name: "ls"},
 				{Name: "null_params", Parameters: json.RawMessage("null")},
@@ -125,8 +127,8 @@ func TestFragCache(t *testing.T) {
 	wrap := func(name, desc string, params json.RawMessage) any {
 		return map[string]any{"name": name, "p": params}
 	}
-	a, _ := c.tool(ToolSpec{Name: "t", Parameters: json.RawMessage(`{"a":1}`)}, wrap)
-	b, _ := c.tool(ToolSpec{Name: "t", Parameters: json.RawMessage(`{"b":2}`)}, wrap)
+	a, _ := c.tool(llm.ToolSpec{Name: "t", Parameters: json.RawMessage(`{"a":1}`)}, wrap)
+	b, _ := c.tool(llm.ToolSpec{Name: "t", Parameters: json.RawMessage(`{"b":2}`)}, wrap)
 	if !strings.Contains(string(a), `"a":1`) || !strings.Contains(string(b), `"b":2`) {
 		t.Fatalf("a %s, b %s", a, b)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 )
 
@@ -14,7 +14,7 @@ import (
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
 	db := openTest(b)
-	m := provider.Message{Role: provider.RoleAssistant, Content: "a reply of about a hundred bytes, which is a typical short assistant turn in a chat."}
+	m := llm.Message{Role: llm.RoleAssistant, Content: "a reply of about a hundred bytes, which is a typical short assistant turn in a chat."}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := db.AppendMessages(ctx, "bench", m); err != nil {
@@ -30,9 +30,9 @@ func BenchmarkTranscript(b *testing.B) {
 		b.Run(fmt.Sprint(limit), func(b *testing.B) {
 			ctx := context.Background()
 			db := openTest(b)
-			batch := make([]provider.Message, 100)
+			batch := make([]llm.Message, 100)
 			for i := range batch {
-				batch[i] = provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("message %d with some text to make it realistic", i)}
+				batch[i] = llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("message %d with some text to make it realistic", i)}
 			}
 			for range 10 {
 				if err := db.AppendMessages(ctx, "bench", batch...); err != nil {
@@ -55,9 +55,9 @@ func BenchmarkTranscript(b *testing.B) {
 // by BeginTurn and by BeginFreshTurn, and with the answer's token counts
 // as the runner commits it (StartTurn, fresh).
 func BenchmarkBeginTurn(b *testing.B) {
-	msgs := []provider.Message{
-		{Role: provider.RoleUser, Content: "hi"},
-		{Role: provider.RoleAssistant, Content: "a short reply from the model"},
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: "hi"},
+		{Role: llm.RoleAssistant, Content: "a short reply from the model"},
 	}
 	tok := session.Tokens{Window: 128000}
 	tok.Count(1200, 40, 1240)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 )
 
@@ -48,9 +48,9 @@ func TestPatchSessionWith(t *testing.T) {
 func TestTranscriptHead(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	var msgs []provider.Message
+	var msgs []llm.Message
 	for i := 1; i <= 5; i++ {
-		msgs = append(msgs, provider.Message{Role: provider.RoleUser, Content: fmt.Sprint("m", i)})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: fmt.Sprint("m", i)})
 	}
 	if err := db.AppendMessages(ctx, "s", msgs...); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 )
 
@@ -161,7 +161,7 @@ func tokenArgs(agent, key, id string, now int64, tok *session.Tokens) []any {
 // BeginTurn records a turn on a session in one durable transaction: it
 // creates the session (or raises its updatedAt to now) and appends msgs to
 // its transcript, and returns the session's transcript id.
-func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
+func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...llm.Message) (string, error) {
 	return db.StartTurn(ctx, agent, key, false, nil, msgs)
 }
 
@@ -169,13 +169,13 @@ func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...provider
 // from a random id, so that no session can have it yet (a stateless HTTP
 // request). It is cheaper and has the same effect; should the key exist
 // after all, it does what BeginTurn does.
-func (db *DB) BeginFreshTurn(ctx context.Context, agent, key string, msgs ...provider.Message) (string, error) {
+func (db *DB) BeginFreshTurn(ctx context.Context, agent, key string, msgs ...llm.Message) (string, error) {
 	return db.StartTurn(ctx, agent, key, true, nil, msgs)
 }
 
 // StartTurn is BeginTurn (BeginFreshTurn when fresh) that also writes the
 // turn's token counts, tok (nil: none), in the same transaction.
-func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok *session.Tokens, msgs []provider.Message) (string, error) {
+func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok *session.Tokens, msgs []llm.Message) (string, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return "", fmt.Errorf("beginning a turn: %w", err)
@@ -225,7 +225,7 @@ func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok 
 // the turn's token counts, tok, to its session in one transaction: the
 // commits of a turn after StartTurn's. The counts are written only while
 // the session still has that transcript (a reset meanwhile starts afresh).
-func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, tok *session.Tokens, msgs []provider.Message) error {
+func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, tok *session.Tokens, msgs []llm.Message) error {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return fmt.Errorf("continuing a turn: %w", err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/session"
 )
 
@@ -282,7 +282,7 @@ func TestResetSessionKeepsOldTranscript(t *testing.T) {
 	if err := db.PutSession(ctx, "ops", key, before); err != nil {
 		t.Fatal(err)
 	}
-	old := []provider.Message{{Role: provider.RoleUser, Content: "hi"}, {Role: provider.RoleAssistant, Content: "hello"}}
+	old := []llm.Message{{Role: llm.RoleUser, Content: "hi"}, {Role: llm.RoleAssistant, Content: "hello"}}
 	if err := db.AppendMessages(ctx, before.SessionID, old...); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/sqlitedb"
 
 	"github.com/google/go-cmp/cmp"
@@ -55,7 +55,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 	if db.Path() != path {
 		t.Errorf("Path() = %q, want %q", db.Path(), path)
 	}
-	if err := db.AppendMessages(context.Background(), "s", provider.Message{Role: provider.RoleUser, Content: "x"}); err != nil {
+	if err := db.AppendMessages(context.Background(), "s", llm.Message{Role: llm.RoleUser, Content: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -142,7 +142,7 @@ func TestMigrationsIdempotentOnReopen(t *testing.T) {
 		if got := migrationVersions(t, db); len(got) != SchemaVersion || got[len(got)-1] != SchemaVersion {
 			t.Errorf("open %d: schema_migrations = %v, want 1..%d", i, got, SchemaVersion)
 		}
-		if err := db.AppendMessages(ctx, "s", provider.Message{Role: provider.RoleUser, Content: fmt.Sprint(i)}); err != nil {
+		if err := db.AppendMessages(ctx, "s", llm.Message{Role: llm.RoleUser, Content: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 		msgs, err := db.Transcript(ctx, "s", 0)
@@ -264,7 +264,7 @@ func TestMigrationFromV1(t *testing.T) {
 		t.Errorf("sessions schema after the migration:\n%s", schema)
 	}
 	// The primary key still refuses a second row for the same session.
-	if _, err := db.BeginFreshTurn(ctx, "main", "agent:main:s0", provider.Message{Role: provider.RoleUser, Content: "again"}); err != nil {
+	if _, err := db.BeginFreshTurn(ctx, "main", "agent:main:s0", llm.Message{Role: llm.RoleUser, Content: "again"}); err != nil {
 		t.Fatal(err)
 	}
 	if rows, _ := db.ListSessions(ctx, "main", 0, 0); len(rows) != 3 {
@@ -292,7 +292,7 @@ func TestOpenWithSyncWindow(t *testing.T) {
 				t.Fatalf("synchronous = %d (%v), want %d", syn, err, c.want)
 			}
 			ctx := context.Background()
-			id, err := db.BeginFreshTurn(ctx, "main", "agent:main:x", provider.Message{Role: provider.RoleUser, Content: "hi"})
+			id, err := db.BeginFreshTurn(ctx, "main", "agent:main:x", llm.Message{Role: llm.RoleUser, Content: "hi"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // uncached reads the last limit records straight from the database.
@@ -49,10 +49,10 @@ func TestTailCacheMatchesDatabase(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				w = other
 			}
-			var msgs []provider.Message
+			var msgs []llm.Message
 			for range 1 + rng.IntN(4) {
 				n++
-				msgs = append(msgs, provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("message %d of some length", n)})
+				msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("message %d of some length", n)})
 			}
 			if err := w.AppendMessages(ctx, id, msgs...); err != nil {
 				t.Fatal(err)
@@ -89,9 +89,9 @@ func TestTailCacheMatchesDatabase(t *testing.T) {
 func TestTailCacheKeepsAtMostMaxTail(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	batch := make([]provider.Message, 300)
+	batch := make([]llm.Message, 300)
 	for i := range batch {
-		batch[i] = provider.Message{Role: provider.RoleAssistant, Content: fmt.Sprint(i)}
+		batch[i] = llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprint(i)}
 	}
 	for round := range 5 {
 		if err := db.AppendMessages(ctx, "long", batch...); err != nil {

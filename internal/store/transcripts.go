@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"slices"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // Record is one stored transcript message.
@@ -17,7 +17,7 @@ type Record struct {
 	Seq int64
 	// CreatedAt is when the message was appended, in Unix milliseconds.
 	CreatedAt int64
-	Message   provider.Message
+	Message   llm.Message
 }
 
 // appendSQL inserts one message numbered after the session's last one.
@@ -40,9 +40,9 @@ var testHookAppended func(i int)
 
 // validRole reports whether a transcript may hold a message of this role:
 // the roles a provider can replay.
-func validRole(r provider.Role) bool {
+func validRole(r llm.Role) bool {
 	switch r {
-	case provider.RoleUser, provider.RoleAssistant, provider.RoleTool:
+	case llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
 		return true
 	}
 	return false
@@ -53,7 +53,7 @@ func validRole(r provider.Role) bool {
 // the transcript's last message; when it returns an error none was
 // written. A message with a role other than user, assistant or tool is an
 // error.
-func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs ...provider.Message) error {
+func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs ...llm.Message) error {
 	if sessionID == "" {
 		return errors.New("appending messages: empty session id")
 	}
@@ -68,7 +68,7 @@ func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs ...prov
 }
 
 // appendTx inserts messages inside a write transaction.
-func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []provider.Message) error {
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []llm.Message) error {
 	stmt := tx.StmtContext(ctx, db.appendStmt)
 	defer stmt.Close()
 	at := ms(db.now())
@@ -92,12 +92,12 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs [
 
 // Transcript returns the last limit messages of a transcript in order (all
 // of them when limit <= 0); an unknown session id has none.
-func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]provider.Message, error) {
+func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]llm.Message, error) {
 	recs, err := db.records(ctx, sessionID, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]provider.Message, len(recs))
+	out := make([]llm.Message, len(recs))
 	for i, r := range recs {
 		out[i] = r.Message
 	}

@@ -14,19 +14,20 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"talon/internal/provider"
+
+	"talon/internal/llm"
 )
 
-func user(s string) provider.Message { return provider.Message{Role: provider.RoleUser, Content: s} }
+func user(s string) llm.Message { return llm.Message{Role: llm.RoleUser, Content: s} }
 
 func TestAppendAndRead(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	msgs := []provider.Message{
+	msgs := []llm.Message{
 		user("one"),
-		{Role: provider.RoleAssistant, Content: "calling", ToolCalls: []provider.ToolCall{{ID: "c1", Name: "exec", Arguments: `{"cmd":"ls"`}}},
-		{Role: provider.RoleTool, ToolCallID: "c1", Name: "exec", Content: "boom", IsError: true},
-		{Role: provider.RoleAssistant, Content: "unicode ✓ \u2028 and \x00 bytes"},
+		{Role: llm.RoleAssistant, Content: "calling", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "exec", Arguments: `{"cmd":"ls"`}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Name: "exec", Content: "boom", IsError: true},
+		{Role: llm.RoleAssistant, Content: "unicode ✓ \u2028 and \x00 bytes"},
 	}
 	if err := db.AppendMessages(ctx, "s1", msgs[:1]...); err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestAppendAndRead(t *testing.T) {
 
 	cases := []struct {
 		limit int
-		want  []provider.Message
+		want  []llm.Message
 	}{
 		{0, msgs},
 		{-5, msgs},
@@ -105,7 +106,7 @@ func TestTranscriptAppendOnly(t *testing.T) {
 // A batch that fails part-way leaves nothing behind, and the next append
 // continues the numbering without a gap.
 func TestAppendIsAtomic(t *testing.T) {
-	batch := []provider.Message{user("a"), user("b"), user("c")}
+	batch := []llm.Message{user("a"), user("b"), user("c")}
 	cases := []struct {
 		name  string
 		run   func(db *DB) error
@@ -114,7 +115,7 @@ func TestAppendIsAtomic(t *testing.T) {
 		{
 			name: "invalid message mid-batch",
 			run: func(db *DB) error {
-				return db.AppendMessages(context.Background(), "s", user("a"), user("b"), provider.Message{Role: "system", Content: "c"})
+				return db.AppendMessages(context.Background(), "s", user("a"), user("b"), llm.Message{Role: "system", Content: "c"})
 			},
 			wantE: `message 2: invalid role "system"`,
 		},
@@ -157,7 +158,7 @@ func TestAppendIsAtomic(t *testing.T) {
 			if c.wantE == "context canceled" && !errors.Is(err, context.Canceled) {
 				t.Errorf("error %v is not context.Canceled", err)
 			}
-			if got, _ := db.Transcript(ctx, "s", 0); !cmp.Equal(got, []provider.Message{user("before")}) {
+			if got, _ := db.Transcript(ctx, "s", 0); !cmp.Equal(got, []llm.Message{user("before")}) {
 				t.Errorf("after the failed batch the transcript is %v", got)
 			}
 			if err := db.AppendMessages(ctx, "s", user("after")); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // TestBeginTurn: one transaction creates or bumps the session and appends
@@ -20,9 +20,9 @@ func TestBeginTurn(t *testing.T) {
 	db := openTest(t)
 	clock := time.UnixMilli(1_000)
 	db.Now = func() time.Time { return clock }
-	user := provider.Message{Role: provider.RoleUser, Content: "hi"}
+	user := llm.Message{Role: llm.RoleUser, Content: "hi"}
 
-	if _, err := db.BeginTurn(ctx, "main", "agent:main:x", user, provider.Message{Role: "system"}); err == nil {
+	if _, err := db.BeginTurn(ctx, "main", "agent:main:x", user, llm.Message{Role: "system"}); err == nil {
 		t.Fatal("an invalid message was accepted")
 	}
 	if _, err := db.GetSession(ctx, "main", "agent:main:x"); !errors.Is(err, ErrNotFound) {
@@ -37,7 +37,7 @@ func TestBeginTurn(t *testing.T) {
 		t.Fatalf("entry %+v, %v; want sessionId %s updatedAt 1000", e, err, id)
 	}
 	clock = time.UnixMilli(2_000)
-	id2, err := db.BeginTurn(ctx, "main", "agent:main:x", provider.Message{Role: provider.RoleUser, Content: "again"})
+	id2, err := db.BeginTurn(ctx, "main", "agent:main:x", llm.Message{Role: llm.RoleUser, Content: "again"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func TestBeginTurn(t *testing.T) {
 // message.
 func TestBeginFreshTurn(t *testing.T) {
 	ctx := context.Background()
-	user := provider.Message{Role: provider.RoleUser, Content: "hi"}
-	answer := provider.Message{Role: provider.RoleAssistant, Content: "hello"}
+	user := llm.Message{Role: llm.RoleUser, Content: "hi"}
+	answer := llm.Message{Role: llm.RoleAssistant, Content: "hello"}
 	// row is a session's stored columns with its transcript id as "ID".
 	row := func(t *testing.T, db *DB, key, id string) string {
 		t.Helper()
@@ -81,8 +81,8 @@ func TestBeginFreshTurn(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var rows [2]string
-			var transcripts [2][]provider.Message
-			for i, begin := range []func(*DB, context.Context, string, string, ...provider.Message) (string, error){
+			var transcripts [2][]llm.Message
+			for i, begin := range []func(*DB, context.Context, string, string, ...llm.Message) (string, error){
 				(*DB).BeginTurn, (*DB).BeginFreshTurn,
 			} {
 				db := openTest(t)
@@ -96,7 +96,7 @@ func TestBeginFreshTurn(t *testing.T) {
 					}
 					clock = time.UnixMilli(2_000)
 				}
-				if _, err := begin(db, ctx, "main", "openai:y", user, provider.Message{Role: "system"}); err == nil {
+				if _, err := begin(db, ctx, "main", "openai:y", user, llm.Message{Role: "system"}); err == nil {
 					t.Fatal("an invalid message was accepted")
 				}
 				if _, err := db.GetSession(ctx, "main", "openai:y"); !errors.Is(err, ErrNotFound) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // MaxNameLen is the longest tool name providers accept (OpenAI allows 64).
@@ -24,7 +24,7 @@ func ValidName(name string) bool {
 // NewRegistry, so all methods are safe for concurrent use.
 type Registry struct {
 	tools  []Tool
-	specs  []provider.ToolSpec
+	specs  []llm.ToolSpec
 	byName map[string]int
 }
 
@@ -33,7 +33,7 @@ type Registry struct {
 func NewRegistry(ts ...Tool) (*Registry, error) {
 	r := &Registry{
 		tools:  make([]Tool, 0, len(ts)),
-		specs:  make([]provider.ToolSpec, 0, len(ts)),
+		specs:  make([]llm.ToolSpec, 0, len(ts)),
 		byName: make(map[string]int, len(ts)),
 	}
 	for i, t := range ts {
@@ -53,7 +53,7 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 		}
 		r.byName[name] = len(r.tools)
 		r.tools = append(r.tools, t)
-		r.specs = append(r.specs, provider.ToolSpec{
+		r.specs = append(r.specs, llm.ToolSpec{
 			Name:        name,
 			Description: t.Description(),
 			Parameters:  schema,
@@ -98,8 +98,8 @@ func (r *Registry) Names() []string {
 // sent to a model. Names the registry does not hold are skipped, and a name
 // given twice yields one spec. The Parameters bytes are shared; callers
 // must not modify them.
-func (r *Registry) Specs(names []string) []provider.ToolSpec {
-	out := make([]provider.ToolSpec, 0, len(names))
+func (r *Registry) Specs(names []string) []llm.ToolSpec {
+	out := make([]llm.ToolSpec, 0, len(names))
 	seen := make(map[int]bool, len(names))
 	for _, n := range names {
 		i, ok := r.byName[n]
@@ -113,6 +113,6 @@ func (r *Registry) Specs(names []string) []provider.ToolSpec {
 }
 
 // Spec returns the definition of t as sent to a model.
-func Spec(t Tool) provider.ToolSpec {
-	return provider.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()}
+func Spec(t Tool) llm.ToolSpec {
+	return llm.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()}
 }

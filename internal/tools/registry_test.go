@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 type fakeTool struct {
@@ -115,7 +115,7 @@ func TestRegistryLookups(t *testing.T) {
 		if diff := cmp.Diff([]string{"edit", "read"}, names); diff != "" {
 			t.Errorf("Specs names (-want +got):\n%s", diff)
 		}
-		want := provider.ToolSpec{Name: "edit", Description: "Fake tool edit.", Parameters: fake("edit").Schema()}
+		want := llm.ToolSpec{Name: "edit", Description: "Fake tool edit.", Parameters: fake("edit").Schema()}
 		if diff := cmp.Diff(want, specs[0]); diff != "" {
 			t.Errorf("Specs[0] (-want +got):\n%s", diff)
 		}

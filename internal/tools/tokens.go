@@ -10,7 +10,7 @@ import (
 
 	"github.com/tiktoken-go/tokenizer/codec"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 // TokenEncoding names the tokenizer SchemaTokens counts with: o200k_base,
@@ -36,7 +36,7 @@ var tokenizeCalls atomic.Int64
 // few tokens of framing the API adds per tool, which depend on the model.
 // The first call loads the encoder; results are cached per definition.
 // Safe for concurrent use.
-func SchemaTokens(spec provider.ToolSpec) int {
+func SchemaTokens(spec llm.ToolSpec) int {
 	params := []byte(spec.Parameters)
 	var compact bytes.Buffer
 	if json.Compact(&compact, params) == nil {

@@ -5,11 +5,11 @@ import (
 	"sync"
 	"testing"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 )
 
 func TestSchemaTokens(t *testing.T) {
-	spec := provider.ToolSpec{
+	spec := llm.ToolSpec{
 		Name:        "read",
 		Description: "Read a text file from the workspace.",
 		Parameters: Object(
@@ -82,7 +82,7 @@ func TestSchemaTokens(t *testing.T) {
 }
 
 func BenchmarkSchemaTokensCached(b *testing.B) {
-	spec := provider.ToolSpec{Name: "x", Description: "y", Parameters: Object()}
+	spec := llm.ToolSpec{Name: "x", Description: "y", Parameters: Object()}
 	SchemaTokens(spec)
 	for b.Loop() {
 		SchemaTokens(spec)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"talon/internal/approval"
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/sandbox"
 )
 
@@ -89,7 +89,7 @@ type Env struct {
 	// text: the image tool's model call, set by the agent runner to
 	// agents.defaults.imageModel or the agent's own model. Nil when no
 	// such model is known; the image tool then says so.
-	Vision func(ctx context.Context, prompt string, img provider.Image) (string, error)
+	Vision func(ctx context.Context, prompt string, img llm.Image) (string, error)
 }
 
 // Result is what a tool call returns to the model.

@@ -33,7 +33,7 @@ import (
 	"syscall"
 
 	"talon/internal/contain"
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
@@ -113,7 +113,7 @@ func (*imageTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 	if env.Vision == nil {
 		return tools.ErrorResult(ErrNoModel), nil
 	}
-	text, err := env.Vision(ctx, prompt, provider.Image{MIME: info.mime, Data: info.data})
+	text, err := env.Vision(ctx, prompt, llm.Image{MIME: info.mime, Data: info.data})
 	if err != nil {
 		return tools.ErrorResult(fmt.Errorf("image %q: asking the image model: %w", p, err)), nil
 	}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"talon/internal/provider"
+	"talon/internal/llm"
 	"talon/internal/tools"
 )
 
@@ -156,7 +156,7 @@ func TestImage(t *testing.T) {
 		{"unknown argument", false, `{"image":"a.png","model":"x/y"}`, `unknown argument "model"`, true},
 	}
 	// vision stands in for the model: it says what it was given.
-	vision := func(_ context.Context, prompt string, img provider.Image) (string, error) {
+	vision := func(_ context.Context, prompt string, img llm.Image) (string, error) {
 		switch prompt {
 		case "fail":
 			return "", errors.New("openai: 400 invalid image")
