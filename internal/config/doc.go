@@ -4,7 +4,10 @@
 // A file is held twice: as an ordered tree (Value), which is what gets
 // patched, redacted and written back so that unknown keys and member order
 // survive a round trip, and as the typed Config decoded from that tree,
-// which is what the rest of Talon reads.
+// which is what the rest of Talon reads. Redact hides a tree's secrets,
+// RedactText a file's text (comments kept), and Restore puts them back
+// into what a client sends, failing with a *RestoreError that says which
+// value to send again.
 //
 // The config also owns its vocabulary, so that each rule has one home:
 // agent ids (NormalizeAgentID; Config.Agent finds an entry by normalised

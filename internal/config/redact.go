@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // RedactedSentinel replaces secrets in config.get output. Clients send it
 // back unchanged, and Restore puts the stored secret in its place.
@@ -34,6 +31,65 @@ const (
 // KEY=value word with a secret key. Restore undoes each form.
 func Redact(tree *Value) *Value {
 	return redact(tree, showAll)
+}
+
+// RedactedJSON is Redact(tree) as JSON, compact. JSON5 allows Infinity
+// and NaN, which JSON cannot carry; like JSON.stringify in OpenClaw, a
+// tree holding them is written indented with them as null rather than
+// not at all.
+func RedactedJSON(tree *Value) []byte {
+	r := Redact(tree)
+	if b, err := r.MarshalJSON(); err == nil {
+		return b
+	}
+	return r.Indented()
+}
+
+// RedactText hides the secrets of a config file in raw, its text, whose
+// parsed tree is tree. Each string Redact hides is replaced wherever it
+// appears; the result is taken only if it reads back as exactly the
+// redacted tree, so that a secret written with escapes, or one equal to
+// some other text of the file, can never leak or mislead. Otherwise the
+// redacted tree itself is returned, as indented JSON.
+func RedactText(raw []byte, tree *Value) string {
+	red := Redact(tree)
+	secrets := map[string]bool{}
+	collectSecrets(tree, red, secrets)
+	text := string(raw)
+	if len(secrets) > 0 {
+		pairs := make([]string, 0, 2*len(secrets))
+		for s := range secrets {
+			pairs = append(pairs, s, RedactedSentinel)
+		}
+		// strings.Replacer prefers the longest match at each position,
+		// so a secret that contains another is replaced whole.
+		text = strings.NewReplacer(pairs...).Replace(text)
+	}
+	if back, err := ParseJSON5([]byte(text)); err == nil && Equal(back, red) {
+		return text
+	}
+	return string(red.Indented())
+}
+
+// collectSecrets gathers the strings of orig that Redact replaced in red.
+func collectSecrets(orig, red *Value, out map[string]bool) {
+	if orig == nil || red == nil {
+		return
+	}
+	switch orig.Kind {
+	case String:
+		if red.Kind == String && red.Str == RedactedSentinel && orig.Str != RedactedSentinel {
+			out[orig.Str] = true
+		}
+	case Array:
+		for i := range min(len(orig.Items), len(red.Items)) {
+			collectSecrets(orig.Items[i], red.Items[i], out)
+		}
+	case Object:
+		for i := range min(len(orig.Members), len(red.Members)) {
+			collectSecrets(orig.Members[i].Value, red.Members[i].Value, out)
+		}
+	}
 }
 
 func redact(v *Value, mode redactMode) *Value {
@@ -141,9 +197,28 @@ func redactArgValues(v *Value) *Value {
 // arrays whose elements all have an id (on both sides) by id, so
 // reordering agents.list keeps each agent's secrets (unless ids repeat
 // on disk). A sentinel with nothing stored at its path is an error:
-// writing it would replace a secret with the placeholder text.
+// writing it would replace a secret with the placeholder text. Errors are
+// *RestoreError.
 func Restore(next, onDisk *Value) (*Value, error) {
 	return restore("", next, stored{onDisk, Redact(onDisk)})
+}
+
+// RestoreError is a value Restore cannot undo the redaction of: the
+// client sent a placeholder with nothing stored for it, or changed a
+// value it was shown only in part. Path is the value's config path
+// ("(root)" for the whole tree) and Reason says what the client must do
+// differently; neither holds a secret, so both may be shown to it.
+type RestoreError struct {
+	Path   string
+	Reason string
+}
+
+func (e *RestoreError) Error() string {
+	return "restoring redacted values: " + e.Path + ": " + e.Reason
+}
+
+func restoreErr(path, reason string) error {
+	return &RestoreError{Path: showPath(path), Reason: reason}
 }
 
 // stored is the value on disk at a path, and what Redact made of it.
@@ -179,12 +254,12 @@ func restore(path string, next *Value, st stored) (*Value, error) {
 		switch {
 		case next.Str == RedactedSentinel:
 			if st.disk.IsNull() {
-				return nil, fmt.Errorf("config.patch: %s: redacted placeholder has no stored value to restore", showPath(path))
+				return nil, restoreErr(path, "redacted placeholder has no stored value to restore")
 			}
 			return st.disk.Clone(), nil
 		case strings.Contains(next.Str, RedactedSentinel):
 			if st.red == nil || st.red.Kind != String || st.red.Str != next.Str {
-				return nil, fmt.Errorf("config.patch: %s: a value with a redacted part was changed or has none stored; send it whole", showPath(path))
+				return nil, restoreErr(path, "a value with a redacted part was changed or has none stored; send it whole")
 			}
 			return st.disk.Clone(), nil
 		}
@@ -250,7 +325,7 @@ func restoreArray(path string, next *Value, st stored) (*Value, error) {
 // disk, when it is exactly what config.get showed.
 func restoreArgs(path string, next *Value, st stored) (*Value, error) {
 	if st.red == nil || !Equal(next, st.red) {
-		return nil, fmt.Errorf("config.patch: %s: redacted placeholders in args that differ from the stored args cannot be restored; send every redacted value again to change args", showPath(path))
+		return nil, restoreErr(path, "redacted placeholders in args that differ from the stored args cannot be restored; send every redacted value again to change args")
 	}
 	return st.disk.Clone(), nil
 }

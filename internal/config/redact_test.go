@@ -1,6 +1,9 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,25 +107,25 @@ func TestRestore(t *testing.T) {
 			name: "no stored value",
 			next: `{models: {providers: {"openai/x": {apiKey: "` + R + `"}}}}`,
 			disk: `{models: {providers: {}}}`,
-			err:  `config.patch: models.providers["openai/x"].apiKey: redacted placeholder has no stored value to restore`,
+			err:  `models.providers["openai/x"].apiKey: redacted placeholder has no stored value to restore`,
 		},
 		{
 			name: "new agent id has nothing stored",
 			next: `{agents: {list: [{id: "new", k: "` + R + `"}]}}`,
 			disk: `{agents: {list: [{id: "old", k: "x"}]}}`,
-			err:  `config.patch: agents.list[0].k: redacted placeholder has no stored value to restore`,
+			err:  `agents.list[0].k: redacted placeholder has no stored value to restore`,
 		},
 		{
 			name: "index past the stored array",
 			next: `{keys: ["a", "` + R + `"]}`,
 			disk: `{keys: ["a"]}`,
-			err:  `config.patch: keys[1]: redacted placeholder has no stored value to restore`,
+			err:  `keys[1]: redacted placeholder has no stored value to restore`,
 		},
 		{
 			name: "null is not a stored value",
 			next: `{a: "` + R + `"}`,
 			disk: `{a: null}`,
-			err:  `config.patch: a: redacted placeholder has no stored value to restore`,
+			err:  `a: redacted placeholder has no stored value to restore`,
 		},
 	}
 	for _, tt := range tests {
@@ -134,8 +137,8 @@ func TestRestore(t *testing.T) {
 				t.Error("Restore modified next")
 			}
 			if tt.err != "" {
-				if err == nil || err.Error() != tt.err {
-					t.Fatalf("error = %v, want %q", err, tt.err)
+				if got := restoreErrText(err); got != tt.err {
+					t.Fatalf("error = %s, want %q", got, tt.err)
 				}
 				return
 			}
@@ -147,8 +150,64 @@ func TestRestore(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Restore(NewString(RedactedSentinel), nil); err == nil ||
-		err.Error() != "config.patch: (root): redacted placeholder has no stored value to restore" {
+	if _, err := Restore(NewString(RedactedSentinel), nil); restoreErrText(err) != "(root): redacted placeholder has no stored value to restore" {
 		t.Errorf("Restore at root with nothing on disk: %v", err)
+	}
+}
+
+// restoreErrText is a Restore error as the gateway shows it, from the
+// fields of its *RestoreError.
+func restoreErrText(err error) string {
+	var re *RestoreError
+	if !errors.As(err, &re) {
+		return fmt.Sprintf("not a *RestoreError: %v", err)
+	}
+	return re.Path + ": " + re.Reason
+}
+
+// TestRedactText: the file's text with its secrets replaced when that
+// reads back as the redacted tree, else the redacted tree as JSON.
+func TestRedactText(t *testing.T) {
+	const R = RedactedSentinel
+	tests := []struct{ name, raw, want string }{
+		{"comments and layout kept",
+			"// the gateway\n{gateway: {auth: {token: 'gw-secret'}}, port: 1}\n",
+			"// the gateway\n{gateway: {auth: {token: '" + R + "'}}, port: 1}\n"},
+		{"no secrets: the text as it is",
+			"{a: 1, /* note */ b: 'x'}",
+			"{a: 1, /* note */ b: 'x'}"},
+		{"a secret equal to other text: the redacted tree instead",
+			"{gateway: {auth: {token: 'visible'}}, session: {keyPrefix: 'visible'}}",
+			"{\n  \"gateway\": {\n    \"auth\": {\n      \"token\": \"" + R + "\"\n    }\n  },\n  \"session\": {\n    \"keyPrefix\": \"visible\"\n  }\n}\n"},
+		{"a secret written with escapes: the redacted tree instead",
+			"{gateway: {auth: {token: 's\\u0065cret'}}}",
+			"{\n  \"gateway\": {\n    \"auth\": {\n      \"token\": \"" + R + "\"\n    }\n  }\n}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := RedactText([]byte(tt.raw), mustJSON5(t, tt.raw))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("RedactText (-want +got):\n%s", diff)
+			}
+			if strings.Contains(got, "secret") || strings.Contains(got, "abcdef") {
+				t.Errorf("RedactText leaked a secret: %s", got)
+			}
+		})
+	}
+}
+
+// TestRedactedJSON: compact JSON of the redacted tree, and JSON with null
+// for the numbers JSON cannot carry rather than nothing.
+func TestRedactedJSON(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"compact", `{gateway: {auth: {token: "t"}}, n: 1}`, `{"gateway":{"auth":{"token":"` + RedactedSentinel + `"}},"n":1}`},
+		{"Infinity as null", `{token: "t", n: Infinity}`, "{\n  \"token\": \"" + RedactedSentinel + "\",\n  \"n\": null\n}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, string(RedactedJSON(mustJSON5(t, tt.in)))); diff != "" {
+				t.Errorf("RedactedJSON (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

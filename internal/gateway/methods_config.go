@@ -219,63 +219,6 @@ func (t *tenant) reload() {
 	t.mu.Unlock()
 }
 
-// redactedJSON encodes a redacted copy of a config tree. JSON5 allows
-// Infinity and NaN, which JSON cannot carry; like JSON.stringify in
-// OpenClaw they are sent as null rather than failing the call.
-func redactedJSON(tree *config.Value) json.RawMessage {
-	r := config.Redact(tree)
-	if b, err := r.MarshalJSON(); err == nil {
-		return b
-	}
-	return r.Indented()
-}
-
-// redactRaw hides the secrets of a config file in its text. Each secret
-// string is replaced where it appears; the result is accepted only if it
-// reads back as exactly the redacted tree, so a secret written with
-// escapes, or a secret equal to some other text of the file, can never
-// leak or mislead — then the redacted tree itself is sent, as JSON.
-func redactRaw(raw []byte, tree *config.Value) string {
-	red := config.Redact(tree)
-	secrets := map[string]bool{}
-	collectSecrets(tree, red, secrets)
-	text := string(raw)
-	if len(secrets) > 0 {
-		pairs := make([]string, 0, 2*len(secrets))
-		for s := range secrets {
-			pairs = append(pairs, s, config.RedactedSentinel)
-		}
-		// strings.Replacer prefers the longest match at each position,
-		// so a secret that contains another is replaced whole.
-		text = strings.NewReplacer(pairs...).Replace(text)
-	}
-	if back, err := config.ParseJSON5([]byte(text)); err == nil && config.Equal(back, red) {
-		return text
-	}
-	return string(red.Indented())
-}
-
-// collectSecrets gathers the strings Redact replaced.
-func collectSecrets(orig, red *config.Value, out map[string]bool) {
-	if orig == nil || red == nil {
-		return
-	}
-	switch orig.Kind {
-	case config.String:
-		if red.Kind == config.String && red.Str == config.RedactedSentinel && orig.Str != config.RedactedSentinel {
-			out[orig.Str] = true
-		}
-	case config.Array:
-		for i := range min(len(orig.Items), len(red.Items)) {
-			collectSecrets(orig.Items[i], red.Items[i], out)
-		}
-	case config.Object:
-		for i := range min(len(orig.Members), len(red.Members)) {
-			collectSecrets(orig.Members[i].Value, red.Members[i].Value, out)
-		}
-	}
-}
-
 // configSnapshot is config.get's payload. Talon has no $include or env
 // substitution, so parsed and config are the same tree; both are sent
 // because clients read either. There are no legacy migrations, so
@@ -310,11 +253,11 @@ func configGet(_ *Server, c *call) (any, error) {
 	// text is a secret), so its text is not sent; the issue says where it
 	// breaks, and config.set with this hash replaces it.
 	if d.file != nil {
-		snap.Parsed = redactedJSON(d.file.Tree)
+		snap.Parsed = config.RedactedJSON(d.file.Tree)
 		snap.Config = snap.Parsed
 		snap.Warnings = issuesOf(append(d.beyond, d.file.Warnings...))
 		if d.exists {
-			raw := redactRaw(d.raw, d.file.Tree)
+			raw := config.RedactText(d.raw, d.file.Tree)
 			snap.Raw = &raw
 		}
 	}
@@ -358,8 +301,12 @@ func (p *writeParams) parse(c *call) (*config.Value, error) {
 // sentinel, so a client can send back what config.get gave it.
 func restoreSecrets(method string, next, onDisk *config.Value) (*config.Value, error) {
 	out, err := config.Restore(next, onDisk)
-	if err != nil {
-		return nil, protocol.Errorf("invalid %s params: raw: %s", method, strings.TrimPrefix(err.Error(), "config.patch: "))
+	var re *config.RestoreError
+	switch {
+	case errors.As(err, &re):
+		return nil, protocol.Errorf("invalid %s params: raw: %s: %s", method, re.Path, re.Reason)
+	case err != nil:
+		return nil, protocol.Errorf("invalid %s params: raw: %v", method, err)
 	}
 	return out, nil
 }
@@ -412,7 +359,7 @@ func writeConfig(c *call, patch bool) (any, error) {
 	if err := tx.save(f); err != nil {
 		return nil, err
 	}
-	out := map[string]any{"ok": true, "path": c.t.configPath, "config": redactedJSON(f.Tree), "hash": f.Hash}
+	out := map[string]any{"ok": true, "path": c.t.configPath, "config": json.RawMessage(config.RedactedJSON(f.Tree)), "hash": f.Hash}
 	if c.req.Method != "config.set" {
 		out["restart"] = hotReload
 	}
