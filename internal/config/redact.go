@@ -1,6 +1,11 @@
 package config
 
-import "strings"
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // RedactedSentinel replaces secrets in config.get output. Clients send it
 // back unchanged, and Restore puts the stored secret in its place.
@@ -57,12 +62,16 @@ func RedactText(raw []byte, tree *Value) string {
 	collectSecrets(tree, red, secrets)
 	text := string(raw)
 	if len(secrets) > 0 {
-		pairs := make([]string, 0, 2*len(secrets))
-		for s := range secrets {
+		// Where several secrets match at one position, strings.Replacer
+		// takes the one passed first: longest first, so that a secret
+		// that begins with another is replaced whole.
+		olds := slices.SortedFunc(maps.Keys(secrets), func(a, b string) int {
+			return cmp.Or(len(b)-len(a), strings.Compare(a, b))
+		})
+		pairs := make([]string, 0, 2*len(olds))
+		for _, s := range olds {
 			pairs = append(pairs, s, RedactedSentinel)
 		}
-		// strings.Replacer prefers the longest match at each position,
-		// so a secret that contains another is replaced whole.
 		text = strings.NewReplacer(pairs...).Replace(text)
 	}
 	if back, err := ParseJSON5([]byte(text)); err == nil && Equal(back, red) {
