@@ -464,7 +464,7 @@ func (r *chatRun) agentAnswer(ctx context.Context, out runOutcome) (any, *protoc
 	if text := res.Text; strings.TrimSpace(text) != "" && strings.TrimSpace(text) != silentReply {
 		payloads = append(payloads, map[string]any{"text": text})
 	}
-	ref := shownModel(res.Model)
+	ref := provider.ShownModel(res.Model)
 	meta := map[string]any{"provider": ref.Provider, "model": ref.Model, "usage": usageOf(res.Usage)}
 	// The transcript id, as upstream reports it; the run has just written it.
 	if e, err := r.rt.runner.Store.GetSession(context.WithoutCancel(ctx), r.agentID, r.key); err == nil {

@@ -18,6 +18,7 @@ import (
 	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/policy"
+	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/internal/store"
 	"talon/protocol"
@@ -474,7 +475,7 @@ func sessionsList(_ *Server, c *call) (any, error) {
 			return nil, err
 		}
 	}
-	def := agentModel(cfg, cfg.DefaultAgentID())
+	def := provider.DefaultModel(cfg, cfg.DefaultAgentID())
 	return map[string]any{
 		"ts": time.Now().UnixMilli(), "path": db.Path(), "count": len(out),
 		"defaults": map[string]any{"modelProvider": def.Provider, "model": def.Model, "contextTokens": contextTokens(cfg, def)},

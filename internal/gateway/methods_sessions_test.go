@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"talon/internal/agent"
-	"talon/internal/config"
 	"talon/internal/llm"
-	"talon/internal/provider"
 	"talon/internal/session"
 	"talon/internal/store"
 	"talon/protocol"
@@ -812,56 +810,6 @@ func TestChatHistory(t *testing.T) {
 	raw, msgs = history(t, read, map[string]any{"sessionKey": "nobody"})
 	if len(msgs) != 0 || !strings.Contains(string(raw), `"sessionKey":"agent:main:nobody"`) || strings.Contains(string(raw), "sessionId") {
 		t.Errorf("missing session: %s", raw)
-	}
-}
-
-// TestPatchModelCatalog: agents.defaults.models is an allowlist with
-// aliases; without it the providers' models are the catalog; a model
-// whose provider cannot be reached is refused with the resolver's reason.
-func TestPatchModelCatalog(t *testing.T) {
-	parse := func(js string) *config.Config {
-		f, err := config.Parse("talon.json", []byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f.Config
-	}
-	allow := parse(`{"agents":{"defaults":{"model":"local/small","models":{"local/big":{"alias":"Fast"},"openai/gpt-4o":{}}}},
-		"models":{"providers":{"local":{"baseUrl":"http://127.0.0.1:9/v1","models":[{"id":"big"},{"id":"small"},{"id":"other"}]}}}}`)
-	open := parse(`{"models":{"providers":{"local":{"baseUrl":"http://127.0.0.1:9/v1","models":[{"id":"big"}]}}}}`)
-	noKey := func(string) string { return "" }
-	withKey := func(k string) string {
-		if k == "OPENAI_API_KEY" {
-			return "sk-test"
-		}
-		return ""
-	}
-	cases := []struct {
-		cfg  *config.Config
-		env  func(string) string
-		in   string
-		want string // model, or the error
-	}{
-		{allow, noKey, "fast", "local/big"},
-		{allow, noKey, "big", "local/big"}, // a bare id takes the agent's provider
-		{allow, noKey, "local/small", "local/small"},
-		{allow, noKey, "inspect", "talon/inspect"},
-		{allow, noKey, "local/other", "model not allowed: local/other"},
-		{allow, noKey, "openai/gpt-4o", "invalid model: openai: no API key: set OPENAI_API_KEY or models.providers.openai.apiKey"},
-		{allow, withKey, "OpenAI/GPT-4o", "openai/gpt-4o"},
-		{open, noKey, "local/big", "local/big"},
-		{open, noKey, "local/other", "model not allowed: local/other"},
-		{open, noKey, "talon/inspect", "talon/inspect"},
-	}
-	for _, tc := range cases {
-		m, err := resolvePatchModel(tc.cfg, provider.Options{Env: tc.env}, "main", tc.in)
-		got := m.String()
-		if err != nil {
-			got = err.Error()
-		}
-		if got != tc.want {
-			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
-		}
 	}
 }
 

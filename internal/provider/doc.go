@@ -13,7 +13,9 @@
 // the model id to send; building a client does no I/O and all clients
 // share one pooled http.Client, so resolving per run is cheap. Which
 // reference an agent runs with is the config's answer
-// (config.Config.AgentModel).
+// (config.Config.AgentModel). The catalog (AllowedModels, ChooseModel,
+// ChooseThinking) says which models a session may be switched to, as the
+// config lists them, and refuses one that does not resolve.
 //
 // Failures are *Error values (Provider, Status, Type, Message, RetryAfter)
 // whose Temporary method says whether repeating the request may help. A
