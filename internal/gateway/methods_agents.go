@@ -3,17 +3,12 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"talon/internal/agent"
 	"talon/internal/config"
-	"talon/internal/contain"
 	"talon/protocol"
 )
 
@@ -27,9 +22,6 @@ func init() {
 	register("agents.update", protocol.ScopeAdmin, agentsUpdate)
 	register("agents.delete", protocol.ScopeAdmin, agentsDelete)
 }
-
-// trashDir is where agents.delete moves workspaces, in the state dir.
-const trashDir = "trash"
 
 // Bounds of the text params: names and identity values go into
 // IDENTITY.md, which is in every prompt of the agent.
@@ -72,28 +64,14 @@ func agentsList(_ *Server, c *call) (any, error) {
 	return map[string]any{"defaultId": d.DefaultAgentID, "mainKey": d.MainKey, "scope": d.Scope, "agents": rows}, nil
 }
 
-// listAgent describes one agent: its identity is IDENTITY.md's lines with
-// the entry's `identity` object over them, its model the entry's or the
-// defaults'.
+// listAgent describes one agent: its identity (agent.Workspaces.Identity)
+// and its model, the entry's or the defaults'.
 func (c *call) listAgent(cfg *config.Config, id string) agentListing {
 	row := agentListing{ID: id, Workspace: cfg.AgentWorkspace(c.t.dir, id)}
-	e, _ := cfg.Agent(id)
-	var ident agent.Identity
-	if ws, err := openWorkspace(c.t, row.Workspace, false); err == nil {
-		ident, _ = agent.ReadIdentity(ws) // an unreadable file is no identity
-		ws.Close()
-	}
-	if e != nil {
+	if e, _ := cfg.Agent(id); e != nil {
 		row.Name = e.Name
-		if e.Identity != nil {
-			for key, to := range map[string]*string{"name": &ident.Name, "theme": &ident.Theme, "emoji": &ident.Emoji, "avatar": &ident.Avatar} {
-				if v := e.Identity.Get(key); v != nil && v.Kind == config.String && strings.TrimSpace(v.Str) != "" {
-					*to = strings.TrimSpace(v.Str)
-				}
-			}
-		}
 	}
-	if ident != (agent.Identity{}) {
+	if ident := c.t.workspaces().Identity(cfg, id); ident != (agent.Identity{}) {
 		row.Identity = &agentIdentityView{Identity: ident}
 		if a := ident.Avatar; strings.HasPrefix(a, "https://") || strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "data:image/") {
 			row.Identity.AvatarURL = a
@@ -157,13 +135,7 @@ func (p *agentParams) check(method string) (agentFields, error) {
 
 // identityLines are the IDENTITY.md lines for the given fields.
 func (f agentFields) identityLines() []agent.IdentityLine {
-	var out []agent.IdentityLine
-	for _, l := range []agent.IdentityLine{{Key: "Name", Value: f.name}, {Key: "Emoji", Value: f.emoji}, {Key: "Avatar", Value: f.avatar}} {
-		if l.Value != "" {
-			out = append(out, l)
-		}
-	}
-	return out
+	return agent.Identity{Name: f.name, Emoji: f.emoji, Avatar: f.avatar}.Lines()
 }
 
 func agentsCreate(_ *Server, c *call) (any, error) {
@@ -336,7 +308,10 @@ func agentsDelete(_ *Server, c *call) (any, error) {
 	// workspace that cannot move leaves the agent as it was.
 	var undo func() error
 	if p.DeleteFiles == nil || *p.DeleteFiles {
-		if undo, err = trashWorkspace(c.t, file.Config, id, cfg.AgentWorkspace(c.t.dir, id)); err != nil {
+		if undo, err = c.t.workspaces().Trash(file.Config, id, cfg.AgentWorkspace(c.t.dir, id)); err != nil {
+			if te, ok := errors.AsType[*agent.TrashError](err); ok {
+				return nil, protocol.Errorf("%s: %v; delete with deleteFiles:false to keep its files", m, te)
+			}
 			return nil, err
 		}
 	}
@@ -371,246 +346,25 @@ func agentsListNode(tree *config.Value, cfg *config.Config) *config.Value {
 	return list
 }
 
-// checkWorkspace resolves a workspace param (relative to the state dir,
-// `~` for home) and refuses places an agent must not own: outside a
-// tenant's directory, the state directory or one containing it (or the
-// config file), the trash, and anything overlapping another agent's
-// workspace — agents.delete moves a workspace away whole, which must
-// never take another agent's files or the state with it.
+// workspaces are the tenant's agent workspaces.
+func (t *tenant) workspaces() agent.Workspaces {
+	return agent.Workspaces{Dir: t.dir, ConfigPath: t.configPath, Confined: t.id != ""}
+}
+
+// checkWorkspace is agent.Workspaces.Check with the error of a bad param.
 func checkWorkspace(method string, t *tenant, cfg *config.Config, id, raw string) (string, error) {
-	probe := &config.Config{Agents: config.Agents{List: []config.Agent{{ID: id, Workspace: raw}}}}
-	dir := probe.AgentWorkspace(t.dir, id)
-	bad := func(format string, args ...any) error {
-		return protocol.Errorf("invalid %s params: workspace %s %s", method, dir, fmt.Sprintf(format, args...))
-	}
-	if _, in := contain.Within(t.dir, dir); t.id != "" && !in {
-		return "", bad("is outside the tenant directory")
-	}
-	if _, in := contain.Within(dir, t.dir); in {
-		return "", bad("would contain the state directory %s", t.dir)
-	}
-	if _, in := contain.Within(dir, t.configPath); in {
-		return "", bad("would contain the config file %s", t.configPath)
-	}
-	if _, in := contain.Within(filepath.Join(t.dir, trashDir), dir); in {
-		return "", bad("is in the trash")
-	}
-	for _, other := range cfg.AgentIDs() {
-		if o := cfg.AgentWorkspace(t.dir, other); other != id && pathsOverlap(dir, o) {
-			return "", bad("overlaps the workspace %s of agent %q", o, other)
-		}
+	dir, err := t.workspaces().Check(cfg, id, raw)
+	if err != nil {
+		return "", protocol.Errorf("invalid %s params: %v", method, err)
 	}
 	return dir, nil
 }
 
-// pathsOverlap reports whether one of a and b contains the other, by their
-// paths and, where they exist, by their real paths.
-func pathsOverlap(a, b string) bool {
-	return contain.Overlap(a, b) || contain.Overlap(realPathOr(a), realPathOr(b))
-}
-
-// realPathOr is where p leads (contain.Real: as far as it exists), or p
-// when that cannot be resolved (a dangling link, a loop): the workspace is
-// checked again where it is used (contain.Resolved).
-func realPathOr(p string) string {
-	if r, err := contain.Real(p); err == nil {
-		return r
-	}
-	return p
-}
-
-// openWorkspace opens an agent workspace as a root, creating it (0700)
-// when asked. A tenant's workspace is reached through the tenant
-// directory's root, so no symbolic link on the way leads out of it; the
-// default tenant's may be anywhere its owner put it.
-func openWorkspace(t *tenant, dir string, create bool) (*os.Root, error) {
-	f, err := openTenantFS(t)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	if f.root == nil {
-		if create {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
-			}
-		}
-		return os.OpenRoot(dir)
-	}
-	rel, err := f.rel(dir)
-	if err != nil {
-		return nil, err
-	}
-	if create {
-		if err := f.root.MkdirAll(rel, 0o700); err != nil {
-			return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
-		}
-	}
-	return f.root.OpenRoot(rel)
-}
-
-// prepareWorkspace creates a workspace with its bootstrap files (seed:
-// unless agents.defaults.skipBootstrap) and appends identity lines to its
-// IDENTITY.md. Failures are the client's to read: they name the file.
+// prepareWorkspace is agent.Workspaces.Prepare; its failures are the
+// client's to read, naming the file.
 func prepareWorkspace(t *tenant, cfg *config.Config, dir string, seed bool, lines []agent.IdentityLine) error {
-	ws, err := openWorkspace(t, dir, true)
-	if err != nil {
-		return &protocol.Error{Code: protocol.CodeUnavailable, Message: fmt.Sprintf("preparing workspace: %v", err)}
-	}
-	defer ws.Close()
-	if seed {
-		skip := cfg.Agents.Defaults.SkipBootstrap != nil && *cfg.Agents.Defaults.SkipBootstrap
-		if _, err := agent.SeedWorkspace(ws, skip); err != nil {
-			return &protocol.Error{Code: protocol.CodeUnavailable, Message: fmt.Sprintf("preparing workspace %s: %v", dir, err)}
-		}
-	}
-	if err := agent.AppendIdentity(ws, lines); err != nil {
-		return &protocol.Error{Code: protocol.CodeUnavailable, Message: fmt.Sprintf("preparing workspace %s: %v", dir, err)}
+	if err := t.workspaces().Prepare(cfg, dir, seed, lines); err != nil {
+		return &protocol.Error{Code: protocol.CodeUnavailable, Message: err.Error()}
 	}
 	return nil
-}
-
-// trashWorkspace moves a deleted agent's workspace to
-// <state>/trash/<id>-<UTC time>/workspace by rename — never a recursive
-// delete, and never a copy: a workspace on another file system stays and
-// the delete is refused. rest is the config without the agent; a
-// workspace that overlaps a remaining agent's, or holds the state, stays
-// too. It returns how to move the workspace back (nil when there was
-// nothing to move).
-func trashWorkspace(t *tenant, rest *config.Config, id, dir string) (func() error, error) {
-	refuse := func(why string) error {
-		return protocol.Errorf("agents.delete: workspace %s of agent %q %s; delete with deleteFiles:false to keep its files", dir, id, why)
-	}
-	if _, in := contain.Within(dir, t.dir); in {
-		return nil, refuse("contains the state directory")
-	}
-	if _, in := contain.Within(t.dir, dir); t.id != "" && !in {
-		return nil, refuse("is outside the tenant directory")
-	}
-	for _, other := range rest.AgentIDs() {
-		if o := rest.AgentWorkspace(t.dir, other); pathsOverlap(dir, o) {
-			return nil, refuse(fmt.Sprintf("overlaps the workspace of agent %q", other))
-		}
-	}
-	fsys, err := openTenantFS(t)
-	if err != nil {
-		return nil, err
-	}
-	defer fsys.close()
-	if _, err := fsys.lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, refuse(fmt.Sprintf("cannot be read (%v)", err))
-	}
-	trash := filepath.Join(t.dir, trashDir)
-	if err := fsys.mkdir(trash); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("creating %s: %w", trash, err)
-	}
-	stem := filepath.Join(trash, id+"-"+time.Now().UTC().Format("20060102T150405Z"))
-	dest := stem
-	for n := 2; ; n++ {
-		err := fsys.mkdir(dest)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) || n > 1000 {
-			return nil, fmt.Errorf("creating %s: %w", dest, err)
-		}
-		dest = fmt.Sprintf("%s-%d", stem, n)
-	}
-	to := filepath.Join(dest, "workspace")
-	if err := fsys.rename(dir, to); err != nil {
-		_ = fsys.remove(dest)
-		return nil, refuse(fmt.Sprintf("cannot be moved to %s (%v)", dest, err))
-	}
-	return func() error {
-		f, err := openTenantFS(t)
-		if err != nil {
-			return err
-		}
-		defer f.close()
-		return f.rename(to, dir)
-	}, nil
-}
-
-// tenantFS does file operations on absolute paths: through the tenant
-// directory's root for a tenant (so nothing reaches outside it), directly
-// for the default tenant.
-type tenantFS struct {
-	base string
-	root *os.Root // nil for the default tenant
-}
-
-func openTenantFS(t *tenant) (*tenantFS, error) {
-	if t.id == "" {
-		return &tenantFS{base: t.dir}, nil
-	}
-	r, err := os.OpenRoot(t.dir)
-	if err != nil {
-		return nil, fmt.Errorf("opening tenant directory: %w", err)
-	}
-	return &tenantFS{base: t.dir, root: r}, nil
-}
-
-func (f *tenantFS) close() {
-	if f.root != nil {
-		f.root.Close()
-	}
-}
-
-// rel is p inside the tenant's root.
-func (f *tenantFS) rel(p string) (string, error) {
-	rel, in := contain.Within(f.base, p)
-	if !in {
-		return "", fmt.Errorf("%s is outside the tenant directory", p)
-	}
-	return rel, nil
-}
-
-func (f *tenantFS) lstat(p string) (fs.FileInfo, error) {
-	if f.root == nil {
-		return os.Lstat(p)
-	}
-	rel, err := f.rel(p)
-	if err != nil {
-		return nil, err
-	}
-	return f.root.Lstat(rel)
-}
-
-func (f *tenantFS) mkdir(p string) error {
-	if f.root == nil {
-		return os.Mkdir(p, 0o700)
-	}
-	rel, err := f.rel(p)
-	if err != nil {
-		return err
-	}
-	return f.root.Mkdir(rel, 0o700)
-}
-
-func (f *tenantFS) remove(p string) error {
-	if f.root == nil {
-		return os.Remove(p)
-	}
-	rel, err := f.rel(p)
-	if err != nil {
-		return err
-	}
-	return f.root.Remove(rel)
-}
-
-func (f *tenantFS) rename(from, to string) error {
-	if f.root == nil {
-		return os.Rename(from, to)
-	}
-	a, err := f.rel(from)
-	if err != nil {
-		return err
-	}
-	b, err := f.rel(to)
-	if err != nil {
-		return err
-	}
-	return f.root.Rename(a, b)
 }
