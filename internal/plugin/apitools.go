@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"talon/internal/netguard"
-	"talon/internal/plugin/apitools"
+	"talon/internal/plugin/yamltool"
 	"talon/internal/tools"
 )
 
@@ -92,7 +92,7 @@ type yamlCache struct {
 type yamlEntry struct {
 	size int64
 	mod  time.Time
-	tool *apitools.Tool
+	tool *yamltool.Tool
 	err  error
 }
 
@@ -135,7 +135,7 @@ func (h *Host) yamlTools(dir string, env toolEnv) ([]Tool, []string) {
 	return out, errs
 }
 
-func (h *Host) yamlTool(path string) (*apitools.Tool, error) {
+func (h *Host) yamlTool(path string) (*yamltool.Tool, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (h *Host) yamlTool(path string) (*apitools.Tool, error) {
 	e = yamlEntry{size: fi.Size(), mod: fi.ModTime()}
 	data, err := readRegular(path, maxToolFile)
 	if err == nil {
-		e.tool, err = apitools.Parse(filepath.Base(path), data)
+		e.tool, err = yamltool.Parse(filepath.Base(path), data)
 	}
 	e.err = err
 	c.mu.Lock()
@@ -170,7 +170,7 @@ func (h *Host) yamlTool(path string) (*apitools.Tool, error) {
 // call's Redact: the model never sees an env value, whether our message
 // quotes the URL or the server echoes what it received.
 type apiTool struct {
-	t   *apitools.Tool
+	t   *yamltool.Tool
 	h   *Host
 	env toolEnv
 }
@@ -189,7 +189,7 @@ func (a *apiTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 		return tools.Errorf("%s: arguments must be a JSON object", a.t.Name), nil
 	}
 	call, err := a.t.Request(args, a.env.lookup)
-	if unset, ok := errors.AsType[*apitools.EnvUnsetError](err); ok {
+	if unset, ok := errors.AsType[*yamltool.EnvUnsetError](err); ok {
 		return tools.Errorf("%v: %s", unset, a.env.hint), nil
 	}
 	if err != nil {
@@ -241,7 +241,7 @@ func (h *Host) client(loopback bool) *http.Client {
 	defer c.mu.Unlock()
 	if c.c[i] == nil {
 		// The per-call context carries each tool's own timeout.
-		cl := netguard.NewClient(netguard.Options{AllowLoopback: loopback, Timeout: apitools.MaxTimeout, Resolver: h.opts.Resolver})
+		cl := netguard.NewClient(netguard.Options{AllowLoopback: loopback, Timeout: yamltool.MaxTimeout, Resolver: h.opts.Resolver})
 		if h.opts.RootCAs != nil {
 			cl.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: h.opts.RootCAs, MinVersion: tls.VersionTLS12}
 		}

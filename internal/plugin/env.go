@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"talon/internal/plugin/apitools"
+	"talon/internal/plugin/yamltool"
 )
 
 // maxProcessEnv bounds plugins.entries.api-tools.config.processEnv.
@@ -33,7 +33,7 @@ func decodeAPIToolsConfig(raw json.RawMessage) (apiToolsConfig, error) {
 	}
 	for i, n := range c.ProcessEnv {
 		switch {
-		case !apitools.IsEnvName(n):
+		case !yamltool.IsEnvName(n):
 			return apiToolsConfig{}, fmt.Errorf("processEnv[%d]: %q is not an environment variable name (letters, digits and _, not starting with a digit)", i, n)
 		case slices.Contains(c.ProcessEnv[:i], n):
 			return apiToolsConfig{}, fmt.Errorf("processEnv[%d]: %q is listed twice", i, n)

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"talon/internal/plugin"
-	"talon/internal/plugin/apitools"
+	"talon/internal/plugin/yamltool"
 	"talon/internal/policy"
 	"talon/internal/skill"
 )
@@ -37,7 +37,7 @@ func checkContent(t *Template, files []File) error {
 			if f.Mode.IsDir() || (path.Ext(name) != ".yaml" && path.Ext(name) != ".yml") {
 				return fmt.Errorf("%s: api-tools/ holds one .yaml file per tool and nothing else", f.Path)
 			}
-			tool, err := apitools.Parse(f.Path, f.Data)
+			tool, err := yamltool.Parse(f.Path, f.Data)
 			if err != nil {
 				return err
 			}

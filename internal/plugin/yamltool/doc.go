@@ -1,9 +1,10 @@
-// Package apitools holds the YAML-declared HTTP API tools of the bundled
-// api-tools plugin: parsing and validating one YAML tool file (Parse), the
-// single-pass {{env.X}} / {{params.X}} / {{response.X}} template engine,
-// building the exact HTTP request for a call (Tool.Request, which returns
-// a Call), rendering the response summary or error template
-// (Tool.Summarize) and the tool's JSON schema for the model (Tool.Schema).
+// Package yamltool holds the YAML-declared HTTP API tools the plugin host
+// loads (the bundled api-tools plugin's and on-disk plugins'): parsing and
+// validating one YAML tool file (Parse), the single-pass {{env.X}} /
+// {{params.X}} / {{response.X}} template engine, building the exact HTTP
+// request for a call (Tool.Request, which returns a Call), rendering the
+// response summary or error template (Tool.Summarize) and the tool's JSON
+// schema for the model (Tool.Schema).
 //
 // No message shows an env value: Request's errors quote the url as the
 // file writes it (Tool.URL, tags unexpanded), and a caller passes every
@@ -30,4 +31,4 @@
 //     matches a.example.com and a.b.example.com but not example.com.
 //
 // A Tool is immutable after Parse and safe for concurrent use.
-package apitools
+package yamltool

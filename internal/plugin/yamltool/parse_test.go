@@ -1,4 +1,4 @@
-package apitools
+package yamltool
 
 import (
 	"strings"
