@@ -1,6 +1,8 @@
 // Package memory is the memory-core plugin: a full-text index of each
 // agent's memory files and the two tools over it, memory_search and
-// memory_get.
+// memory_get. It registers itself with the plugin host when imported
+// (plugin.go; the binary imports it through internal/standard), and holds
+// the memory slot by default.
 //
 // # Files
 //

@@ -18,10 +18,16 @@
 // tools. A plugin with code but nothing Talon can load is listed as such,
 // never silently dropped.
 //
-// A compiled-in plugin is a Module registered by id; each config gets a
-// fresh instance that goes through construct → decode (its entry's config,
-// strictly) → provision → validate, and is closed when a later config no
-// longer uses it.
+// A compiled-in plugin is a Module registered by id from its own
+// package's init (api-tools in plugin/apitools, image-gen in
+// plugin/imagegen, memory-core in memory); the binary chooses the set by
+// importing internal/standard. Each config gets a fresh instance that goes
+// through construct → decode (its entry's config, strictly; DecodeStrict
+// does it for a plain struct) → provision → validate, and is closed when a
+// later config no longer uses it. What the host offers a module is Provision: the state dir, a log, the
+// tenant's network guard, whether runs see the process environment,
+// Shared for tenant-wide services (memory-core's index) and YAMLTools,
+// the loader of api-tools/ folders the host also uses for on-disk plugins.
 //
 // Env: a plugin reads its config's env (Run.Env). The process environment
 // (Run.ProcessEnv) is there for the default tenant only, and a plugin

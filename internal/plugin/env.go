@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -12,8 +11,9 @@ import (
 // maxProcessEnv bounds plugins.entries.api-tools.config.processEnv.
 const maxProcessEnv = 64
 
-// apiToolsConfig is plugins.entries.api-tools.config.
-type apiToolsConfig struct {
+// APIToolsConfig is plugins.entries.api-tools.config, which the
+// api-tools plugin and on-disk plugins' YAML tools read.
+type APIToolsConfig struct {
 	// ProcessEnv names the gateway's own environment variables that YAML
 	// tools may read, after the config's env: the default tenant's only
 	// way to hand them one. No other process variable reaches a
@@ -21,36 +21,32 @@ type apiToolsConfig struct {
 	ProcessEnv []string `json:"processEnv"`
 }
 
-// decodeAPIToolsConfig reads the entry config strictly and checks the
+// DecodeAPIToolsConfig reads the entry config strictly and checks the
 // names; an error names the element.
-func decodeAPIToolsConfig(raw json.RawMessage) (apiToolsConfig, error) {
-	var c apiToolsConfig
-	if err := decodeStrict(raw, &c); err != nil {
-		return apiToolsConfig{}, err
+func DecodeAPIToolsConfig(raw json.RawMessage) (APIToolsConfig, error) {
+	var c APIToolsConfig
+	if err := DecodeStrict(raw, &c); err != nil {
+		return APIToolsConfig{}, err
 	}
 	if len(c.ProcessEnv) > maxProcessEnv {
-		return apiToolsConfig{}, fmt.Errorf("processEnv: %d names, more than %d", len(c.ProcessEnv), maxProcessEnv)
+		return APIToolsConfig{}, fmt.Errorf("processEnv: %d names, more than %d", len(c.ProcessEnv), maxProcessEnv)
 	}
 	for i, n := range c.ProcessEnv {
 		switch {
 		case !yamltool.IsEnvName(n):
-			return apiToolsConfig{}, fmt.Errorf("processEnv[%d]: %q is not an environment variable name (letters, digits and _, not starting with a digit)", i, n)
+			return APIToolsConfig{}, fmt.Errorf("processEnv[%d]: %q is not an environment variable name (letters, digits and _, not starting with a digit)", i, n)
 		case slices.Contains(c.ProcessEnv[:i], n):
-			return apiToolsConfig{}, fmt.Errorf("processEnv[%d]: %q is listed twice", i, n)
+			return APIToolsConfig{}, fmt.Errorf("processEnv[%d]: %q is listed twice", i, n)
 		}
 	}
 	return c, nil
 }
 
-// errTenantProcessEnv refuses a tenant's processEnv list: the process
-// environment is the operator's.
-var errTenantProcessEnv = errors.New("plugins.entries.api-tools.config.processEnv: only the operator's root config can pass the gateway's environment; a tenant's api tools read only its config's env")
-
-// lookup returns the env a plugin reads: the config's env first, then
+// Lookup returns the env a plugin reads: the config's env first, then
 // the process environment for the names grant allows, when the run has
 // one (the default tenant). An empty value is unset: a template must
 // never send an empty secret.
-func (r Run) lookup(grant func(name string) bool) func(string) (string, bool) {
+func (r Run) Lookup(grant func(name string) bool) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		v, ok := "", false
 		if r.Env != nil {
@@ -72,9 +68,9 @@ type toolEnv struct {
 
 // yamlEnv is the env of the YAML tools of run, with the names cfg's
 // processEnv grants.
-func yamlEnv(run Run, cfg apiToolsConfig) toolEnv {
+func yamlEnv(run Run, cfg APIToolsConfig) toolEnv {
 	e := toolEnv{
-		lookup: run.lookup(func(name string) bool { return slices.Contains(cfg.ProcessEnv, name) }),
+		lookup: run.Lookup(func(name string) bool { return slices.Contains(cfg.ProcessEnv, name) }),
 		hint:   "set it in the config's env or env.vars",
 	}
 	if run.ProcessEnv != nil {

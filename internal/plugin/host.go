@@ -180,7 +180,7 @@ func (h *Host) start(m *Module, raw json.RawMessage) (Instance, error) {
 	if err := inst.Decode(raw); err != nil {
 		return nil, fmt.Errorf("plugins.entries.%s.config: %w", m.ID, err)
 	}
-	if err := inst.Provision(&Provision{StateDir: h.opts.StateDir, Log: h.opts.Log.With("plugin", m.ID), Guard: h.opts.Guard, host: h}); err != nil {
+	if err := inst.Provision(&Provision{StateDir: h.opts.StateDir, Log: h.opts.Log.With("plugin", m.ID), Guard: h.opts.Guard, ProcessEnv: h.opts.ProcessEnv, host: h}); err != nil {
 		_ = inst.Close()
 		return nil, fmt.Errorf("provisioning plugin %s: %w", m.ID, err)
 	}
@@ -402,7 +402,7 @@ func (s *Set) load(ctx context.Context, run Run, st *Status, rt *RunTools) {
 		// The api-tools entry's processEnv grants to every YAML tool; a
 		// list that does not decode grants nothing (the api-tools
 		// plugin reports why).
-		grant, _ := decodeAPIToolsConfig(entryConfig(s.cfg, APITools))
+		grant, _ := DecodeAPIToolsConfig(entryConfig(s.cfg, APITools))
 		ts, errs := s.h.yamlTools(filepath.Join(st.Dir, apiToolsDir), yamlEnv(run, grant))
 		st.Errors = append(st.Errors, errs...)
 		list = ts

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"talon/internal/config"
+	"talon/internal/plugin"
 	"talon/internal/tools"
 )
 
@@ -76,7 +77,7 @@ type state struct {
 	Errors             int
 }
 
-func states(rt *RunTools) []state {
+func states(rt *plugin.RunTools) []state {
 	var out []state
 	for _, p := range rt.Plugins {
 		out = append(out, state{ID: p.ID, Origin: string(p.Origin), Reason: p.Reason, Enabled: p.Enabled, Tools: p.Tools, Overridden: string(p.OverriddenBy), Errors: len(p.Errors)})
@@ -90,37 +91,37 @@ func TestDiscovery(t *testing.T) {
 	stateDir := t.TempDir()
 	agentDir := t.TempDir()
 	cfgDir := filepath.Join(t.TempDir(), "one")
-	writeFiles(t, cfgDir, map[string]string{ManifestFile: manifest("shared"), "api-tools/cfg_tool.yaml": yamlTool("cfg_tool")})
+	writeFiles(t, cfgDir, map[string]string{plugin.ManifestFile: manifest("shared"), "api-tools/cfg_tool.yaml": yamlTool("cfg_tool")})
 	many := t.TempDir()
 	writeFiles(t, many, map[string]string{
-		"a/" + ManifestFile:   manifest("alpha"),
-		"a/api-tools/a.yaml":  yamlTool("alpha_tool"),
-		"b/" + ManifestFile:   `{"id":"broken"`,
-		"c/" + ManifestFile:   manifest("tsonly"),
-		"c/index.ts":          "export default {}",
-		"d/README.md":         "not a plugin",
-		"e/" + ManifestFile:   `{"id":"noschema"}`,
-		"f/" + ManifestFile:   manifest("api-tools"), // takes the bundled id first
-		"f/api-tools/m.yaml":  yamlTool("ovr_tool"),
-		"g/" + ManifestFile:   manifest("badyaml"),
-		"g/api-tools/x.yaml":  "name: [",
-		"g/api-tools/ok.yaml": yamlTool("good_tool"),
+		"a/" + plugin.ManifestFile: manifest("alpha"),
+		"a/api-tools/a.yaml":       yamlTool("alpha_tool"),
+		"b/" + plugin.ManifestFile: `{"id":"broken"`,
+		"c/" + plugin.ManifestFile: manifest("tsonly"),
+		"c/index.ts":               "export default {}",
+		"d/README.md":              "not a plugin",
+		"e/" + plugin.ManifestFile: `{"id":"noschema"}`,
+		"f/" + plugin.ManifestFile: manifest("api-tools"), // takes the bundled id first
+		"f/api-tools/m.yaml":       yamlTool("ovr_tool"),
+		"g/" + plugin.ManifestFile: manifest("badyaml"),
+		"g/api-tools/x.yaml":       "name: [",
+		"g/api-tools/ok.yaml":      yamlTool("good_tool"),
 	})
 	if err := os.Symlink(filepath.Join(many, "a"), filepath.Join(many, "link")); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, filepath.Join(agentDir, WorkspaceExtensions), map[string]string{
-		"w/" + ManifestFile: manifest("wsplug"), "w/api-tools/w.yaml": yamlTool("ws_tool"),
-		"s/" + ManifestFile: manifest("shared"),
+	writeFiles(t, filepath.Join(agentDir, plugin.WorkspaceExtensions), map[string]string{
+		"w/" + plugin.ManifestFile: manifest("wsplug"), "w/api-tools/w.yaml": yamlTool("ws_tool"),
+		"s/" + plugin.ManifestFile: manifest("shared"),
 	})
-	writeFiles(t, filepath.Join(stateDir, GlobalExtensions), map[string]string{
-		"g/" + ManifestFile: manifest("globalplug"), "g/api-tools/g.yaml": yamlTool("global_tool"),
-		"h/" + ManifestFile: manifest("wsplug"),
+	writeFiles(t, filepath.Join(stateDir, plugin.GlobalExtensions), map[string]string{
+		"g/" + plugin.ManifestFile: manifest("globalplug"), "g/api-tools/g.yaml": yamlTool("global_tool"),
+		"h/" + plugin.ManifestFile: manifest("wsplug"),
 	})
 	cfg := mustConfig(t, `{plugins: {load: {paths: ["`+cfgDir+`", "`+many+`"]}, entries: {"wsplug": {enabled: true}}}}`)
-	h := NewHost(Options{StateDir: stateDir})
+	h := plugin.NewHost(plugin.Options{StateDir: stateDir})
 	t.Cleanup(func() { h.Close() })
-	rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
+	rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
 	got := states(rt)
 	want := []state{
 		{ID: "shared", Origin: "config", Enabled: true, Tools: []string{"cfg_tool"}},
@@ -175,8 +176,8 @@ func TestDiscovery(t *testing.T) {
 // taking effect in the next Set without a restart.
 func TestEnablement(t *testing.T) {
 	agentDir := t.TempDir()
-	writeFiles(t, filepath.Join(agentDir, WorkspaceExtensions), map[string]string{
-		"w/" + ManifestFile: manifest("wsplug"), "w/api-tools/w.yaml": yamlTool("ws_tool"),
+	writeFiles(t, filepath.Join(agentDir, plugin.WorkspaceExtensions), map[string]string{
+		"w/" + plugin.ManifestFile: manifest("wsplug"), "w/api-tools/w.yaml": yamlTool("ws_tool"),
 	})
 	writeFiles(t, agentDir, map[string]string{"api-tools/a.yaml": yamlTool("agent_tool")})
 	tests := []struct {
@@ -192,13 +193,13 @@ func TestEnablement(t *testing.T) {
 		{"plugins off", `{plugins: {enabled: false, entries: {"api-tools": {enabled: true}}}}`, map[string]string{"api-tools": "plugins disabled", "wsplug": "plugins disabled"}},
 		{"bad entry config", `{plugins: {entries: {wsplug: {enabled: true, config: {level: "high"}}}}}`, map[string]string{"wsplug": "on, with errors"}},
 	}
-	h := NewHost(Options{StateDir: t.TempDir()})
+	h := plugin.NewHost(plugin.Options{StateDir: t.TempDir()})
 	t.Cleanup(func() { h.Close() })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := h.Configure(mustConfig(t, tt.cfg)).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
+			rt := h.Configure(mustConfig(t, tt.cfg)).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
 			for id, want := range tt.want {
-				i := slices.IndexFunc(rt.Plugins, func(p Status) bool { return p.ID == id && p.OverriddenBy == "" })
+				i := slices.IndexFunc(rt.Plugins, func(p plugin.Status) bool { return p.ID == id && p.OverriddenBy == "" })
 				if i < 0 {
 					t.Fatalf("plugin %s not listed", id)
 				}
@@ -239,7 +240,7 @@ func TestManifest(t *testing.T) {
 		{`[]`, "decoding manifest"},
 	}
 	for _, tt := range tests {
-		_, err := ParseManifest([]byte(tt.src))
+		_, err := plugin.ParseManifest([]byte(tt.src))
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("ParseManifest(%s) = %v, want %q", tt.src, err, tt.err)
 		}
@@ -247,11 +248,11 @@ func TestManifest(t *testing.T) {
 }
 
 // run calls one tool of rt with args as the model would.
-func run(t *testing.T, rt *RunTools, plugin, name, args string, loopback bool) tools.Result {
+func run(t *testing.T, rt *plugin.RunTools, id, name, args string, loopback bool) tools.Result {
 	t.Helper()
-	tool, ok := rt.Get(plugin, name)
+	tool, ok := rt.Get(id, name)
 	if !ok {
-		t.Fatalf("tool %s/%s not offered; plugins: %+v", plugin, name, rt.Plugins)
+		t.Fatalf("tool %s/%s not offered; plugins: %+v", id, name, rt.Plugins)
 	}
 	res, err := tool.Run(context.Background(), &tools.Env{AllowLoopback: loopback}, json.RawMessage(args))
 	if err != nil {
@@ -283,11 +284,11 @@ func TestLinkedInExample(t *testing.T) {
 	yml := strings.Replace(string(src), "https://api.linkedin.com/rest/posts", "https://api.linkedin.com:"+si.port()+"/rest/posts", 1)
 	agentDir := t.TempDir()
 	writeFiles(t, agentDir, map[string]string{"api-tools/publish_linkedin.yaml": yml})
-	h := NewHost(Options{StateDir: t.TempDir(), Resolver: si.res, RootCAs: si.roots})
+	h := plugin.NewHost(plugin.Options{StateDir: t.TempDir(), Resolver: si.res, RootCAs: si.roots})
 	t.Cleanup(func() { h.Close() })
 	cfg := mustConfig(t, `{env: {LINKEDIN_ACCESS_TOKEN: "tok-123", vars: {LINKEDIN_PERSON_URN: "abc"}}, plugins: {entries: {"api-tools": {enabled: true}}}}`)
-	rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
-	res := run(t, rt, APITools, "publish_linkedin", `{"text":"Hello {{env.LINKEDIN_ACCESS_TOKEN}} \"world\""}`, true)
+	rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
+	res := run(t, rt, plugin.APITools, "publish_linkedin", `{"text":"Hello {{env.LINKEDIN_ACCESS_TOKEN}} \"world\""}`, true)
 	if res.IsError || res.Text != "Post published. ID: urn:li:share:42" {
 		t.Fatalf("result = %+v", res)
 	}
@@ -299,8 +300,8 @@ func TestLinkedInExample(t *testing.T) {
 
 	// The API's error answer goes back through the error template.
 	cfgMissing := mustConfig(t, `{env: {LINKEDIN_ACCESS_TOKEN: ""}, plugins: {entries: {"api-tools": {enabled: true}}}}`)
-	rt = h.Configure(cfgMissing).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
-	res = run(t, rt, APITools, "publish_linkedin", `{"text":"hi"}`, true)
+	rt = h.Configure(cfgMissing).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
+	res = run(t, rt, plugin.APITools, "publish_linkedin", `{"text":"hi"}`, true)
 	if !res.IsError || !strings.Contains(res.Text, "env LINKEDIN_ACCESS_TOKEN is not set") {
 		t.Errorf("with an empty env var: %+v, want the missing env named", res)
 	}
@@ -359,16 +360,16 @@ func TestBlockedTargets(t *testing.T) {
 		{"redirect off allowed_hosts", "http://127.0.0.1:" + port + "/to-other-host", "127.0.0.1", true},
 	}
 	res := mapResolver{"evil.example.com": netip.MustParseAddr("10.9.8.7")}
-	h := NewHost(Options{StateDir: t.TempDir(), Resolver: res})
+	h := plugin.NewHost(plugin.Options{StateDir: t.TempDir(), Resolver: res})
 	t.Cleanup(func() { h.Close() })
 	cfg := mustConfig(t, `{plugins: {entries: {"api-tools": {enabled: true}}}}`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			agentDir := t.TempDir()
 			writeFiles(t, agentDir, map[string]string{"api-tools/probe.yaml": tool(tt.url, tt.host)})
-			rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
+			rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
 			before := hits.Load()
-			tl, ok := rt.Get(APITools, "probe")
+			tl, ok := rt.Get(plugin.APITools, "probe")
 			if !ok {
 				// Refused when the file is read: the tool does not exist.
 				t.Logf("refused at load: %v", rt.Plugins)
@@ -392,8 +393,8 @@ func TestBlockedTargets(t *testing.T) {
 	// are the guard's, not a dead address.
 	agentDir := t.TempDir()
 	writeFiles(t, agentDir, map[string]string{"api-tools/probe.yaml": tool("http://127.0.0.1:"+port+"/ok", "127.0.0.1")})
-	rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
-	if r := run(t, rt, APITools, "probe", `{}`, true); r.IsError {
+	rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
+	if r := run(t, rt, plugin.APITools, "probe", `{}`, true); r.IsError {
 		t.Fatalf("loopback with the switch on: %+v", r)
 	}
 }
@@ -406,7 +407,7 @@ func TestConfinedHost(t *testing.T) {
 	base := t.TempDir()
 	acme, beta := filepath.Join(base, "acme"), filepath.Join(base, "beta")
 	writeFiles(t, filepath.Join(beta, "workspace"), map[string]string{
-		WorkspaceExtensions + "/w/" + ManifestFile: manifest("betaplug"), WorkspaceExtensions + "/w/api-tools/w.yaml": yamlTool("beta_tool"),
+		plugin.WorkspaceExtensions + "/w/" + plugin.ManifestFile: manifest("betaplug"), plugin.WorkspaceExtensions + "/w/api-tools/w.yaml": yamlTool("beta_tool"),
 		"api-tools/b.yaml": yamlTool("beta_api_tool"),
 	})
 	agentDir := filepath.Join(acme, "workspace")
@@ -418,8 +419,8 @@ func TestConfinedHost(t *testing.T) {
 	}
 	cfg := mustConfig(t, `{plugins: {entries: {betaplug: {enabled: true}, "api-tools": {enabled: true}}}}`)
 	for _, confine := range []string{"", acme} {
-		h := NewHost(Options{StateDir: acme, Confine: confine})
-		rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
+		h := plugin.NewHost(plugin.Options{StateDir: acme, Confine: confine})
+		rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
 		var tools []string
 		for _, r := range rt.Registrations {
 			tools = append(tools, r.Name)

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/plugin"
 	"talon/internal/policy"
 )
 
@@ -13,9 +14,9 @@ import (
 // as memory-slot candidates; `talon tools explain`, which loads no
 // plugin, counts those names built because memory-core is compiled in.
 func TestMemoryCoreTools(t *testing.T) {
-	h := NewHost(Options{StateDir: t.TempDir()})
+	h := plugin.NewHost(plugin.Options{StateDir: t.TempDir()})
 	t.Cleanup(func() { h.Close() })
-	rt := h.Configure(mustConfig(t, `{}`)).Tools(context.Background(), Run{AgentID: "main", AgentDir: t.TempDir()})
+	rt := h.Configure(mustConfig(t, `{}`)).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: t.TempDir()})
 	want := make([]policy.Tool, len(policy.MemoryTools))
 	for i, n := range policy.MemoryTools {
 		want[i] = policy.Tool{Name: n, Plugin: policy.MemoryPlugin}

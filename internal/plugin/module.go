@@ -48,8 +48,11 @@ type Provision struct {
 	// Guard, for a tenant, is the network guard of the endpoints its
 	// config names (image-gen's baseUrl); nil for the operator's.
 	Guard *netguard.Options
+	// ProcessEnv says runs see the gateway's own environment
+	// (Run.ProcessEnv): true for the default tenant only.
+	ProcessEnv bool
 	// host gives instances the tenant-wide services that outlive a config
-	// version (the memory index).
+	// version (the memory index) and the YAML tool loader.
 	host *Host
 }
 
@@ -107,8 +110,9 @@ func Modules() []Module {
 	return out
 }
 
-// decodeStrict decodes raw into v refusing unknown keys; nil raw leaves v.
-func decodeStrict(raw json.RawMessage, v any) error {
+// DecodeStrict decodes raw into v refusing unknown keys; nil raw leaves
+// v. Instances decode their entry config with it.
+func DecodeStrict(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"talon/internal/plugin"
 )
 
 // loopbackPort is the port of a test server on 127.0.0.1.
@@ -67,13 +69,13 @@ func TestPluginEnvScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			h := NewHost(Options{StateDir: t.TempDir(), ProcessEnv: tt.process})
+			h := plugin.NewHost(plugin.Options{StateDir: t.TempDir(), ProcessEnv: tt.process})
 			t.Cleanup(func() { h.Close() })
 			agentDir := t.TempDir()
 			writeFiles(t, agentDir, map[string]string{"api-tools/send_env.yaml": envTool(tt.name, "http://127.0.0.1:"+port+"/x", "127.0.0.1")})
 			cfg := mustConfig(t, `{env: `+tt.env+`, plugins: {entries: {"api-tools": {enabled: true, config: {processEnv: `+tt.list+`}}}}}`)
-			rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
-			res := run(t, rt, APITools, "send_env", `{}`, true)
+			rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
+			res := run(t, rt, plugin.APITools, "send_env", `{}`, true)
 			var sent string
 			select {
 			case sent = <-got:
@@ -121,15 +123,15 @@ func TestPluginProcessEnvConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHost(Options{StateDir: t.TempDir(), ProcessEnv: tt.process})
+			h := plugin.NewHost(plugin.Options{StateDir: t.TempDir(), ProcessEnv: tt.process})
 			t.Cleanup(func() { h.Close() })
 			agentDir := t.TempDir()
 			writeFiles(t, agentDir, map[string]string{"api-tools/echo.yaml": yamlTool("echo")})
 			cfg := mustConfig(t, `{plugins: {entries: {"api-tools": {enabled: true, config: {processEnv: `+tt.list+`}}}}}`)
-			rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
-			var st *Status
+			rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
+			var st *plugin.Status
 			for i := range rt.Plugins {
-				if rt.Plugins[i].ID == APITools {
+				if rt.Plugins[i].ID == plugin.APITools {
 					st = &rt.Plugins[i]
 				}
 			}
@@ -161,7 +163,7 @@ func TestPluginDirectoryToolsEnv(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		ManifestFile:              manifest("ondisk"),
+		plugin.ManifestFile:       manifest("ondisk"),
 		"api-tools/send_env.yaml": envTool("LISTED_TOKEN", "http://127.0.0.1:"+loopbackPort(t, srv)+"/x", "127.0.0.1"),
 	})
 	for _, tt := range []struct{ name, list, sent string }{
@@ -170,10 +172,10 @@ func TestPluginDirectoryToolsEnv(t *testing.T) {
 		{"a list that does not decode", `["LISTED_TOKEN", "bad name"]`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHost(Options{StateDir: t.TempDir(), ProcessEnv: true})
+			h := plugin.NewHost(plugin.Options{StateDir: t.TempDir(), ProcessEnv: true})
 			t.Cleanup(func() { h.Close() })
 			cfg := mustConfig(t, `{plugins: {load: {paths: ["`+dir+`"]}, entries: {"api-tools": {config: {processEnv: `+tt.list+`}}}}}`)
-			rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main"})
+			rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main"})
 			res := run(t, rt, "ondisk", "send_env", `{}`, true)
 			var sent string
 			select {
@@ -251,15 +253,15 @@ func TestPluginSecretNeverEchoed(t *testing.T) {
 		{"timeout", tool(local, "127.0.0.1", "/hang/", "  timeout_ms: 50\n"), true, false},
 	}
 	res := mapResolver{}
-	h := NewHost(Options{StateDir: t.TempDir(), Resolver: res})
+	h := plugin.NewHost(plugin.Options{StateDir: t.TempDir(), Resolver: res})
 	t.Cleanup(func() { h.Close() })
 	cfg := mustConfig(t, `{env: {SECRET: "`+strings.ReplaceAll(secret, `"`, `\"`)+`"}, plugins: {entries: {"api-tools": {enabled: true}}}}`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			agentDir := t.TempDir()
 			writeFiles(t, agentDir, map[string]string{"api-tools/leak.yaml": tt.yaml})
-			rt := h.Configure(cfg).Tools(context.Background(), Run{AgentID: "main", AgentDir: agentDir})
-			r := run(t, rt, APITools, "leak", `{"q":"visible"}`, tt.loopback)
+			rt := h.Configure(cfg).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: agentDir})
+			r := run(t, rt, plugin.APITools, "leak", `{"q":"visible"}`, tt.loopback)
 			t.Logf("%s", r.Text)
 			if !r.IsError {
 				if tt.name != "2xx echoing the request" {

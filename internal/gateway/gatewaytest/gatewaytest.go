@@ -1,7 +1,8 @@
 // Package gatewaytest starts a real gateway in the test process, as
-// `talon serve` builds it (the core tools, no environment, a discarded
-// log), for the tests of packages that talk to one (the platform, its
-// relay and API). It is for tests only.
+// `talon serve` builds it (the core tools, the plugins and sandbox
+// backends of internal/standard, no environment, a discarded log), for the
+// tests of packages that talk to one (the platform, its relay and API). It
+// is for tests only.
 package gatewaytest
 
 import (
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"talon/internal/gateway"
+	_ "talon/internal/standard" // the modules talon serve ships
 	"talon/internal/tools/core"
 )
 

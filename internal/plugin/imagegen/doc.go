@@ -3,7 +3,9 @@
 // image-capable chat model on OpenRouter for a picture and saves it in the
 // workspace's canvas/ directory.
 //
-// The plugin host uses it in two steps:
+// It registers itself with the plugin host when imported (plugin.go; the
+// binary imports it through internal/standard), and its instance uses the
+// tool in two steps:
 //
 //	cfg, err := imagegen.Decode(raw) // plugins.entries.image-gen.config; nil or null: defaults
 //	tool, err := imagegen.New(cfg, lookup)

@@ -20,7 +20,10 @@ import (
 	"talon/internal/tools"
 )
 
-// APITools is the id of the bundled plugin that turns YAML files into tools.
+// APITools is the id of the bundled plugin that turns the agent
+// workspace's YAML files into tools (internal/plugin/apitools). Its entry
+// config (APIToolsConfig) also grants on-disk plugins' YAML tools their
+// process variables.
 const APITools = "api-tools"
 
 // apiToolsDir is the folder of YAML tools, in an agent workspace or an
@@ -34,48 +37,13 @@ const (
 	maxResponseBody = 1 << 20
 )
 
-func init() {
-	Register(Module{
-		ID: APITools, Kind: "tools",
-		Description: "tools declared as YAML files in the agent workspace's api-tools/ folder, sent through the network guard",
-		New:         func() Instance { return &apiToolsPlugin{} },
-	})
-}
-
-// apiToolsPlugin serves the YAML files of the run's agent workspace,
-// read again at every run (a cache keyed by size and mtime makes that a
-// stat per file).
-type apiToolsPlugin struct {
-	h   *Host
-	cfg apiToolsConfig
-}
-
-func (p *apiToolsPlugin) Decode(raw json.RawMessage) (err error) {
-	p.cfg, err = decodeAPIToolsConfig(raw)
-	return err
-}
-
-func (p *apiToolsPlugin) Provision(pr *Provision) error {
-	p.h = pr.host
-	return nil
-}
-
-// Validate refuses a processEnv list where there is no process
-// environment to grant: a tenant's config.
-func (p *apiToolsPlugin) Validate() error {
-	if len(p.cfg.ProcessEnv) > 0 && !p.h.opts.ProcessEnv {
-		return errTenantProcessEnv
-	}
-	return nil
-}
-
-func (p *apiToolsPlugin) Close() error { return nil }
-
-func (p *apiToolsPlugin) Tools(_ context.Context, run Run) ([]Tool, error) {
-	if run.AgentDir == "" {
-		return nil, nil
-	}
-	ts, errs := p.h.yamlTools(filepath.Join(run.AgentDir, apiToolsDir), yamlEnv(run, p.cfg))
+// YAMLTools loads the tools of root's api-tools/ folder for run, as the
+// host loads an on-disk plugin's: with the config's env, and the process
+// variables cfg grants. The api-tools plugin gives it the agent
+// workspace. A file that does not load is an error naming it, and the
+// others still load.
+func (p *Provision) YAMLTools(root string, run Run, cfg APIToolsConfig) ([]Tool, error) {
+	ts, errs := p.host.yamlTools(filepath.Join(root, apiToolsDir), yamlEnv(run, cfg))
 	if len(errs) > 0 {
 		return ts, errors.New(strings.Join(errs, "; "))
 	}
