@@ -2,11 +2,12 @@ package docker
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path"
-	"slices"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,9 +24,8 @@ const DefaultImage = "openclaw-sandbox:bookworm-slim"
 // DefaultSocket is where the Docker engine listens by default.
 const DefaultSocket = "/var/run/docker.sock"
 
-// settings is the backend's configuration: OpenClaw's
-// `agents.defaults.sandbox.docker` keys that make sense for Talon, plus
-// Talon's own `socket`.
+// settings is the backend's configuration as it uses it, made from the
+// options of sandbox.docker.
 type settings struct {
 	Socket          string
 	Image           string
@@ -54,118 +54,323 @@ type ulimit struct {
 	Hard int64
 }
 
-// ignoredKeys are OpenClaw keys that are accepted and have no effect:
-// OpenClaw's break-glass switches for checks Talon does not make the same
-// way (Talon refuses the host and container network modes outright, and
-// takes binds as the operator wrote them).
-var ignoredKeys = []string{
-	"dangerouslyAllowReservedContainerTargets",
-	"dangerouslyAllowExternalBindSources",
-	"dangerouslyAllowContainerNamespaceJoin",
+// options is sandbox.docker as Talon's config writes it, one field per
+// key. decodeStrict fills it key by key and each field's type reads and
+// checks its own value, so a typo or a value of the wrong shape never
+// silently weakens a sandbox; settings turns it into what the backend
+// uses.
+type options struct {
+	Socket          text       `json:"socket"`
+	Image           imageRef   `json:"image"`
+	ContainerPrefix namePrefix `json:"containerPrefix"`
+	Workdir         workdir    `json:"workdir"`
+	ReadOnlyRoot    bool       `json:"readOnlyRoot"`
+	Tmpfs           tmpfsList  `json:"tmpfs"`
+	Network         network    `json:"network"`
+	User            word       `json:"user"`
+	CapDrop         words      `json:"capDrop"`
+	Env             envVars    `json:"env"`
+	SetupCommand    text       `json:"setupCommand"`
+	PidsLimit       count      `json:"pidsLimit"`
+	Memory          byteSize   `json:"memory"`
+	MemorySwap      byteSize   `json:"memorySwap"`
+	CPUs            nanoCPUs   `json:"cpus"`
+	Ulimits         ulimits    `json:"ulimits"`
+	SeccompProfile  seccomp    `json:"seccompProfile"`
+	ApparmorProfile word       `json:"apparmorProfile"`
+	DNS             words      `json:"dns"`
+	ExtraHosts      words      `json:"extraHosts"`
+	Binds           binds      `json:"binds"`
+	GPUs            refused    `json:"gpus"`
+	// OpenClaw's break-glass switches for checks Talon does not make the
+	// same way (it refuses the host and container network modes
+	// outright, and takes binds as the operator wrote them): accepted,
+	// with no effect.
+	AllowReservedTargets     json.RawMessage `json:"dangerouslyAllowReservedContainerTargets"`
+	AllowExternalBindSources json.RawMessage `json:"dangerouslyAllowExternalBindSources"`
+	AllowNamespaceJoin       json.RawMessage `json:"dangerouslyAllowContainerNamespaceJoin"`
 }
 
-// parseSettings reads the settings map Talon's config gives the backend
-// (the JSON object of sandbox.docker). Unknown keys are errors, so a typo
-// does not silently weaken a sandbox.
-func parseSettings(m map[string]any) (settings, error) {
-	s := settings{
-		Socket:          "",
+// defaultOptions are the settings of an empty sandbox.docker.
+func defaultOptions() options {
+	return options{
 		Image:           DefaultImage,
 		ContainerPrefix: "talon-sbx-",
 		ReadOnlyRoot:    true,
-		Tmpfs:           []string{"/tmp", "/var/tmp", "/run"},
+		Tmpfs:           tmpfsList{"/tmp", "/var/tmp", "/run"},
 		Network:         "bridge",
-		CapDrop:         []string{"ALL"},
+		CapDrop:         words{"ALL"},
 	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		if v == nil {
-			continue
-		}
-		var err error
-		switch k {
-		case "socket":
-			s.Socket, err = str(v)
-		case "image":
-			if s.Image, err = nonEmpty(v); err == nil && !validImage(s.Image) {
-				err = fmt.Errorf("%q: not an image reference (name[:tag] or name@digest)", s.Image)
-			}
-		case "containerPrefix":
-			s.ContainerPrefix, err = str(v)
-			if err == nil && !validName(s.ContainerPrefix) {
-				err = fmt.Errorf("%q: want letters, digits, '-', '_' or '.'", s.ContainerPrefix)
-			}
-		case "workdir":
-			var w string
-			if w, err = str(v); err == nil && path.Clean(w) != sandbox.Workdir {
-				err = fmt.Errorf("%q: Talon's sandboxes always work in %s", w, sandbox.Workdir)
-			}
-		case "readOnlyRoot":
-			s.ReadOnlyRoot, err = boolean(v)
-		case "tmpfs":
-			s.Tmpfs, err = tmpfsList(v)
-		case "network":
-			s.Network, err = network(v)
-		case "user":
-			s.User, err = nonEmpty(v)
-		case "capDrop":
-			s.CapDrop, err = strList(v)
-		case "env":
-			s.Env, err = envMap(v)
-		case "setupCommand":
-			s.SetupCommand, err = str(v)
-		case "pidsLimit":
-			s.PidsLimit, err = positive(v)
-		case "memory":
-			s.Memory, err = byteSize(v)
-		case "memorySwap":
-			s.MemorySwap, err = byteSize(v)
-		case "cpus":
-			var f float64
-			if f, err = number(v); err == nil {
-				if f <= 0 || f > 1024 {
-					err = fmt.Errorf("%v: want a number of CPUs above 0", v)
-				}
-				s.NanoCPUs = int64(f * 1e9)
-			}
-		case "ulimits":
-			s.Ulimits, err = ulimits(v)
-		case "seccompProfile":
-			var o string
-			if o, err = seccomp(v); err == nil {
-				s.SecurityOpt = append(s.SecurityOpt, o)
-			}
-		case "apparmorProfile":
-			var p string
-			if p, err = nonEmpty(v); err == nil {
-				s.SecurityOpt = append(s.SecurityOpt, "apparmor="+p)
-			}
-		case "dns":
-			s.DNS, err = strList(v)
-		case "extraHosts":
-			s.ExtraHosts, err = strList(v)
-		case "binds":
-			s.Binds, err = binds(v)
-		case "gpus":
-			err = fmt.Errorf("GPUs are not supported by Talon's docker backend; remove the key")
-		default:
-			if slices.Contains(ignoredKeys, k) {
-				continue
-			}
-			err = fmt.Errorf("unknown setting")
-		}
-		if err != nil {
-			return settings{}, fmt.Errorf("sandbox.docker.%s: %w", k, err)
-		}
-	}
-	sort.Strings(s.SecurityOpt)
-	return s, nil
 }
 
-func str(v any) (string, error) {
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("%v: want a string", v)
+// parseSettings reads the settings map Talon's config gives the backend
+// (the JSON object of sandbox.docker) strictly: an unknown key, a value
+// of the wrong type or one out of range is an error naming the key.
+func parseSettings(m map[string]any) (settings, error) {
+	o := defaultOptions()
+	if err := decodeStrict(m, &o); err != nil {
+		return settings{}, err
+	}
+	return o.settings(), nil
+}
+
+// decodeStrict fills o from m key by key, in sorted order so that the
+// first error does not depend on the map's: each key goes into the field
+// whose json tag names it. A key no field names is an error, a null value
+// leaves the field's default, and every error names its key.
+func decodeStrict(m map[string]any, o *options) error {
+	fields := fieldsByKey(o)
+	for _, k := range sortedKeys(m) {
+		f, ok := fields[k]
+		if !ok {
+			return fmt.Errorf("sandbox.docker.%s: unknown setting", k)
+		}
+		if m[k] == nil {
+			continue
+		}
+		raw, err := json.Marshal(m[k])
+		if err == nil {
+			err = json.Unmarshal(raw, f)
+		}
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			err = fmt.Errorf("%s: want %s", raw, describe(te.Type))
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox.docker.%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// fieldsByKey maps each json tag of options to its field's address.
+func fieldsByKey(o *options) map[string]any {
+	v := reflect.ValueOf(o).Elem()
+	out := make(map[string]any, v.NumField())
+	for i := range v.NumField() {
+		out[v.Type().Field(i).Tag.Get("json")] = v.Field(i).Addr().Interface()
+	}
+	return out
+}
+
+// describe names what a value of type t is written as, for the error of
+// a field without a type of its own (readOnlyRoot).
+func describe(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a number"
+}
+
+// settings is what the backend uses of o.
+func (o options) settings() settings {
+	s := settings{
+		Socket:          string(o.Socket),
+		Image:           string(o.Image),
+		ContainerPrefix: string(o.ContainerPrefix),
+		ReadOnlyRoot:    o.ReadOnlyRoot,
+		Tmpfs:           o.Tmpfs,
+		Network:         string(o.Network),
+		User:            string(o.User),
+		CapDrop:         o.CapDrop,
+		Env:             o.Env,
+		SetupCommand:    string(o.SetupCommand),
+		PidsLimit:       int64(o.PidsLimit),
+		Memory:          int64(o.Memory),
+		MemorySwap:      int64(o.MemorySwap),
+		NanoCPUs:        int64(o.CPUs),
+		Ulimits:         o.Ulimits,
+		DNS:             o.DNS,
+		ExtraHosts:      o.ExtraHosts,
+		Binds:           o.Binds,
+	}
+	if o.SeccompProfile != "" {
+		s.SecurityOpt = append(s.SecurityOpt, string(o.SeccompProfile))
+	}
+	if o.ApparmorProfile != "" {
+		s.SecurityOpt = append(s.SecurityOpt, "apparmor="+string(o.ApparmorProfile))
+	}
+	sort.Strings(s.SecurityOpt)
+	return s
+}
+
+// text is a string without NUL bytes (socket, setupCommand).
+type text string
+
+func (t *text) UnmarshalJSON(b []byte) error {
+	s, err := str(b)
+	*t = text(s)
+	return err
+}
+
+// word is a non-empty string, trimmed (user, apparmorProfile).
+type word string
+
+func (w *word) UnmarshalJSON(b []byte) error {
+	s, err := nonEmpty(b)
+	*w = word(s)
+	return err
+}
+
+// imageRef is an image reference that can go into a request path as it
+// is.
+type imageRef string
+
+func (r *imageRef) UnmarshalJSON(b []byte) error {
+	s, err := nonEmpty(b)
+	if err == nil && !validImage(s) {
+		err = fmt.Errorf("%q: not an image reference (name[:tag] or name@digest)", s)
+	}
+	*r = imageRef(s)
+	return err
+}
+
+// namePrefix starts every container name.
+type namePrefix string
+
+func (p *namePrefix) UnmarshalJSON(b []byte) error {
+	s, err := str(b)
+	if err == nil && !validName(s) {
+		err = fmt.Errorf("%q: want letters, digits, '-', '_' or '.'", s)
+	}
+	*p = namePrefix(s)
+	return err
+}
+
+// workdir is accepted only as the directory every sandbox works in.
+type workdir struct{}
+
+func (workdir) UnmarshalJSON(b []byte) error {
+	w, err := str(b)
+	if err == nil && path.Clean(w) != sandbox.Workdir {
+		err = fmt.Errorf("%q: Talon's sandboxes always work in %s", w, sandbox.Workdir)
+	}
+	return err
+}
+
+// words is a list of non-empty strings (capDrop, dns, extraHosts).
+type words []string
+
+func (l *words) UnmarshalJSON(b []byte) error {
+	items, err := strList(b)
+	*l = items
+	return err
+}
+
+// tmpfsList is tmpfs: "path" or "path:options", never over / or the
+// workspace.
+type tmpfsList []string
+
+func (l *tmpfsList) UnmarshalJSON(b []byte) error {
+	items, err := strList(b)
+	if err != nil {
+		return err
+	}
+	for _, t := range items {
+		p, _, _ := strings.Cut(t, ":")
+		if !path.IsAbs(p) || path.Clean(p) == "/" || path.Clean(p) == sandbox.Workdir {
+			return fmt.Errorf("%q: want an absolute path other than / and %s, with optional :options", t, sandbox.Workdir)
+		}
+	}
+	*l = items
+	return nil
+}
+
+// network is the network commands get when the Spec grants one; never the
+// host's or another container's.
+type network string
+
+func (n *network) UnmarshalJSON(b []byte) error {
+	s, err := nonEmpty(b)
+	switch {
+	case err != nil:
+		return err
+	case s == "host":
+		return fmt.Errorf(`"host" would give commands the host's network stack, loopback services included; use "bridge" or a named network`)
+	case strings.HasPrefix(s, "container:"):
+		return fmt.Errorf("%q would join another container's network namespace; not allowed", s)
+	case s == "none":
+		// Spec.Network decides whether commands get a network; "none"
+		// here only says what the default already is.
+	}
+	*n = network(s)
+	return nil
+}
+
+// envVars is env, an object of NAME: value, as sorted NAME=value.
+type envVars []string
+
+func (e *envVars) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if b[0] != '{' || json.Unmarshal(b, &m) != nil {
+		return fmt.Errorf("%s: want an object of NAME: value", b)
+	}
+	out := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		if !validEnvName(k) {
+			return fmt.Errorf("%q: not a variable name", k)
+		}
+		var s string
+		switch x := m[k].(type) {
+		case string:
+			s = x
+		case bool, float64:
+			s = fmt.Sprint(x)
+		default:
+			return fmt.Errorf("%s: want a string", k)
+		}
+		if strings.ContainsRune(s, 0) {
+			return fmt.Errorf("%s: contains a NUL byte", k)
+		}
+		out = append(out, k+"="+s)
+	}
+	sort.Strings(out)
+	*e = out
+	return nil
+}
+
+// count is a whole number above 0 (pidsLimit).
+type count int64
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	n, err := integer(b)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("%d: want a number above 0", n)
+	}
+	*c = count(n)
+	return err
+}
+
+// nanoCPUs is cpus, a number of CPUs, in billionths.
+type nanoCPUs int64
+
+func (c *nanoCPUs) UnmarshalJSON(b []byte) error {
+	f, err := number(b)
+	if err == nil && (f <= 0 || f > 1024) {
+		err = fmt.Errorf("%s: want a number of CPUs above 0", b)
+	}
+	*c = nanoCPUs(f * 1e9)
+	return err
+}
+
+// refused is a key Talon cannot honour (gpus): any value is an error.
+type refused struct{}
+
+func (refused) UnmarshalJSON([]byte) error {
+	return fmt.Errorf("GPUs are not supported by Talon's docker backend; remove the key")
+}
+
+// str reads a JSON string without NUL bytes.
+func str(b []byte) (string, error) {
+	var s string
+	if b[0] != '"' || json.Unmarshal(b, &s) != nil {
+		return "", fmt.Errorf("%s: want a string", b)
 	}
 	if strings.ContainsRune(s, 0) {
 		return "", fmt.Errorf("%q: contains a NUL byte", s)
@@ -173,62 +378,39 @@ func str(v any) (string, error) {
 	return s, nil
 }
 
-func nonEmpty(v any) (string, error) {
-	s, err := str(v)
+func nonEmpty(b []byte) (string, error) {
+	s, err := str(b)
 	if err == nil && strings.TrimSpace(s) == "" {
 		err = fmt.Errorf("empty")
 	}
 	return strings.TrimSpace(s), err
 }
 
-func boolean(v any) (bool, error) {
-	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("%v: want true or false", v)
+// number reads a JSON number.
+func number(b []byte) (float64, error) {
+	var f float64
+	if b[0] != '-' && (b[0] < '0' || b[0] > '9') || json.Unmarshal(b, &f) != nil {
+		return 0, fmt.Errorf("%s: want a number", b)
 	}
-	return b, nil
+	return f, nil
 }
 
-func number(v any) (float64, error) {
-	switch n := v.(type) {
-	case float64:
-		return n, nil
-	case int:
-		return float64(n), nil
-	case int64:
-		return float64(n), nil
-	case json.Number:
-		return n.Float64()
-	}
-	return 0, fmt.Errorf("%v: want a number", v)
-}
-
-func integer(v any) (int64, error) {
-	f, err := number(v)
+func integer(b []byte) (int64, error) {
+	f, err := number(b)
 	if err != nil {
 		return 0, err
 	}
 	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, fmt.Errorf("%v: want a whole number", v)
+		return 0, fmt.Errorf("%s: want a whole number", b)
 	}
 	return int64(f), nil
 }
 
-func positive(v any) (int64, error) {
-	n, err := integer(v)
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("%d: want a number above 0", n)
-	}
-	return n, err
-}
-
-func strList(v any) ([]string, error) {
-	items, ok := v.([]any)
-	if !ok {
-		if ss, ok := v.([]string); ok {
-			return slices.Clone(ss), nil
-		}
-		return nil, fmt.Errorf("%v: want a list of strings", v)
+// strList reads a JSON list of non-empty strings.
+func strList(b []byte) ([]string, error) {
+	var items []json.RawMessage
+	if b[0] != '[' || json.Unmarshal(b, &items) != nil {
+		return nil, fmt.Errorf("%s: want a list of strings", b)
 	}
 	out := make([]string, 0, len(items))
 	for i, it := range items {
@@ -238,65 +420,6 @@ func strList(v any) ([]string, error) {
 		}
 		out = append(out, s)
 	}
-	return out, nil
-}
-
-func tmpfsList(v any) ([]string, error) {
-	l, err := strList(v)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range l {
-		p, _, _ := strings.Cut(t, ":")
-		if !path.IsAbs(p) || path.Clean(p) == "/" || path.Clean(p) == sandbox.Workdir {
-			return nil, fmt.Errorf("%q: want an absolute path other than / and %s, with optional :options", t, sandbox.Workdir)
-		}
-	}
-	return l, nil
-}
-
-func network(v any) (string, error) {
-	n, err := nonEmpty(v)
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case n == "host":
-		return "", fmt.Errorf(`"host" would give commands the host's network stack, loopback services included; use "bridge" or a named network`)
-	case strings.HasPrefix(n, "container:"):
-		return "", fmt.Errorf("%q would join another container's network namespace; not allowed", n)
-	case n == "none":
-		// Spec.Network decides whether commands get a network; "none"
-		// here only says what the default already is.
-	}
-	return n, nil
-}
-
-func envMap(v any) ([]string, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%v: want an object of NAME: value", v)
-	}
-	out := make([]string, 0, len(m))
-	for k, x := range m {
-		if !validEnvName(k) {
-			return nil, fmt.Errorf("%q: not a variable name", k)
-		}
-		var s string
-		switch x := x.(type) {
-		case string:
-			s = x
-		case bool, float64, int, int64, json.Number:
-			s = fmt.Sprint(x)
-		default:
-			return nil, fmt.Errorf("%s: want a string", k)
-		}
-		if strings.ContainsRune(s, 0) {
-			return nil, fmt.Errorf("%s: contains a NUL byte", k)
-		}
-		out = append(out, k+"="+s)
-	}
-	sort.Strings(out)
 	return out, nil
 }
 
@@ -312,10 +435,16 @@ func validEnvName(k string) bool {
 	return true
 }
 
-// byteSize reads a size as Docker writes it: a number of bytes, or a
-// string with a binary unit (512m, 1g, 1.5GiB); -1 means unlimited.
-func byteSize(v any) (int64, error) {
-	if s, ok := v.(string); ok {
+// byteSize is a size as Docker writes it: a number of bytes, or a string
+// with a binary unit (512m, 1g, 1.5GiB); -1 means unlimited.
+type byteSize int64
+
+func (z *byteSize) UnmarshalJSON(b []byte) error {
+	if b[0] == '"' {
+		s, err := str(b)
+		if err != nil {
+			return err
+		}
 		t := strings.ToLower(strings.TrimSpace(s))
 		t = strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b")
 		mult := int64(1)
@@ -327,109 +456,139 @@ func byteSize(v any) (int64, error) {
 		}
 		f, err := strconv.ParseFloat(t, 64)
 		if err != nil || f < 0 || f*float64(mult) > 1<<62 {
-			return 0, fmt.Errorf("%q: want a size such as 512m or 2g", s)
+			return fmt.Errorf("%q: want a size such as 512m or 2g", s)
 		}
-		return int64(f * float64(mult)), nil
+		*z = byteSize(f * float64(mult))
+		return nil
 	}
-	n, err := integer(v)
+	n, err := integer(b)
 	if err != nil {
-		return 0, fmt.Errorf("%v: want bytes or a size such as 512m", v)
+		return fmt.Errorf("%s: want bytes or a size such as 512m", b)
 	}
 	if n < -1 || n == 0 {
-		return 0, fmt.Errorf("%d: want bytes above 0, or -1 for unlimited", n)
+		return fmt.Errorf("%d: want bytes above 0, or -1 for unlimited", n)
 	}
-	return n, nil
+	*z = byteSize(n)
+	return nil
 }
 
-// ulimits reads OpenClaw's ulimits object: name → number (soft = hard),
-// {soft, hard}, or "soft:hard".
-func ulimits(v any) (map[string]ulimit, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%v: want an object of name: limit", v)
+// ulimits is OpenClaw's ulimits object: name → number (soft = hard),
+// "soft:hard" or {soft, hard}.
+type ulimits map[string]ulimit
+
+func (u *ulimits) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if b[0] != '{' || json.Unmarshal(b, &m) != nil {
+		return fmt.Errorf("%s: want an object of name: limit", b)
 	}
-	out := map[string]ulimit{}
-	for name, x := range m {
+	out := ulimits{}
+	for _, name := range sortedKeys(m) {
 		if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r < 'a' || r > 'z' }) {
-			return nil, fmt.Errorf("%q: not a ulimit name (nofile, nproc, fsize, cpu, ...)", name)
+			return fmt.Errorf("%q: not a ulimit name (nofile, nproc, fsize, cpu, ...)", name)
 		}
-		u := ulimit{Name: name}
-		var err error
-		switch x := x.(type) {
-		case map[string]any:
-			if u.Soft, err = integer(x["soft"]); err == nil {
-				u.Hard, err = integer(x["hard"])
-			}
-		case string:
-			a, b, ok := strings.Cut(x, ":")
-			if !ok {
-				b = a
-			}
-			if u.Soft, err = strconv.ParseInt(a, 10, 64); err == nil {
-				u.Hard, err = strconv.ParseInt(b, 10, 64)
-			}
-		default:
-			u.Soft, err = integer(x)
-			u.Hard = u.Soft
+		l, err := parseUlimit(m[name])
+		if err != nil || l.Soft < -1 || l.Hard < -1 || l.Hard != -1 && l.Soft > l.Hard {
+			return fmt.Errorf("%s: %s: want a number, \"soft:hard\" or {soft, hard} with soft <= hard", name, m[name])
 		}
-		if err != nil || u.Soft < -1 || u.Hard < -1 || u.Hard != -1 && u.Soft > u.Hard {
-			return nil, fmt.Errorf("%s: %v: want a number, \"soft:hard\" or {soft, hard} with soft <= hard", name, x)
-		}
-		out[name] = u
+		l.Name = name
+		out[name] = l
 	}
-	return out, nil
+	*u = out
+	return nil
 }
 
-// seccomp turns seccompProfile into a security option. The Engine API
-// takes the profile's JSON itself (the docker CLI reads the file), so the
-// file is read here; "unconfined" passes as is.
-func seccomp(v any) (string, error) {
-	p, err := nonEmpty(v)
+// parseUlimit reads one limit in any of its three forms; {soft, hard}
+// takes no other key.
+func parseUlimit(b json.RawMessage) (ulimit, error) {
+	var (
+		l   ulimit
+		err error
+	)
+	switch b[0] {
+	case '{':
+		var sh map[string]json.RawMessage
+		if err = json.Unmarshal(b, &sh); err != nil || len(sh) != 2 || sh["soft"] == nil || sh["hard"] == nil {
+			return ulimit{}, errors.New("want soft and hard only")
+		}
+		if l.Soft, err = integer(sh["soft"]); err == nil {
+			l.Hard, err = integer(sh["hard"])
+		}
+	case '"':
+		var s string
+		if err = json.Unmarshal(b, &s); err != nil {
+			return ulimit{}, err
+		}
+		soft, hard, ok := strings.Cut(s, ":")
+		if !ok {
+			hard = soft
+		}
+		if l.Soft, err = strconv.ParseInt(soft, 10, 64); err == nil {
+			l.Hard, err = strconv.ParseInt(hard, 10, 64)
+		}
+	default:
+		l.Soft, err = integer(b)
+		l.Hard = l.Soft
+	}
+	return l, err
+}
+
+// seccomp is seccompProfile as a security option. The Engine API takes
+// the profile's JSON itself (the docker CLI reads the file), so the file
+// is read here; "unconfined" passes as is.
+type seccomp string
+
+func (o *seccomp) UnmarshalJSON(b []byte) error {
+	p, err := nonEmpty(b)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if p == "unconfined" {
-		return "seccomp=unconfined", nil
+		*o = "seccomp=unconfined"
+		return nil
 	}
-	b, err := os.ReadFile(p)
+	data, err := os.ReadFile(p)
 	if err != nil {
-		return "", fmt.Errorf("reading the profile: %w", err)
+		return fmt.Errorf("reading the profile: %w", err)
 	}
 	var probe map[string]any
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return "", fmt.Errorf("%s is not a JSON seccomp profile: %w", p, err)
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return fmt.Errorf("%s is not a JSON seccomp profile: %w", p, err)
 	}
-	return "seccomp=" + string(b), nil
+	*o = seccomp("seccomp=" + string(data))
+	return nil
 }
 
-// binds reads OpenClaw's binds: "source:target[:ro|rw]" with absolute
-// paths on both sides.
-func binds(v any) ([]sandbox.Mount, error) {
-	l, err := strList(v)
+// binds is OpenClaw's binds: "source:target[:ro|rw]" with absolute paths
+// on both sides, never over the sandbox's own mounts.
+type binds []sandbox.Mount
+
+func (l *binds) UnmarshalJSON(b []byte) error {
+	items, err := strList(b)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]sandbox.Mount, 0, len(l))
-	for _, b := range l {
-		parts := strings.Split(b, ":")
+	out := make([]sandbox.Mount, 0, len(items))
+	for _, spec := range items {
+		parts := strings.Split(spec, ":")
 		m := sandbox.Mount{}
 		switch {
 		case len(parts) == 2:
 		case len(parts) == 3 && (parts[2] == "ro" || parts[2] == "rw"):
 			m.ReadOnly = parts[2] == "ro"
 		default:
-			return nil, fmt.Errorf("%q: want source:target or source:target:ro|rw", b)
+			return fmt.Errorf("%q: want source:target or source:target:ro|rw", spec)
 		}
 		m.Source, m.Target = parts[0], path.Clean(parts[1])
 		if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) {
-			return nil, fmt.Errorf("%q: source and target must be absolute paths", b)
+			return fmt.Errorf("%q: source and target must be absolute paths", spec)
 		}
 		if reservedTarget(m.Target) {
-			return nil, fmt.Errorf("%q: %s is reserved for the sandbox itself", b, m.Target)
+			return fmt.Errorf("%q: %s is reserved for the sandbox itself", spec, m.Target)
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	*l = out
+	return nil
 }
 
 // reservedTarget reports whether a configured bind would cover the root,

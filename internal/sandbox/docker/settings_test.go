@@ -77,6 +77,23 @@ func TestSettings(t *testing.T) {
 		{name: "tmpfs root", json: `{"tmpfs":["/"]}`, err: "other than /"},
 		{name: "missing seccomp file", json: `{"seccompProfile":"/no/such.json"}`, err: "reading the profile"},
 		{name: "tcp docker host", json: `{"socket":"tcp://10.0.0.1:2375"}`, err: "only unix:// sockets"},
+		// Wrong types name the key and what it takes.
+		{name: "flag not a bool", json: `{"readOnlyRoot":"yes"}`, err: `sandbox.docker.readOnlyRoot: "yes": want true or false`},
+		{name: "image not a string", json: `{"image":5}`, err: "sandbox.docker.image: 5: want a string"},
+		{name: "list not a list", json: `{"capDrop":"ALL"}`, err: `sandbox.docker.capDrop: "ALL": want a list of strings`},
+		{name: "list of numbers", json: `{"dns":[1]}`, err: "sandbox.docker.dns: item 0: 1: want a string"},
+		{name: "pids not a number", json: `{"pidsLimit":"many"}`, err: `sandbox.docker.pidsLimit: "many": want a number`},
+		{name: "pids not whole", json: `{"pidsLimit":1.5}`, err: "sandbox.docker.pidsLimit: 1.5: want a whole number"},
+		{name: "env not an object", json: `{"env":["A=1"]}`, err: `sandbox.docker.env: ["A=1"]: want an object of NAME: value`},
+		{name: "env value an object", json: `{"env":{"A":{}}}`, err: "sandbox.docker.env: A: want a string"},
+		{name: "ulimit with another key", json: `{"ulimits":{"nofile":{"soft":1,"hrad":2}}}`, err: "sandbox.docker.ulimits: nofile:"},
+		{name: "unknown key set to null", json: `{"imgae":null}`, err: "sandbox.docker.imgae: unknown setting"},
+		{name: "first key in order", json: `{"zz":1,"image":5}`, err: "sandbox.docker.image: 5: want a string"},
+		{name: "null keeps the default", json: `{"capDrop":null,"image":null,"tmpfs":null,"readOnlyRoot":null}`, check: func(t *testing.T, s settings) {
+			if d := cmp.Diff(defaults(t), s); d != "" {
+				t.Error(d)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,6 +111,16 @@ func TestSettings(t *testing.T) {
 			tt.check(t, s)
 		})
 	}
+}
+
+// defaults are the settings of an empty sandbox.docker.
+func defaults(t *testing.T) settings {
+	t.Helper()
+	s, err := parseSettings(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestSocketPath(t *testing.T) {
