@@ -1,0 +1,120 @@
+package talon_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// layers places every package of the module: a package may import only
+// packages of a lower layer. It is DESIGN.md's picture made exact — data
+// flows from cmd/talon down to the leaves — and a new package must be
+// placed here before it builds into the test suite. Test files and
+// test-only packages (e2e, internal/benchmarks) are not held to it.
+var layers = []struct {
+	layer int
+	pkgs  []string
+}{
+	{0, []string{"atomicfile", "contain", "netguard", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "plugin/yamltool", "protocol"}},
+	{1, []string{"authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
+	{2, []string{"policy", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
+	{3, []string{"session"}},
+	{4, []string{"store", "sandbox", "provider", "approval"}},
+	{5, []string{"sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling"}},
+	{6, []string{"tools"}},
+	{7, []string{"tools/exec", "tools/fs", "tools/image", "tools/sessions", "tools/web", "skill", "mcp"}},
+	{8, []string{"tools/core", "plugin"}},
+	{9, []string{"plugin/apitools", "plugin/imagegen", "memory"}},
+	{10, []string{"standard"}},
+	{11, []string{"agent"}},
+	{12, []string{"gateway"}},
+	{13, []string{"gateway/gatewaytest", "platform/template", "platform/relay"}},
+	{14, []string{"platform/install"}},
+	{15, []string{"platform"}},
+	{16, []string{"platform/api"}},
+	{17, []string{"studio", "bench"}},
+	{18, []string{"cmd/talon"}},
+}
+
+// apart are imports the layers would allow but the design forbids: the
+// platform and Studio reach the gateway only over its WebSocket protocol
+// (so a split deployment is the tested path), and the session store
+// never depends on the LLM clients.
+var apart = map[string][]string{
+	"platform":          {"gateway", "agent"},
+	"platform/api":      {"gateway", "agent"},
+	"platform/install":  {"gateway", "agent"},
+	"platform/template": {"gateway", "agent"},
+	"platform/relay":    {"gateway", "agent"},
+	"studio":            {"gateway", "agent"},
+	"store":             {"provider"},
+	"tools":             {"provider"},
+}
+
+// pureImports are the only standard packages internal/policy may import:
+// it does no I/O and takes no clock, so its decisions are a function of
+// the config and the run's context.
+var pureImports = []string{"bytes", "encoding/json", "errors", "fmt", "maps", "math", "slices", "sort", "strconv", "strings", "text/tabwriter", "unicode", "unicode/utf8"}
+
+// TestLayers fails when a package imports one of its own layer or above,
+// one the design keeps apart from it, or when internal/policy reaches
+// anything but the config and pure standard packages.
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	layerOf := map[string]int{}
+	for _, l := range layers {
+		for _, p := range l.pkgs {
+			if _, dup := layerOf[p]; dup {
+				t.Fatalf("%s is placed twice", p)
+			}
+			layerOf[p] = l.layer
+		}
+	}
+	short := func(p string) (string, bool) {
+		if s, ok := strings.CutPrefix(p, "talon/internal/"); ok {
+			return s, true
+		}
+		if s, ok := strings.CutPrefix(p, "talon/"); ok {
+			return s, true
+		}
+		return p, false
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, _ := short(fields[0])
+		if pkg == "talon" || pkg == "e2e" || pkg == "benchmarks" {
+			continue // tests only
+		}
+		seen++
+		l, placed := layerOf[pkg]
+		if !placed {
+			t.Errorf("%s is in no layer: place it in layering_test.go", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, ours := short(imp)
+			if pkg == "policy" {
+				if !ours && !slices.Contains(pureImports, imp) || ours && dep != "config" {
+					t.Errorf("policy imports %s: it must stay pure (the config and %v only)", imp, pureImports)
+				}
+			}
+			if !ours {
+				continue
+			}
+			if dl, ok := layerOf[dep]; ok && dl >= l {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only lower layers", pkg, l, dep, dl)
+			}
+			if slices.Contains(apart[pkg], dep) {
+				t.Errorf("%s imports %s, which the design keeps apart from it", pkg, dep)
+			}
+		}
+	}
+	if seen < 40 {
+		t.Fatalf("go list gave only %d packages; is the listing broken?", seen)
+	}
+}
