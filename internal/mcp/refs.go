@@ -47,12 +47,16 @@ func (g *refGraph) expand(node any, top bool) (int, error) {
 	case map[string]any:
 		for k, x := range v {
 			var err error
+			// Keywords in any case: the schema is decoded into a Go struct,
+			// and encoding/json matches keys without regard to case, so
+			// "$rEf" is a $ref to the compiler (a cycle spelled so once
+			// overflowed its stack).
 			switch s, isStr := x.(string); {
-			case k == "$ref" && isStr:
+			case strings.EqualFold(k, "$ref") && isStr:
 				err = add(g.follow(s))
-			case (k == "$dynamicRef" || k == "$recursiveRef") && isStr:
+			case (strings.EqualFold(k, "$dynamicRef") || strings.EqualFold(k, "$recursiveRef")) && isStr:
 				err = fmt.Errorf("input schema: %s is not supported", k)
-			case k == "$id" && isStr && !top:
+			case strings.EqualFold(k, "$id") && isStr && !top:
 				err = errors.New("input schema: $id below the root is not supported")
 			default:
 				err = add(g.expand(x, false))

@@ -59,6 +59,8 @@ func TestAcceptSchema(t *testing.T) {
 		{"anchor ref", `{"type":"object","properties":{"a":{"$ref":"#node"}}}`, "not a local JSON pointer"},
 		{"dangling ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`, `no member "$defs"`},
 		{"self ref", `{"type":"object","properties":{"a":{"$ref":"#/properties/a"}}}`, "part of a cycle"},
+		{"self ref spelled in another case", `{"type":"object","properties":{"a":{"$rEf":"#/properties/a"}}}`, "part of a cycle"},
+		{"dynamic ref in another case", `{"type":"object","properties":{"a":{"$DYNAMICREF":"#x"}}}`, "is not supported"},
 		{"root ref in allOf", `{"type":"object","allOf":[{"$ref":"#"}]}`, "part of a cycle"},
 		{"mutual refs", `{"type":"object","$defs":{"x":{"$ref":"#/$defs/y"},"y":{"anyOf":[{"$ref":"#/$defs/x"}]}},"properties":{"p":{"$ref":"#/$defs/x"}}}`, "part of a cycle"},
 		{"escaped pointer", `{"type":"object","$defs":{"a/b":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/a~1b"}}}`, ""},
