@@ -79,6 +79,10 @@ type AgentDefaults struct {
 	// ImageModel is the model the image tool shows images to: a model
 	// reference, or {primary, fallbacks} (see ModelRefs).
 	ImageModel *Raw `json:"imageModel"`
+
+	// MemorySearch is memory_search's embeddings provider and ranking
+	// (memorysearch.go).
+	MemorySearch *MemorySearch `json:"memorySearch"`
 }
 
 // SubagentLimits is `agents.defaults.subagents`.
@@ -98,6 +102,8 @@ type Agent struct {
 	Identity  *Raw       `json:"identity"`
 	Tools     AgentTools `json:"tools"`
 	Sandbox   Sandbox    `json:"sandbox"`
+	// MemorySearch overrides agents.defaults.memorySearch key by key.
+	MemorySearch *MemorySearch `json:"memorySearch"`
 }
 
 // ToolPolicy is an `{allow, alsoAllow, deny}` triple.

@@ -54,7 +54,7 @@ var unusedKeys = []string{
 	"agents.defaults.heartbeat", "agents.defaults.thinkingDefault",
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
-	"agents.defaults.userTimezone", "agents.defaults.memorySearch",
+	"agents.defaults.userTimezone",
 	"agents.defaults.typingMode", "agents.defaults.humanDelay",
 	"agents.defaults.subagents.maxConcurrent", "agents.defaults.subagents.model",
 	"agents.defaults.subagents.archiveAfterMinutes",
@@ -63,7 +63,7 @@ var unusedKeys = []string{
 	"agents.list[].model.fallbacks",
 	"agents.list[].subagents", "agents.list[].groupChat",
 	"agents.list[].heartbeat", "agents.list[].skills",
-	"agents.list[].memorySearch", "agents.list[].humanDelay",
+	"agents.list[].humanDelay",
 	"agents.list[].sandbox.browser", "agents.list[].sandbox.prune",
 	"agents.list[].tools.elevated",
 	"agents.list[].tools.exec.node", "agents.list[].tools.exec.timeoutSec",
@@ -97,6 +97,28 @@ var unusedKeys = []string{
 	"models.mode", "models.catalogRefresh",
 	"models.providers.*.auth",
 	"models.providers.*.models[].cost", "models.providers.*.models[].compat",
+
+	// memorySearch: Talon reads the embeddings provider (provider, model,
+	// remote.baseUrl, apiKey and headers, the input types) and the query
+	// settings; it indexes MEMORY.md and memory/ only, itself, on search.
+	"agents.defaults.memorySearch.enabled", "agents.defaults.memorySearch.fallback",
+	"agents.defaults.memorySearch.sources", "agents.defaults.memorySearch.extraPaths",
+	"agents.defaults.memorySearch.experimental",
+	"agents.defaults.memorySearch.rememberAcrossConversations", "agents.defaults.memorySearch.local",
+	"agents.defaults.memorySearch.multimodal", "agents.defaults.memorySearch.outputDimensionality",
+	"agents.defaults.memorySearch.cache", "agents.defaults.memorySearch.store",
+	"agents.defaults.memorySearch.chunking", "agents.defaults.memorySearch.sync",
+	"agents.defaults.memorySearch.remote.batch", "agents.defaults.memorySearch.query.hybrid.mmr",
+	"agents.defaults.memorySearch.query.hybrid.temporalDecay",
+	"agents.list[].memorySearch.enabled", "agents.list[].memorySearch.fallback",
+	"agents.list[].memorySearch.sources", "agents.list[].memorySearch.extraPaths",
+	"agents.list[].memorySearch.experimental",
+	"agents.list[].memorySearch.rememberAcrossConversations", "agents.list[].memorySearch.local",
+	"agents.list[].memorySearch.multimodal", "agents.list[].memorySearch.outputDimensionality",
+	"agents.list[].memorySearch.cache", "agents.list[].memorySearch.store",
+	"agents.list[].memorySearch.chunking", "agents.list[].memorySearch.sync",
+	"agents.list[].memorySearch.remote.batch", "agents.list[].memorySearch.query.hybrid.mmr",
+	"agents.list[].memorySearch.query.hybrid.temporalDecay",
 }
 
 // keyNode is one step of unusedTree: the patterns that have gone this far.

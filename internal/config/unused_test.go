@@ -85,25 +85,44 @@ var earlierKeys = map[string]string{
 	"media":                               `earlier src/config/zod-schema.ts: media: {preserveFilenames}`,
 	"web":                                 `9.6 retires web.heartbeatSeconds, web.reconnect, web.whatsapp (dist/legacy-*.mjs)`,
 	"canvasHost":                          `docs/platforms/mac/canvas.md: "the older canvasHost.root"`,
-	"agents.defaults.memorySearch":        `9.6: "agents.defaults.memorySearch moved to memory.search"`,
-	"agents.list[].memorySearch":          `9.6: "agents.entries.*.memorySearch moved to agents.entries.*.memory.search"`,
 	"plugins.installs":                    `9.6: "Removed retired plugins.installs after preserving plugin install records"`,
 	"gateway.controlUi.allowInsecureAuth": `9.6 retires gateway.controlUi.allowInsecureAuth (dist/legacy-*.mjs)`,
 	"session.agentToAgent":                `9.6 retires session.agentToAgent.maxPingPongTurns (dist/legacy-*.mjs)`,
 	"tools.exec.timeoutSec":               `9.6 moves tools.exec.timeoutSec to timeoutSeconds (dist/legacy-*.mjs)`,
 	"agents.list[].tools.exec.timeoutSec": `9.6 moves <agent>.tools.exec.timeoutSec to timeoutSeconds`,
+
+	// 9.6 retires these memory.search tuning keys
+	// (RETIRED_AGENT_TUNING_PATHS in dist/legacy-*.mjs).
+	"agents.defaults.memorySearch.chunking":                   `9.6 retires memory.search tuning`,
+	"agents.defaults.memorySearch.sync":                       `9.6 retires memory.search tuning`,
+	"agents.defaults.memorySearch.query.hybrid.mmr":           `9.6 retires memory.search tuning`,
+	"agents.defaults.memorySearch.query.hybrid.temporalDecay": `9.6 retires memory.search tuning`,
+	"agents.list[].memorySearch.chunking":                     `9.6 retires memory.search tuning`,
+	"agents.list[].memorySearch.sync":                         `9.6 retires memory.search tuning`,
+	"agents.list[].memorySearch.query.hybrid.mmr":             `9.6 retires memory.search tuning`,
+	"agents.list[].memorySearch.query.hybrid.temporalDecay":   `9.6 retires memory.search tuning`,
 }
+
+// movedKeys are where OpenClaw 2026.9.6 keeps keys Talon reads at their
+// earlier place: 9.6 migrates agents.defaults.memorySearch to
+// memory.search and an agent's memorySearch to its memory.search.
+var movedKeys = strings.NewReplacer(
+	"agents.list[].memorySearch", "agents.entries.*.memory.search",
+	"agents.list[]", "agents.entries.*",
+	"agents.defaults.memorySearch", "memory.search",
+)
 
 // TestUnusedKeysAreOpenClaws: every entry of unusedKeys names keys
 // OpenClaw's schema defines (testdata/openclaw-keys.txt, generated from
 // OpenClaw 2026.9.6 by testdata/openclaw-keys.mjs; its agents.entries.<id>
-// is the agents.list[] Talon reads), or is a key of an earlier release.
+// is the agents.list[] Talon reads, and movedKeys says where other keys
+// went), or is a key of an earlier release.
 func TestUnusedKeysAreOpenClaws(t *testing.T) {
 	schema := openClawKeys(t)
 	for _, p := range unusedKeys {
 		t.Run(p, func(t *testing.T) {
 			in := slices.ContainsFunc(schema, func(s []string) bool {
-				return keysMatch(segments(strings.Replace(p, "agents.list[]", "agents.entries.*", 1)), s)
+				return keysMatch(segments(movedKeys.Replace(p)), s)
 			})
 			_, earlier := earlierKeys[p]
 			switch {

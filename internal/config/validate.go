@@ -58,6 +58,7 @@ func check(c *Config) (errs, warns []Issue) {
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
+	k.memorySearch("agents.defaults.memorySearch", c.Agents.Defaults.MemorySearch, c.Models.Providers)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
@@ -82,6 +83,7 @@ func check(c *Config) (errs, warns []Issue) {
 		k.profile(at+".tools.profile", a.Tools.Profile)
 		k.byProvider(at+".tools.byProvider", a.Tools.ByProvider)
 		k.exec(at+".tools.exec", a.Tools.Exec)
+		k.memorySearch(at+".memorySearch", a.MemorySearch, c.Models.Providers)
 	}
 	return k.errs, k.warns
 }
