@@ -17,6 +17,12 @@
 // ChooseThinking) says which models a session may be switched to, as the
 // config lists them, and refuses one that does not resolve.
 //
+// Embeddings is the client of an OpenAI-compatible /embeddings endpoint
+// that memory_search ranks by meaning with: texts in batches, vectors
+// checked and in input order, the chat clients' retries and errors.
+// ResolveEmbeddings builds it from a memorySearch block with the key and
+// network rules of ResolveWith; a key goes only to its own destination.
+//
 // Failures are *Error values (Provider, Status, Type, Message, RetryAfter)
 // whose Temporary method says whether repeating the request may help. A
 // call is retried (exponential backoff with jitter, or the server's

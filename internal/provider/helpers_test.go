@@ -43,6 +43,7 @@ func newFakeServer(t *testing.T, handlers ...http.HandlerFunc) *fakeServer {
 		n := len(f.reqs)
 		f.reqs = append(f.reqs, recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		f.mu.Unlock()
+		r.Body = io.NopCloser(strings.NewReader(string(raw))) // for handlers that read it
 		f.handlers[min(n, len(f.handlers)-1)](w, r)
 	}))
 	t.Cleanup(f.Close)
