@@ -19,9 +19,10 @@
 //     docker keys that do not widen the container (no binds, profiles,
 //     capabilities, user, devices or resource keys of its own);
 //   - network: every URL a tenant writes for the gateway to call (model
-//     providers, MCP servers) is public, or an "IP:port" the operator
-//     lists in tenants.network.allowHosts; tools.network.allowLoopback is
-//     the operator's alone;
+//     providers, MCP servers, memory search embeddings endpoints) is
+//     public, or an "IP:port" the operator lists in
+//     tenants.network.allowHosts; tools.network.allowLoopback is the
+//     operator's alone;
 //   - programs: a tenant's MCP server never runs a program on the host;
 //     the servers the operator declares in tenants.mcp.servers are offered
 //     to every tenant instead;

@@ -125,6 +125,25 @@ func TestApply(t *testing.T) {
 			violations: []string{"models.providers.other.baseUrl"},
 		},
 		{
+			name: "memory search embeddings endpoints on private addresses",
+			tenant: `{agents: {defaults: {memorySearch: {provider: "openai-compatible", model: "e5", remote: {baseUrl: "http://127.0.0.1:11434/v1", apiKey: "k"}}},
+				list: [{id: "a", memorySearch: {remote: {baseUrl: "http://[::1]:8080/v1"}}}, {id: "b", memorySearch: {remote: {baseUrl: "http://169.254.169.254/latest"}}},
+					{id: "c", memorySearch: {remote: {baseUrl: "https://api.example.com/v1"}}}]}}`,
+			violations: []string{"agents.defaults.memorySearch.remote.baseUrl", "agents.list[0].memorySearch.remote.baseUrl", "agents.list[1].memorySearch.remote.baseUrl"},
+			want: map[string]string{
+				"agents.defaults.memorySearch.remote": `{"apiKey":"k"}`,
+				"agents.list.0.memorySearch.remote":   `{}`,
+				"agents.list.2.memorySearch.remote":   `{"baseUrl":"https://api.example.com/v1"}`,
+			},
+			rule: "memory search embeddings endpoint of a tenant must be on the public internet",
+		},
+		{
+			name:   "a private embeddings endpoint the operator opened",
+			root:   `{tenants: {network: {allowHosts: ["127.0.0.1:11434"]}}}`,
+			tenant: `{agents: {defaults: {memorySearch: {provider: "ollama", remote: {baseUrl: "http://127.0.0.1:11434/v1"}}}}}`,
+			want:   map[string]string{"agents.defaults.memorySearch.remote.baseUrl": `"http://127.0.0.1:11434/v1"`},
+		},
+		{
 			name:       "loopback for tools is the operator's",
 			tenant:     `{tools: {network: {allowLoopback: true}}}`,
 			violations: []string{"tools.network.allowLoopback"},
@@ -249,3 +268,20 @@ func TestTenantsSectionValidation(t *testing.T) {
 }
 
 func asValidation(err error, ve **config.ValidationError) bool { return errors.As(err, ve) }
+
+// TestEffectiveMemoryEndpoint: a tenant config written by hand, not
+// through config.set, with a loopback embeddings endpoint loads without
+// it, so memory search never calls it.
+func TestEffectiveMemoryEndpoint(t *testing.T) {
+	f := parse(t, `{agents: {list: [{id: "main", memorySearch: {provider: "openai-compatible", model: "e5", remote: {baseUrl: "http://127.0.0.1:9/v1"}}}]}}`)
+	eff, res, err := ceilingOf(t, "").Effective(f, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(res.Violations); !slices.Equal(got, []string{"agents.list[0].memorySearch.remote.baseUrl"}) {
+		t.Errorf("violations %q", got)
+	}
+	if ms := eff.Config.AgentMemorySearch("main"); ms.Remote == nil || ms.Remote.BaseURL != "" || ms.Provider != "openai-compatible" {
+		t.Errorf("memorySearch in force: %+v", ms)
+	}
+}

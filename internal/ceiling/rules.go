@@ -120,6 +120,10 @@ func (a *applier) network() {
 		a.violate("tools.network.allowLoopback", "only the operator's root config lets tools reach loopback; the operator can open one address to tenants in tenants.network.allowHosts")
 		t.Lookup("tools", "network").Delete("allowLoopback")
 	}
+	a.memoryEndpoint("agents.defaults.memorySearch", t.Lookup("agents", "defaults", "memorySearch"))
+	a.agents(func(path string, e *config.Value) {
+		a.memoryEndpoint(path+".memorySearch", e.Get("memorySearch"))
+	})
 	providers := t.Lookup("models", "providers")
 	if providers == nil || providers.Kind != config.Object {
 		return
@@ -133,6 +137,21 @@ func (a *applier) network() {
 			a.violate(config.JoinKey("models.providers", m.Key)+".baseUrl", a.refused("a model provider", err))
 			providers.Delete(m.Key)
 		}
+	}
+}
+
+// memoryEndpoint holds a memorySearch block's remote.baseUrl, which the
+// gateway calls with the agent's memory text, as a model provider's.
+// Without it the provider's own endpoint applies, itself held above.
+func (a *applier) memoryEndpoint(path string, ms *config.Value) {
+	remote := ms.Get("remote")
+	base, ok := str(remote.Get("baseUrl"))
+	if !ok || base == "" {
+		return
+	}
+	if err := netguard.CheckURL(base, a.c.Net()); err != nil {
+		a.violate(path+".remote.baseUrl", a.refused("the memory search embeddings endpoint", err))
+		remote.Delete("baseUrl")
 	}
 }
 
