@@ -253,6 +253,9 @@ func TestResolveEmbeddingsForTenant(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "loopback address") || len(f.requests()) != 0 {
 		t.Fatalf("guarded embeddings to loopback = %v (%d requests); want refused", err, len(f.requests()))
 	}
+	if pe := (*Error)(nil); !errors.As(err, &pe) || pe.Temporary() {
+		t.Errorf("the guard's refusal %#v is retried", err)
+	}
 	ap := netip.MustParseAddrPort(strings.TrimPrefix(f.URL, "http://"))
 	opened := opts
 	opened.Guard = &netguard.Options{Allow: []netip.AddrPort{ap}}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"talon/internal/netguard"
 )
 
 // Error is a failed model call: an HTTP error status, an error the API
@@ -79,7 +81,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Temporary reports whether repeating the same request may succeed: 408,
 // 429 and 5xx statuses, and network failures that happened before any byte
-// of the response was read.
+// of the response was read, but for the network guard's refusal.
 func (e *Error) Temporary() bool {
 	switch {
 	case e.Status == http.StatusRequestTimeout, e.Status == http.StatusTooManyRequests:
@@ -87,7 +89,9 @@ func (e *Error) Temporary() bool {
 	case e.Status >= 500 && e.Status <= 599:
 		return true
 	case e.Status == 0:
-		return e.early
+		// The network guard refusing an address refuses it every time.
+		var refused *netguard.RefusedError
+		return e.early && !errors.As(e.Err, &refused)
 	}
 	return false
 }
