@@ -312,6 +312,7 @@ func (s *Set) Tools(ctx context.Context, run Run) *RunTools {
 		return rt
 	}
 	run.Env = s.lookupEnv
+	run.Config = s.cfg
 	run.ProcessEnv = nil
 	if s.h.opts.ProcessEnv {
 		run.ProcessEnv = os.LookupEnv

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"talon/internal/config"
 	"talon/internal/netguard"
 	"talon/internal/tools"
 )
@@ -70,6 +71,9 @@ type Run struct {
 	// apiKeyEnv, api-tools' processEnv), never a name a file or the model
 	// chooses.
 	ProcessEnv func(name string) (string, bool)
+	// Config is the config version the run's tools come from: set by
+	// Set.Tools (memory-core reads the agent's memorySearch from it).
+	Config *config.Config
 }
 
 // Tool is a plugin tool; Optional tools are offered only when an explicit
