@@ -42,6 +42,7 @@ func TestTenantCeilingWrites(t *testing.T) {
 		{"MCP on loopback", `{mcp: {servers: {x: {url: "http://127.0.0.1:18789/mcp"}}}}`, `mcp.servers.x.url: beyond the operator's ceiling`},
 		{"provider on loopback", `{models: {providers: {p: {baseUrl: "http://127.0.0.1:18789/v1"}}}}`, `models.providers.p.baseUrl: beyond the operator's ceiling for tenants: a model provider of a tenant must be on the public internet`},
 		{"provider at the metadata address", `{models: {providers: {p: {baseUrl: "http://169.254.169.254/latest"}}}}`, `models.providers.p.baseUrl: beyond the operator's ceiling`},
+		{"memory search embeddings on loopback", `{agents: {defaults: {memorySearch: {provider: "ollama", remote: {baseUrl: "http://127.0.0.1:11434/v1"}}}}}`, `agents.defaults.memorySearch.remote.baseUrl: beyond the operator's ceiling for tenants: the memory search embeddings endpoint of a tenant must be on the public internet`},
 		{"loopback for tools", `{tools: {network: {allowLoopback: true}}}`, `tools.network.allowLoopback: beyond the operator's ceiling`},
 		{"workspace is the tenant directory", `{agents: {list: [{id: "main", workspace: "."}]}}`, `agents.list[0].workspace: beyond the operator's ceiling for tenants: the workspace of agent "main" must be inside the tenant directory, not the directory itself (this one is the tenant directory)`},
 		{"plugin paths outside", `{plugins: {load: {paths: ["/etc"]}}}`, `plugins.load.paths[0]: beyond the operator's ceiling`},

@@ -37,12 +37,41 @@
 // memory_search turns the query into an FTS5 expression in which every
 // word is a quoted term (so no user text is FTS5 syntax), joined with OR
 // and ranked by bm25; a score of 0..1 is derived from the bm25 rank.
+// Common English words (the, about, what, ...) are left out of the
+// expression when the query has other words: bm25 gives them next to no
+// weight, and ranking the chunks holding them cost most of a search.
 // memory_get reads lines of one memory file through the os.Root.
+//
+// # Embeddings
+//
+// With an Embedder (Options; the plugin builds one from the agent's
+// memorySearch config with provider.ResolveEmbeddings), memory_search
+// also ranks by meaning. Each search first embeds the agent's chunk
+// texts that have no vector of the embedder's model yet (at most
+// maxEmbedPerSearch of them) and stores them in the vectors table beside
+// the chunks, scaled to unit length and keyed by the text's SHA-256 and
+// the model's identity: an edited file is re-chunked, but only the
+// chunks whose text changed are embedded again, and a new model embeds
+// everything once and replaces the old model's vectors. When nothing
+// changed since all chunks had vectors, this costs no query at all. The
+// query is embedded (one request), compared by dot product with every
+// vector of the agent (held in memory, vecBudget bytes per index, read
+// again after a write) keeping the best limit×multiplier in a heap, and
+// merged with as many bm25 results:
+//
+//	score = vectorWeight × max(0, cosine) + textWeight × bm25score
+//
+// with OpenClaw's default weights 0.7 and 0.3 (config.Ranking). An
+// embeddings call that fails leaves the search ranking by keywords, with
+// a note in the result and a log line, and the provider is not called
+// again for retryAfterFailure, so that a provider that is down costs one
+// search its retries rather than every search.
 //
 // # Concurrency
 //
 // An Index and its tools are safe for concurrent use by many runs. The
-// synchronisation of one agent's files is serialised by a per-agent lock;
+// synchronisation of one agent's files, and the embedding of its chunks,
+// are serialised by a per-agent lock;
 // writes go through a single connection, reads through a pool of
 // read-only connections that run in parallel. Close after the last use.
 package memory

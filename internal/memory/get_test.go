@@ -114,7 +114,7 @@ func TestGet(t *testing.T) {
 
 func TestSchemas(t *testing.T) {
 	ix := open(t)
-	for _, tl := range ix.Tools() {
+	for _, tl := range ix.Tools(Options{}) {
 		if err := tools.LintSchema(tl.Schema()); err != nil {
 			t.Errorf("%s: %v", tl.Name(), err)
 		}
@@ -122,7 +122,7 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s: bad name or no description", tl.Name())
 		}
 	}
-	if _, err := tools.NewRegistry(ix.Tools()...); err != nil {
+	if _, err := tools.NewRegistry(ix.Tools(Options{})...); err != nil {
 		t.Error(err)
 	}
 }

@@ -40,7 +40,7 @@ func write(t testing.TB, dir, rel, content string) {
 // tool returns the index's tool of that name.
 func tool(t testing.TB, ix *Index, name string) tools.Tool {
 	t.Helper()
-	for _, tl := range ix.Tools() {
+	for _, tl := range ix.Tools(Options{}) {
 		if tl.Name() == name {
 			return tl
 		}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"talon/internal/sqlitedb"
 	"talon/internal/tools"
@@ -21,11 +24,16 @@ const (
 
 // schemaVersion is kept in PRAGMA user_version. The index is a cache of
 // the files, so a database of another version is rebuilt, not migrated.
-const schemaVersion = 1
+// Version 2 added chunk hashes and vectors.
+const schemaVersion = 2
 
 // schemaSQL creates the tables. chunks_fts is an external-content FTS5
 // table over chunks, kept in step by triggers, so deleting a file's rows
 // by (agent, path) uses chunks' index instead of scanning the FTS table.
+// vectors holds the embeddings of chunk texts by content hash (SHA-256)
+// and model identity, not by chunk row: a file edited in one place is
+// re-chunked whole, but only its changed chunks have new hashes and are
+// embedded again. vec is float32 little-endian, scaled to unit length.
 const schemaSQL = `
 CREATE TABLE files (
 	agent    TEXT    NOT NULL,
@@ -41,7 +49,8 @@ CREATE TABLE chunks (
 	path       TEXT    NOT NULL,
 	start_line INTEGER NOT NULL,
 	end_line   INTEGER NOT NULL,
-	text       TEXT    NOT NULL
+	text       TEXT    NOT NULL,
+	hash       BLOB    NOT NULL
 );
 CREATE INDEX chunks_by_file ON chunks (agent, path);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
@@ -54,6 +63,13 @@ END;
 CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
 	INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
+CREATE TABLE vectors (
+	agent TEXT NOT NULL,
+	model TEXT NOT NULL,
+	hash  BLOB NOT NULL,
+	vec   BLOB NOT NULL,
+	PRIMARY KEY (agent, model, hash)
+) WITHOUT ROWID;
 `
 
 const dropSQL = `
@@ -62,6 +78,7 @@ DROP TRIGGER IF EXISTS chunks_ad;
 DROP TABLE IF EXISTS chunks_fts;
 DROP TABLE IF EXISTS chunks;
 DROP TABLE IF EXISTS files;
+DROP TABLE IF EXISTS vectors;
 `
 
 // Index is one tenant's memory index.
@@ -71,6 +88,15 @@ type Index struct {
 	r  *sql.DB // read-only connections
 
 	locks sync.Map // agent id → *sync.Mutex, serialising that agent's sync
+	gens  sync.Map // agent id → *atomic.Uint64, bumped by every write of its rows
+
+	log *slog.Logger
+	now func() time.Time // the clock of the embeddings back-off; tests set it
+
+	done     sync.Map // agent id → doneMark: all its chunks had vectors
+	vecs     vecCache
+	failedMu sync.Mutex
+	failed   map[string]failure // model identity → its last failure
 }
 
 // Open opens the index database at path, creating it (mode 0600, parent
@@ -82,7 +108,8 @@ func Open(path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{db: db, w: db.W, r: db.R}
+	ix := &Index{db: db, w: db.W, r: db.R, log: slog.New(slog.DiscardHandler), now: time.Now,
+		vecs: vecCache{budget: vecBudget}, failed: map[string]failure{}}
 	if err := ix.setup(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening memory index %q: %w", db.Path, err)
@@ -122,9 +149,22 @@ func (ix *Index) setup(ctx context.Context) error {
 // Close closes the database. Call it after the last use.
 func (ix *Index) Close() error { return ix.db.Close() }
 
-// Tools returns memory_search and memory_get, which use this index.
-func (ix *Index) Tools() []tools.Tool {
-	return []tools.Tool{&searchTool{ix: ix}, &getTool{}}
+// SetLog sets where the index reports an embeddings provider that
+// failed; by default nowhere. Call it before the first search.
+func (ix *Index) SetLog(l *slog.Logger) { ix.log = l }
+
+// Tools returns memory_search and memory_get, which use this index;
+// memory_search ranks as opts says.
+func (ix *Index) Tools(opts Options) []tools.Tool {
+	return []tools.Tool{&searchTool{ix: ix, opts: opts}, &getTool{}}
+}
+
+// gen returns the counter of writes to an agent's rows. A value read
+// before reading rows, and found unchanged later, means nothing read has
+// changed since.
+func (ix *Index) gen(agent string) *atomic.Uint64 {
+	g, _ := ix.gens.LoadOrStore(agent, new(atomic.Uint64))
+	return g.(*atomic.Uint64)
 }
 
 // lock returns the mutex serialising the sync of one agent's files.

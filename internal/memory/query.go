@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -29,6 +30,33 @@ func queryTerms(q string) []string {
 		}
 	}
 	return terms
+}
+
+// stopWords are English words so common that BM25 gives them next to no
+// weight in any index of more than a few chunks, while ranking the chunks
+// that hold them costs as much as any word's: every chunk holds one.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been
+		before being below between both but by can could did do does doing down during each few for from further
+		had has have having he her here hers herself him himself his how i if in into is it its itself just
+		me more most my myself no nor not now of off on once only or other our ours ourselves out over own same
+		she should so some such than that the their theirs them themselves then there these they this those
+		through to too under until up very was we were what when where which while who whom why will with would
+		you your yours yourself yourselves`) {
+		stopWords[w] = true
+	}
+}
+
+// withoutStopWords drops the stop words of terms when a word of another
+// kind remains; a query of stop words alone keeps them.
+func withoutStopWords(terms []string) []string {
+	kept := slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return stopWords[t] })
+	if len(kept) == 0 {
+		return terms
+	}
+	return kept
 }
 
 // matchExpr is the FTS5 MATCH expression for terms: each one a quoted

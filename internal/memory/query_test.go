@@ -35,6 +35,20 @@ func TestQueryTerms(t *testing.T) {
 	}
 }
 
+func TestWithoutStopWords(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"what", "did", "we", "decide", "about", "the", "car"}, []string{"decide", "car"}},
+		{[]string{"the", "who"}, []string{"the", "who"}}, // nothing else: kept
+		{[]string{"kubernetes", "migration"}, []string{"kubernetes", "migration"}},
+		{[]string{"über", "the"}, []string{"über"}},
+	} {
+		if got := withoutStopWords(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("withoutStopWords(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func manyWords(n int) string {
 	var b strings.Builder
 	for i := range n {
@@ -70,7 +84,7 @@ func FuzzMatch(f *testing.F) {
 		if !strings.HasPrefix(expr, `"`) || !strings.HasSuffix(expr, `"`) {
 			t.Fatalf("expression %s is not quoted terms", expr)
 		}
-		if _, err := ix.match(ctx, "main", terms, maxMaxResults, 0); err != nil {
+		if _, err := ix.match(ctx, "main", terms, maxMaxResults); err != nil {
 			t.Fatalf("query %q → %s: %v", q, expr, err)
 		}
 	})

@@ -165,15 +165,25 @@ func (ix *Index) apply(ctx context.Context, agent string, changes []change, remo
 		}
 		exec(`DELETE FROM chunks WHERE agent = ? AND path = ?`, agent, c.path)
 		for _, ch := range c.chunks {
-			exec(`INSERT INTO chunks (agent, path, start_line, end_line, text) VALUES (?, ?, ?, ?, ?)`,
-				agent, c.path, ch.start, ch.end, strings.ToValidUTF8(ch.text, "\uFFFD"))
+			text := strings.ToValidUTF8(ch.text, "\uFFFD")
+			exec(`INSERT INTO chunks (agent, path, start_line, end_line, text, hash) VALUES (?, ?, ?, ?, ?, ?)`,
+				agent, c.path, ch.start, ch.end, text, textHash(text))
 		}
 	}
+	// Vectors of texts no chunk of the agent has any more.
+	exec(`DELETE FROM vectors WHERE agent = ? AND hash NOT IN (SELECT hash FROM chunks WHERE agent = ?)`, agent, agent)
 	if err != nil {
 		return fmt.Errorf("updating the memory index: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("updating the memory index: %w", err)
 	}
+	ix.gen(agent).Add(1)
 	return nil
+}
+
+// textHash is what a chunk's vector is stored by.
+func textHash(text string) []byte {
+	sum := sha256.Sum256([]byte(text))
+	return sum[:]
 }
