@@ -54,10 +54,9 @@
 // chunks whose text changed are embedded again, and a new model embeds
 // everything once and replaces the old model's vectors. When nothing
 // changed since all chunks had vectors, this costs no query at all. The
-// query is embedded (one request), compared by dot product with every
-// vector of the agent (held in memory, vecBudget bytes per index, read
-// again after a write) keeping the best limit×multiplier in a heap, and
-// merged with as many bm25 results:
+// query is embedded (one request) and compared by dot product with
+// every vector of the agent, keeping the best limit×multiplier in a heap,
+// and these are merged with as many bm25 results:
 //
 //	score = vectorWeight × max(0, cosine) + textWeight × bm25score
 //
@@ -66,6 +65,12 @@
 // a note in the result and a log line, and the provider is not called
 // again for retryAfterFailure, so that a provider that is down costs one
 // search its retries rather than every search.
+//
+// The vectors of an agent are held in memory (vecBudget bytes per index,
+// the least recently used dropped, read again after a write). An agent
+// has at most maxSetBytes of vectors; its chunks beyond rank by keywords
+// alone, so that memory files a model writes cannot make a search
+// allocate without bound.
 //
 // # Concurrency
 //

@@ -101,46 +101,73 @@ func (f failure) note() string {
 }
 
 // doneMark says an agent's chunks all had vectors of a model when its
-// write counter was at gen.
+// write counter was at gen, but for over beyond maxVectors.
 type doneMark struct {
 	model string
 	gen   uint64
+	over  int
 }
 
 // embedMissing embeds the agent's chunk texts that have no vector of the
-// embedder's model, at most maxEmbedPerSearch of them, stores them and
-// drops the agent's vectors of other models. It returns how many texts
-// are still without a vector. Nothing is read when the agent's rows have
-// not changed since all had vectors.
-func (ix *Index) embedMissing(ctx context.Context, agent string, e Embedder) (left int, err error) {
+// embedder's model, at most maxEmbedPerSearch of them and no more than
+// maxVectors allows, stores them and drops the agent's vectors of other
+// models. It returns how many texts are still without a vector: left
+// for later searches, over beyond maxVectors. Nothing is read when the
+// agent's rows have not changed since the last call that left none.
+func (ix *Index) embedMissing(ctx context.Context, agent string, e Embedder) (left, over int, err error) {
 	model := e.Model()
 	mu := ix.lock(agent)
 	mu.Lock()
 	defer mu.Unlock()
-	if m, ok := ix.done.Load(agent); ok && m.(doneMark) == (doneMark{model, ix.gen(agent).Load()}) {
-		return 0, nil
+	if m, ok := ix.done.Load(agent); ok {
+		if d := m.(doneMark); d.model == model && d.gen == ix.gen(agent).Load() {
+			return 0, d.over, nil
+		}
 	}
 	hashes, texts, err := ix.missing(ctx, agent, model)
 	if err != nil {
-		return 0, indexErr{err}
+		return 0, 0, indexErr{err}
+	}
+	have, dim, err := ix.stored(ctx, agent, model)
+	if err != nil {
+		return 0, 0, indexErr{err}
 	}
 	n := min(len(texts), maxEmbedPerSearch)
+	if dim > 0 {
+		n = min(n, max(0, ix.maxVectors(dim)-have))
+	}
 	if n > 0 {
 		vs, err := e.Embed(ctx, texts[:n], false)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if len(vs) != n {
-			return 0, fmt.Errorf("the embeddings provider returned %d vectors for %d texts", len(vs), n)
+			return 0, 0, fmt.Errorf("the embeddings provider returned %d vectors for %d texts", len(vs), n)
 		}
 		if err := ix.storeVectors(ctx, agent, model, hashes[:n], vs); err != nil {
-			return 0, indexErr{err}
+			return 0, 0, indexErr{err}
 		}
+		dim = len(vs[0])
 	}
-	if left = len(texts) - n; left == 0 {
-		ix.done.Store(agent, doneMark{model, ix.gen(agent).Load()})
+	left = len(texts) - n
+	if room := max(0, ix.maxVectors(dim)-have-n); left > room {
+		left, over = room, left-room
 	}
-	return left, nil
+	if left == 0 {
+		ix.done.Store(agent, doneMark{model, ix.gen(agent).Load(), over})
+	}
+	return left, over, nil
+}
+
+// stored returns how many vectors of the model the agent has, and the
+// length of one (0 when none).
+func (ix *Index) stored(ctx context.Context, agent, model string) (n, dim int, err error) {
+	var bytes int
+	err = ix.r.QueryRowContext(ctx, `SELECT count(*), coalesce(max(length(vec)), 0) FROM vectors WHERE agent = ? AND model = ?`, agent, model).Scan(&n, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the memory index: %w", err)
+	}
+	return n, bytes / 4, nil
 }
 
 const missingSQL = `

@@ -268,6 +268,38 @@ func TestEmbeddingSpreadOverSearches(t *testing.T) {
 	}
 }
 
+// TestVectorLimit: an agent has at most maxVectors vectors; the chunks
+// beyond rank by keywords alone, and every search says so.
+func TestVectorLimit(t *testing.T) {
+	f := newFakeEmbeddings(t, 32)
+	ix := open(t)
+	ix.setBytes = 3 * 4 * 32 // three vectors of 32 dimensions
+	dir := t.TempDir()
+	write(t, dir, "memory/a.md", "first note about a car\n")
+	write(t, dir, "memory/b.md", "second note\n")
+	opts := Options{Embedder: f.client("m")}
+	if r := searchWith(t, ix, opts, "main", dir, q("automobile")); r.Note != "" || len(f.embedded()) != 3 {
+		t.Fatalf("within the limit: %+v", r)
+	}
+	for i := range 3 {
+		write(t, dir, fmt.Sprintf("memory/c%d.md", i), fmt.Sprintf("another note %d\n", i))
+	}
+	for _, step := range []string{"embeds up to the limit", "says so again"} {
+		r := searchWith(t, ix, opts, "main", dir, q("automobile"))
+		if !strings.Contains(r.Note, "2 passages rank by keywords alone: an agent's memory search holds at most 3 vectors") || r.Mode != modeHybrid {
+			t.Errorf("%s: %+v", step, r)
+		}
+		var n int
+		ix.r.QueryRow(`SELECT count(*) FROM vectors`).Scan(&n)
+		if n != 3 {
+			t.Errorf("%s: %d vectors stored", step, n)
+		}
+	}
+	if got := len(f.embedded()); got != 1+1+1 {
+		t.Errorf("%d inputs embedded; want one chunk and two queries", got)
+	}
+}
+
 // TestVectorLengthChange: a provider that starts making vectors of
 // another length under the same identity has the old ones dropped and
 // embedded again.

@@ -95,6 +95,7 @@ type Index struct {
 
 	done     sync.Map // agent id → doneMark: all its chunks had vectors
 	vecs     vecCache
+	setBytes int // maxSetBytes
 	failedMu sync.Mutex
 	failed   map[string]failure // model identity → its last failure
 }
@@ -109,7 +110,7 @@ func Open(path string) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{db: db, w: db.W, r: db.R, log: slog.New(slog.DiscardHandler), now: time.Now,
-		vecs: vecCache{budget: vecBudget}, failed: map[string]failure{}}
+		vecs: vecCache{budget: vecBudget}, setBytes: maxSetBytes, failed: map[string]failure{}}
 	if err := ix.setup(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening memory index %q: %w", db.Path, err)

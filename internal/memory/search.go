@@ -203,7 +203,7 @@ func (ix *Index) semantic(ctx context.Context, agent string, q query, opts Optio
 		res.addNote(ix.fail(model, agent, err).note())
 		return false, nil
 	}
-	left, err := ix.embedMissing(ctx, agent, e)
+	left, over, err := ix.embedMissing(ctx, agent, e)
 	if err != nil {
 		if isIndexErr(err) {
 			return false, err
@@ -232,6 +232,9 @@ func (ix *Index) semantic(ctx context.Context, agent string, q query, opts Optio
 	}
 	if left > 0 {
 		res.addNote(fmt.Sprintf("%d passages have no embedding yet and rank by keywords alone; later searches embed them", left))
+	}
+	if over > 0 {
+		res.addNote(fmt.Sprintf("%d passages rank by keywords alone: an agent's memory search holds at most %d vectors of this model", over, ix.maxVectors(len(qv))))
 	}
 	rank := opts.ranking()
 	res.Mode = modeHybrid

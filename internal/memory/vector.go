@@ -7,10 +7,21 @@ import (
 	"sync"
 )
 
-// vecBudget bounds the bytes of vectors one index keeps in memory: 10,000
-// chunks of 768 dimensions take 30 MiB. Beyond it the sets least recently
-// used are dropped, and read again from the database when next needed.
-const vecBudget = 64 << 20
+// vecBudget bounds the bytes of vectors one index keeps in memory. Beyond
+// it the sets least recently used are dropped, and read again from the
+// database when next needed.
+const vecBudget = 128 << 20
+
+// maxSetBytes bounds one agent's vectors, which one search holds in
+// memory at once: 21,845 chunks of 768 dimensions, 10,922 of 1536, 5,461
+// of 3072 (10,000 of 768 take 30 MiB). Chunks beyond it rank by keywords
+// alone, so that memory files the model writes cannot make a search
+// allocate without bound.
+const maxSetBytes = 64 << 20
+
+// maxVectors is how many vectors of dim dimensions an agent may have
+// (Index.setBytes is maxSetBytes; tests lower it).
+func (ix *Index) maxVectors(dim int) int { return ix.setBytes / (4 * max(dim, 1)) }
 
 // vecSet is an agent's vectors of one model in memory, for ranking: row i
 // of data is the unit vector of chunk ids[i]. It is immutable once built.
@@ -100,17 +111,18 @@ func (c *vecCache) put(key string, s *vecSet) {
 const vectorsSQL = `
 SELECT c.id, v.vec FROM chunks c
 JOIN vectors v ON v.agent = c.agent AND v.model = ? AND v.hash = c.hash
-WHERE c.agent = ?`
+WHERE c.agent = ? ORDER BY c.id LIMIT ?`
 
 // vectors returns the agent's chunk vectors of the model and length dim,
-// from memory when its rows have not changed since they were read.
+// at most ix.maxVectors(dim) of them in chunk order, from memory when its
+// rows have not changed since they were read.
 func (ix *Index) vectors(ctx context.Context, agent, model string, dim int) (*vecSet, error) {
 	key := cacheKey(agent, model, dim)
 	gen := ix.gen(agent).Load() // before reading: a later write makes the set stale
 	if s := ix.vecs.get(key, gen); s != nil {
 		return s, nil
 	}
-	rows, err := ix.r.QueryContext(ctx, vectorsSQL, model, agent)
+	rows, err := ix.r.QueryContext(ctx, vectorsSQL, model, agent, ix.maxVectors(dim))
 	if err != nil {
 		return nil, fmt.Errorf("reading vectors: %w", err)
 	}
