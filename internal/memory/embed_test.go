@@ -186,6 +186,8 @@ func TestModelChange(t *testing.T) {
 			t.Errorf("models stored %q, want %q", models, want)
 		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if got := f.models[len(f.models)-1]; got != "m1" {
 		t.Errorf("request model %q", got)
 	}
@@ -373,8 +375,50 @@ func TestMemorySearchConfig(t *testing.T) {
 			if len(r.Results) > 2 {
 				t.Errorf("%d results; query.maxResults is 2", len(r.Results))
 			}
-			if tc.requests && f.auth[len(f.auth)-1] != "Bearer sk-tenant" {
-				t.Errorf("Authorization %q", f.auth[len(f.auth)-1])
+			if got := f.lastAuth(); tc.requests && got != "Bearer sk-tenant" {
+				t.Errorf("Authorization %q", got)
+			}
+		})
+	}
+}
+
+// TestMemorySearchKeys: the default tenant's provider reads its key from
+// the gateway's environment; a tenant's never does, even at the same
+// endpoint.
+func TestMemorySearchKeys(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-operator-process")
+	f := newFakeEmbeddings(t, 64)
+	ap := netip.MustParseAddrPort(strings.TrimPrefix(f.URL, "http://"))
+	file, err := config.Parse("talon.json", []byte(`{models: {providers: {openai: {baseUrl: "`+f.URL+`/v1"}}},
+		agents: {defaults: {memorySearch: {provider: "openai"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts plugin.Options
+		auth string
+	}{
+		{"default tenant", plugin.Options{ProcessEnv: true}, "Bearer sk-operator-process"},
+		{"tenant", plugin.Options{Guard: &netguard.Options{Allow: []netip.AddrPort{ap}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.StateDir = t.TempDir()
+			h := plugin.NewHost(tc.opts)
+			t.Cleanup(func() { h.Close() })
+			dir := t.TempDir()
+			writeAll(t, dir, memoryFiles)
+			rt := h.Configure(file.Config).Tools(context.Background(), plugin.Run{AgentID: "main", AgentDir: dir})
+			st, _ := rt.Get(policy.MemoryPlugin, "memory_search")
+			res, err := st.Run(context.Background(), &tools.Env{AgentID: "main", AgentDir: dir}, []byte(`{"query":"automobile"}`))
+			if err != nil || res.IsError {
+				t.Fatalf("memory_search: %v %s", err, res.Text)
+			}
+			if r := decode(t, res.Text); r.Mode != modeHybrid {
+				t.Fatalf("%+v", r)
+			}
+			if got := f.lastAuth(); got != tc.auth {
+				t.Errorf("Authorization %q, want %q", got, tc.auth)
 			}
 		})
 	}

@@ -123,6 +123,13 @@ func (f *fakeEmbeddings) setDims(n int) {
 	f.mu.Unlock()
 }
 
+// lastAuth is the Authorization header of the last request answered.
+func (f *fakeEmbeddings) lastAuth() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.auth[len(f.auth)-1]
+}
+
 func (f *fakeEmbeddings) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
