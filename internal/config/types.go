@@ -83,6 +83,11 @@ type AgentDefaults struct {
 	// MemorySearch is memory_search's embeddings provider and ranking
 	// (memorysearch.go).
 	MemorySearch *MemorySearch `json:"memorySearch"`
+	// ContextTokens is OpenClaw's earlier cap on every model's context
+	// window (a number of tokens).
+	ContextTokens  *float64       `json:"contextTokens"`
+	Compaction     Compaction     `json:"compaction"`
+	ContextPruning ContextPruning `json:"contextPruning"`
 }
 
 // SubagentLimits is `agents.defaults.subagents`.
@@ -104,6 +109,10 @@ type Agent struct {
 	Sandbox   Sandbox    `json:"sandbox"`
 	// MemorySearch overrides agents.defaults.memorySearch key by key.
 	MemorySearch *MemorySearch `json:"memorySearch"`
+	// Compaction and ContextPruning are Talon's per-agent overrides of the
+	// agents.defaults blocks, field by field.
+	Compaction     Compaction     `json:"compaction"`
+	ContextPruning ContextPruning `json:"contextPruning"`
 }
 
 // ToolPolicy is an `{allow, alsoAllow, deny}` triple.
@@ -374,16 +383,22 @@ type Provider struct {
 	API            string            `json:"api"`
 	Headers        map[string]string `json:"headers"`
 	TimeoutSeconds *float64          `json:"timeoutSeconds"`
-	Models         []Model           `json:"models"`
+	// ContextWindow and ContextTokens are the defaults of the provider's
+	// models (spec context.md §2).
+	ContextWindow *float64 `json:"contextWindow"`
+	ContextTokens *float64 `json:"contextTokens"`
+	Models        []Model  `json:"models"`
 }
 
 // Model is one `models.providers.<id>.models[]` entry.
 type Model struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Reasoning     *bool             `json:"reasoning"`
-	Input         List              `json:"input"`
-	ContextWindow *float64          `json:"contextWindow"`
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	Reasoning     *bool    `json:"reasoning"`
+	Input         List     `json:"input"`
+	ContextWindow *float64 `json:"contextWindow"`
+	// ContextTokens caps ContextWindow: the window Talon budgets with.
+	ContextTokens *float64          `json:"contextTokens"`
 	MaxTokens     *float64          `json:"maxTokens"`
 	Headers       map[string]string `json:"headers"`
 }

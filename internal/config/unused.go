@@ -50,7 +50,13 @@ var unusedKeys = []string{
 	"agents.defaults.models.*.params", "agents.defaults.models.*.streaming",
 	"agents.defaults.models.*.agentRuntime", "agents.defaults.models.*.codeMode",
 	"agents.defaults.models.*.pickerRuntimes",
-	"agents.defaults.compaction", "agents.defaults.contextPruning",
+	// Compaction keys internal/compaction does not act on: Talon has no
+	// compaction-provider plugins, sends no thinking level, preserves no
+	// turns outside the kept tail, re-injects no AGENTS.md sections and
+	// leaves memory re-indexing to the memory plugin.
+	"agents.defaults.compaction.provider", "agents.defaults.compaction.thinkingLevel",
+	"agents.defaults.compaction.recentTurnsPreserve", "agents.defaults.compaction.postCompactionSections",
+	"agents.defaults.compaction.postIndexSync",
 	"agents.defaults.heartbeat", "agents.defaults.thinkingDefault",
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",

@@ -23,8 +23,8 @@ func TestUnusedKeyWarnings(t *testing.T) {
 	}{
 		{"section", `{cron: {enabled: true}, hooks: {}}`, []string{"cron", "hooks"}},
 		{"null is absent", `{cron: null, agents: {defaults: {heartbeat: null}}}`, nil},
-		{"key of a typed section", `{agents: {defaults: {compaction: {mode: "safeguard"}, heartbeat: {every: "30m"}, workspace: "/w"}}}`,
-			[]string{"agents.defaults.compaction", "agents.defaults.heartbeat"}},
+		{"key of a typed section", `{agents: {defaults: {compaction: {mode: "safeguard", thinkingLevel: "low"}, heartbeat: {every: "30m"}, workspace: "/w"}}}`,
+			[]string{"agents.defaults.compaction.thinkingLevel", "agents.defaults.heartbeat"}},
 		{"inside a value read in part", `{agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}}}}`,
 			[]string{"agents.defaults.model.fallbacks"}},
 		{"model as a string has no fallbacks", `{agents: {defaults: {model: "openai/gpt-5.2"}}}`, nil},

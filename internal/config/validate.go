@@ -59,6 +59,10 @@ func check(c *Config) (errs, warns []Issue) {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
 	k.memorySearch("agents.defaults.memorySearch", c.Agents.Defaults.MemorySearch, c.Models.Providers)
+	k.contextWindowKeys("agents.defaults", nil, c.Agents.Defaults.ContextTokens)
+	k.compaction("agents.defaults.compaction", &c.Agents.Defaults.Compaction)
+	k.contextPruning("agents.defaults.contextPruning", &c.Agents.Defaults.ContextPruning)
+	k.models(c.Models.Providers)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
@@ -84,6 +88,8 @@ func check(c *Config) (errs, warns []Issue) {
 		k.byProvider(at+".tools.byProvider", a.Tools.ByProvider)
 		k.exec(at+".tools.exec", a.Tools.Exec)
 		k.memorySearch(at+".memorySearch", a.MemorySearch, c.Models.Providers)
+		k.compaction(at+".compaction", &a.Compaction)
+		k.contextPruning(at+".contextPruning", &a.ContextPruning)
 	}
 	return k.errs, k.warns
 }
