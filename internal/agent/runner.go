@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"talon/internal/approval"
+	"talon/internal/compaction"
 	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/plugin"
@@ -186,9 +187,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if firstRun && len(req.History) > 0 {
 		input = append(slices.Clip(req.History), req.Input...)
 	}
-	history = replayable(append(history, input...))
+	history = compaction.Replayable(append(history, input...))
 	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, fresh: req.Fresh, pending: slices.Clip(input)}
-	tr.tokens.Window = provider.ContextWindow(cfg, ref)
+	tr.tokens.Window = compaction.ResolveWindow(cfg, ref).Tokens
 
 	// The sandbox decides the tool list too (workspaceAccess ro), so the
 	// policy gets the plan's answer rather than working it out again.

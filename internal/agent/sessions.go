@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"talon/internal/compaction"
 	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/policy"
-	"talon/internal/provider"
 	"talon/internal/sandbox"
 	"talon/internal/session"
 	"talon/internal/store"
@@ -105,7 +105,7 @@ func (s *runSessions) Status(ctx context.Context, key string) (json.RawMessage, 
 		return nil, err
 	}
 	model := runModel(s.r.Config, session.AgentOf(k, s.agentID), "", e)
-	return json.Marshal(sessions.StatusOf(k, e, model, provider.ContextWindow(s.r.Config, model)))
+	return json.Marshal(sessions.StatusOf(k, e, model, compaction.ResolveWindow(s.r.Config, model).Tokens))
 }
 
 // List shows the visible sessions, newest first, and the scope that chose

@@ -400,7 +400,8 @@ func TestSessionsList(t *testing.T) {
 	if k := rows["agent:main:subagent:kid"]; k.SpawnedBy != "agent:main:main" || k.SpawnDepth == nil || *k.SpawnDepth != 1 {
 		t.Errorf("subagent row = %+v", k)
 	}
-	if l.Defaults.Model != "inspect" || l.Defaults.ModelProvider != "talon" || l.Defaults.ContextTokens != nil {
+	// The offline model's window is the default one (context.md R2.1).
+	if l.Defaults.Model != "inspect" || l.Defaults.ModelProvider != "talon" || l.Defaults.ContextTokens == nil || *l.Defaults.ContextTokens != 200_000 {
 		t.Errorf("defaults = %+v", l.Defaults)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"talon/internal/compaction"
 	"talon/internal/config"
 	"talon/internal/provider"
 	"talon/internal/session"
@@ -24,14 +25,11 @@ func sessionModel(cfg *config.Config, agentID string, e session.Entry) config.Mo
 	return provider.DefaultModel(cfg, agentID)
 }
 
-// contextTokens is a model's context window when the config states it
-// (provider.ContextWindow, which the runner records with each turn too);
-// nil when it does not.
+// contextTokens is a model's context window (compaction.ResolveWindow,
+// which the runner records with each turn too).
 func contextTokens(cfg *config.Config, m config.ModelRef) *int64 {
-	if w := provider.ContextWindow(cfg, m.String()); w > 0 {
-		return &w
-	}
-	return nil
+	w := compaction.ResolveWindow(cfg, m.String()).Tokens
+	return &w
 }
 
 // patchErr is a catalog's refusal as the patch's validation error; other

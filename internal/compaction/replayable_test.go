@@ -1,4 +1,4 @@
-package agent
+package compaction
 
 import (
 	"testing"
@@ -61,6 +61,9 @@ func TestReplayable(t *testing.T) {
 		{"client tool results sent as the new input match the call",
 			[]llm.Message{user("a"), calls("", "c9"), result("c9")},
 			[]llm.Message{user("a"), calls("", "c9"), result("c9")}},
+		{"a second result for one call is dropped",
+			[]llm.Message{user("a"), calls("", "c1"), result("c1"), result("c1"), says("ok")},
+			[]llm.Message{user("a"), calls("", "c1"), result("c1"), says("ok")}},
 		{"an empty answer without a record stays as it was",
 			[]llm.Message{user("a"), says(""), user("b")},
 			[]llm.Message{user("a"), says(""), user("b")}},
@@ -68,12 +71,12 @@ func TestReplayable(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := cmp.Diff(nil, c.in)
-			got := replayable(c.in)
+			got := Replayable(c.in)
 			if d := cmp.Diff(c.want, got); d != "" {
-				t.Errorf("replayable (-want +got):\n%s", d)
+				t.Errorf("Replayable (-want +got):\n%s", d)
 			}
 			if after := cmp.Diff(nil, c.in); after != before {
-				t.Error("replayable modified its input")
+				t.Error("Replayable modified its input")
 			}
 		})
 	}
