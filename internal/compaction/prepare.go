@@ -19,9 +19,9 @@ var (
 	ErrNothingToCompact = errors.New("nothing compactable in this session yet")
 )
 
-// SummaryAllowance is the room, in tokens, a summary is budgeted to take
-// in the view: MaxSummaryChars of ASCII.
-const SummaryAllowance = MaxSummaryChars / 4
+// summaryAllowance is the room, in tokens, a summary is budgeted to take
+// in the view: maxSummaryChars of ASCII.
+const summaryAllowance = maxSummaryChars / 4
 
 // Budget is how much of the recent conversation a compaction keeps
 // verbatim: about Keep tokens, never more than MaxTail.
@@ -35,7 +35,7 @@ type Budget struct{ Keep, MaxTail int64 }
 // the next one (Talon's rule: a compaction that leaves the context at the
 // threshold would run again on the next turn).
 func (s Settings) Budget(window, fixed int64) Budget {
-	maxTail := max(0, s.Threshold(window)-max(0, fixed)-SummaryAllowance)
+	maxTail := max(0, s.Threshold(window)-max(0, fixed)-summaryAllowance)
 	return Budget{Keep: min(s.KeepRecentTokens, maxTail/2), MaxTail: maxTail}
 }
 

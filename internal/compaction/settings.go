@@ -14,19 +14,19 @@ import (
 
 // Defaults of agents.defaults.compaction.
 const (
-	DefaultReserveTokens       = 16_384
-	DefaultReserveTokensFloor  = 20_000
-	DefaultKeepRecentTokens    = 20_000
-	DefaultTimeout             = 900 * time.Second
-	DefaultSoftThresholdTokens = 4_000
-	DefaultForceFlushBytes     = 2 << 20
+	defaultReserveTokens   = 16_384
+	defaultReserveFloor    = 20_000
+	defaultKeepRecent      = 20_000
+	defaultTimeout         = 900 * time.Second
+	defaultSoftThreshold   = 4_000
+	defaultForceFlushBytes = 2 << 20
 )
 
 // Identifier policies.
 const (
-	IdentifiersStrict = "strict"
-	IdentifiersOff    = "off"
-	IdentifiersCustom = "custom"
+	identifiersStrict = "strict"
+	identifiersOff    = "off"
+	identifiersCustom = "custom"
 )
 
 // Settings are an agent's compaction settings: agents.defaults.compaction
@@ -88,23 +88,23 @@ func SettingsFor(cfg *config.Config, agentID string) Settings {
 	s := Settings{
 		Enabled:                  flag(a.Enabled, d.Enabled, true),
 		Safeguard:                text(a.Mode, d.Mode, "default") == "safeguard",
-		ReserveTokens:            number(a.ReserveTokens, d.ReserveTokens, DefaultReserveTokens),
-		ReserveTokensFloor:       number(a.ReserveTokensFloor, d.ReserveTokensFloor, DefaultReserveTokensFloor),
-		KeepRecentTokens:         number(a.KeepRecentTokens, d.KeepRecentTokens, DefaultKeepRecentTokens),
-		Timeout:                  time.Duration(number(a.TimeoutSeconds, d.TimeoutSeconds, int64(DefaultTimeout/time.Second))) * time.Second,
+		ReserveTokens:            number(a.ReserveTokens, d.ReserveTokens, defaultReserveTokens),
+		ReserveTokensFloor:       number(a.ReserveTokensFloor, d.ReserveTokensFloor, defaultReserveFloor),
+		KeepRecentTokens:         number(a.KeepRecentTokens, d.KeepRecentTokens, defaultKeepRecent),
+		Timeout:                  time.Duration(number(a.TimeoutSeconds, d.TimeoutSeconds, int64(defaultTimeout/time.Second))) * time.Second,
 		Model:                    text(a.Model, d.Model, ""),
-		IdentifierPolicy:         text(a.IdentifierPolicy, d.IdentifierPolicy, IdentifiersStrict),
+		IdentifierPolicy:         text(a.IdentifierPolicy, d.IdentifierPolicy, identifiersStrict),
 		IdentifierInstructions:   strings.TrimSpace(text(a.IdentifierInstructions, d.IdentifierInstructions, "")),
 		NotifyUser:               flag(a.NotifyUser, d.NotifyUser, false),
 		MaxActiveTranscriptBytes: size(a.MaxActiveTranscriptBytes, d.MaxActiveTranscriptBytes, 0),
 		MidTurnPrecheck:          flag(a.MidTurnPrecheck.Enabled, d.MidTurnPrecheck.Enabled, false),
 		Flush: Flush{
 			Enabled:              flag(a.MemoryFlush.Enabled, d.MemoryFlush.Enabled, true),
-			SoftThresholdTokens:  number(a.MemoryFlush.SoftThresholdTokens, d.MemoryFlush.SoftThresholdTokens, DefaultSoftThresholdTokens),
+			SoftThresholdTokens:  number(a.MemoryFlush.SoftThresholdTokens, d.MemoryFlush.SoftThresholdTokens, defaultSoftThreshold),
 			Model:                text(a.MemoryFlush.Model, d.MemoryFlush.Model, ""),
 			Prompt:               text(a.MemoryFlush.Prompt, d.MemoryFlush.Prompt, ""),
 			SystemPrompt:         text(a.MemoryFlush.SystemPrompt, d.MemoryFlush.SystemPrompt, ""),
-			ForceTranscriptBytes: size(a.MemoryFlush.ForceFlushTranscriptBytes, d.MemoryFlush.ForceFlushTranscriptBytes, DefaultForceFlushBytes),
+			ForceTranscriptBytes: size(a.MemoryFlush.ForceFlushTranscriptBytes, d.MemoryFlush.ForceFlushTranscriptBytes, defaultForceFlushBytes),
 		},
 	}
 	var qa, qd config.QualityGuard

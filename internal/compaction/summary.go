@@ -19,8 +19,8 @@ import (
 // back, the summary as stored, and the hard trim for when summarising
 // fails.
 
-// SummarySystem is the system prompt of every summariser request (R5.10).
-const SummarySystem = `You are a context summarization assistant. Your task is to read a conversation between a user and an AI assistant, then produce a structured summary following the exact format specified.
+// summarySystem is the system prompt of every summariser request (R5.10).
+const summarySystem = `You are a context summarization assistant. Your task is to read a conversation between a user and an AI assistant, then produce a structured summary following the exact format specified.
 
 When a conversation line includes sender={...}, that JSON identifies the author of that user turn. The id is authoritative; name and username are readable labels only. Preserve attribution for material facts, preferences, instructions, decisions, and disagreements; never transfer them to another sender or an anonymous user. A user line without sender={...} is unattributed: preserve its facts as unattributed and do not assign them to a known sender.
 
@@ -129,8 +129,8 @@ var (
 const (
 	// MaxFocus is the longest /compact focus text, in characters (R5.7).
 	MaxFocus = 800
-	// MaxSummaryChars bounds a stored summary (R5.11).
-	MaxSummaryChars = 16_000
+	// maxSummaryChars bounds a stored summary (R5.11).
+	maxSummaryChars = 16_000
 	// toolResultChars bounds a tool result in the summariser's input.
 	toolResultChars = 2_000
 	// requestOverhead is what a summariser request takes besides the
@@ -214,8 +214,8 @@ func (p *Plan) Job(s Settings, window int64, sum Summarizer, focus string) (*Job
 func instructions(s Settings, focus string) string {
 	var parts []string
 	switch s.IdentifierPolicy {
-	case IdentifiersOff:
-	case IdentifiersCustom:
+	case identifiersOff:
+	case identifiersCustom:
 		if s.IdentifierInstructions != "" {
 			parts = append(parts, s.IdentifierInstructions)
 			break
@@ -291,7 +291,7 @@ func (j *Job) request(parts []string, previous, base string, maxTokens int64, pr
 	if j.extra != "" {
 		b.WriteString("\n\n" + j.extra)
 	}
-	return Request{System: SummarySystem, Prompt: b.String(), MaxTokens: maxTokens, Prefix: prefix}
+	return Request{System: summarySystem, Prompt: b.String(), MaxTokens: maxTokens, Prefix: prefix}
 }
 
 // Retry is r asked again after its answer failed Check (the quality
@@ -333,9 +333,9 @@ func (r Request) Check(summary string) error {
 
 // Compaction is the record to append (R5.11), from the last stage's
 // answer and the split turn's ("" when none): the open request, the
-// history summary, the turn's context and the file lists, at most
-// MaxSummaryChars characters and about SummaryAllowance tokens, cut in
-// the middle with a marker when longer.
+// history summary, the turn's context and the file lists, at most 16 000
+// characters and about 4 000 tokens, cut in the middle with a marker when
+// longer.
 func (j *Job) Compaction(history, prefix string) Compaction {
 	p := j.plan
 	if len(j.stages) == 0 {
@@ -371,7 +371,7 @@ func (p *Plan) HardTrim() Compaction {
 			stub += "\n\nSummary of the conversation before them:\n\n" + prev
 		}
 		s := assemble(stub, "", p.Details)
-		if prev == "" || EstimateText(s) <= SummaryAllowance {
+		if prev == "" || EstimateText(s) <= summaryAllowance {
 			return p.record(s, true)
 		}
 		r := []rune(prev)
@@ -379,8 +379,8 @@ func (p *Plan) HardTrim() Compaction {
 	}
 }
 
-// assemble is R5.11 over the parts, fitted to MaxSummaryChars and, by
-// halving the budget while it does not, to SummaryAllowance tokens.
+// assemble is R5.11 over the parts, fitted to maxSummaryChars and, by
+// halving the budget while it does not, to summaryAllowance tokens.
 func assemble(history, turn string, d Details) string {
 	tags := fileTags(d.ReadFiles, d.ModifiedFiles)
 	open := ""
@@ -388,10 +388,10 @@ func assemble(history, turn string, d Details) string {
 		q, _ := json.Marshal(d.LatestUnresolvedUserRequest)
 		open = requestHeading + string(q) + "\n\n"
 	}
-	limit := MaxSummaryChars
+	limit := maxSummaryChars
 	for {
 		s := render(history, turn, tags, open, limit)
-		if EstimateText(s) <= SummaryAllowance || limit <= runeLen(open+tags)+2*len(truncatedMarker) {
+		if EstimateText(s) <= summaryAllowance || limit <= runeLen(open+tags)+2*len(truncatedMarker) {
 			return s
 		}
 		limit = limit * 3 / 4

@@ -50,7 +50,7 @@ func TestJobRequests(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, r.Prompt)
 		}
 	}
-	if r.System != SummarySystem || r.MaxTokens != 8_000 || r.Prefix {
+	if r.System != summarySystem || r.MaxTokens != 8_000 || r.Prefix {
 		t.Errorf("request: maxTokens %d, prefix %v", r.MaxTokens, r.Prefix)
 	}
 	u := job.Request(0, "## Goal\nold")
@@ -268,7 +268,7 @@ func TestHardTrim(t *testing.T) {
 	}
 	c := p.HardTrim()
 	if !c.Details.HardTrim || c.FirstKeptEntryID != "e4" || !strings.HasPrefix(c.Summary, "[Talon dropped 3 earlier messages") ||
-		!strings.HasSuffix(c.Summary, "<modified-files>\na.go\n</modified-files>") || EstimateText(c.Summary) > SummaryAllowance {
+		!strings.HasSuffix(c.Summary, "<modified-files>\na.go\n</modified-files>") || EstimateText(c.Summary) > summaryAllowance {
 		t.Errorf("hard trim: kept from %q, %d tokens, %.120q…", c.FirstKeptEntryID, EstimateText(c.Summary), c.Summary)
 	}
 	if again := p.HardTrim(); again.Summary != c.Summary {
