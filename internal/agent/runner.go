@@ -502,12 +502,12 @@ func (t *transcript) flush(ctx context.Context) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if t.sessionID == "" {
-		id, err := t.r.Store.StartTurn(ctx, t.agentID, t.key, t.fresh, &t.tokens, t.pending)
+		id, err := t.r.Store.StartTurn(ctx, t.agentID, t.key, t.fresh, &t.tokens, store.Items(t.pending...))
 		if err != nil {
 			return err
 		}
 		t.sessionID = id
-	} else if err := t.r.Store.ContinueTurn(ctx, t.agentID, t.key, t.sessionID, &t.tokens, t.pending); err != nil {
+	} else if err := t.r.Store.ContinueTurn(ctx, t.agentID, t.key, t.sessionID, &t.tokens, store.Items(t.pending...)); err != nil {
 		return err
 	}
 	t.pending = nil

@@ -58,6 +58,18 @@ type Entry struct {
 	CumulativeInputTokens  int64 `json:"cumulativeInputTokens,omitempty"`
 	CumulativeOutputTokens int64 `json:"cumulativeOutputTokens,omitempty"`
 	CumulativeTotalTokens  int64 `json:"cumulativeTotalTokens,omitempty"`
+	// TotalTokensFresh false marks TotalTokens as an estimate made when a
+	// compaction changed the context, stale until the next model call
+	// reports usage (which removes the mark), as OpenClaw's field does.
+	TotalTokensFresh *bool `json:"totalTokensFresh,omitempty"`
+
+	// CompactionCount counts the compactions of the current transcript;
+	// MemoryFlushCompactionCount is what it was when the last memory
+	// flush ran (MemoryFlushAt, Unix milliseconds): a flush runs at most
+	// once between two compactions (spec context.md R6.2).
+	CompactionCount            int64  `json:"compactionCount,omitempty"`
+	MemoryFlushAt              int64  `json:"memoryFlushAt,omitempty"`
+	MemoryFlushCompactionCount *int64 `json:"memoryFlushCompactionCount,omitempty"`
 
 	AbortedLastRun bool `json:"abortedLastRun,omitempty"`
 	SystemSent     bool `json:"systemSent,omitempty"`
@@ -164,6 +176,14 @@ func (e Entry) Clone() Entry {
 	if e.SpawnDepth != nil {
 		d := *e.SpawnDepth
 		c.SpawnDepth = &d
+	}
+	if e.TotalTokensFresh != nil {
+		f := *e.TotalTokensFresh
+		c.TotalTokensFresh = &f
+	}
+	if e.MemoryFlushCompactionCount != nil {
+		n := *e.MemoryFlushCompactionCount
+		c.MemoryFlushCompactionCount = &n
 	}
 	if e.Origin != nil {
 		c.Origin = slices.Clone(e.Origin)

@@ -71,7 +71,7 @@ func BenchmarkBeginTurn(b *testing.B) {
 			db := openTest(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := db.StartTurn(ctx, "main", "openai:"+NewID(), bc.fresh, bc.tok, msgs); err != nil {
+				if _, err := db.StartTurn(ctx, "main", "openai:"+NewID(), bc.fresh, bc.tok, Items(msgs...)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -25,9 +25,15 @@
 // commits stop waiting for the disk. `talon serve` uses 100 ms
 // (--fsync-window). Every write is one transaction — all or nothing.
 // Transcripts are append-only: rows are never updated (a trigger refuses
-// it), each session's messages are numbered 1, 2, 3, … without gaps, and
+// it), each session's rows are numbered 1, 2, 3, … without gaps, and
 // resetting a session starts a new transcript under a new session id while
-// the old one stays.
+// the old one stays. A row is a message (an assistant message with the
+// usage its model call reported), a compaction, a reset boundary or the
+// session's pruning projection (Kind). A compaction is committed with the
+// session counters that record it in one transaction (AppendCompaction),
+// and a turn reads only what is in view (ReadView: from the last
+// boundary's first kept entry on), so a long session costs no more per
+// turn than its window allows.
 //
 // The schema is versioned in the schema_migrations table. Open applies the
 // missing migrations in one transaction and refuses a database whose

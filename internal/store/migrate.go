@@ -59,6 +59,16 @@ ALTER TABLE sessions_v2 RENAME TO sessions;
 CREATE INDEX sessions_by_time  ON sessions (agent_id, updated_at DESC, key);
 CREATE INDEX sessions_by_label ON sessions (agent_id, label) WHERE label IS NOT NULL;
 `,
+	// 3: context management (spec context.md). A transcript row may be a
+	// compaction or a reset boundary, or the session's pruning projection
+	// (a hidden marker), besides a message; an assistant message keeps
+	// the usage its model call reported, which a turn's token estimate is
+	// anchored on. A turn reads from the last boundary on, which the
+	// partial index finds without scanning the transcript.
+	`
+ALTER TABLE transcripts ADD COLUMN usage TEXT;
+CREATE INDEX transcripts_boundaries ON transcripts (session_id, seq) WHERE role IN ('compaction', 'reset');
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -133,7 +133,9 @@ func tokenMembers(prev string) string {
 // createTokensSQL and touchTokensSQL are createSQL and touchSQL that also
 // write the token counts of the turn's first model call; tokensSQL writes
 // those of a later one, if the session still has the transcript the turn
-// appends to (a reset meanwhile starts the counters afresh).
+// appends to (a reset meanwhile starts the counters afresh). Counts a
+// model reported make totalTokens fresh again after a compaction marked
+// it stale (AppendCompaction).
 var (
 	createTokensSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updated_at, entry)
 	VALUES (?1, ?2, ?3, NULL, ?4, json_set(json_object('sessionId', ?3, 'updatedAt', ?4), ` + tokenMembers("NULL") + `))`
@@ -141,9 +143,9 @@ var (
 	VALUES (?1, ?2, ?3, NULL, ?4, json_set(json_object('sessionId', ?3, 'updatedAt', ?4), ` + tokenMembers("NULL") + `))
 	ON CONFLICT (agent_id, key) DO UPDATE SET
 		updated_at = max(updated_at, excluded.updated_at),
-		entry = json_set(entry, '$.updatedAt', max(updated_at, excluded.updated_at), ` + tokenMembers("entry") + `)
+		entry = json_remove(json_set(entry, '$.updatedAt', max(updated_at, excluded.updated_at), ` + tokenMembers("entry") + `), '$.totalTokensFresh')
 	RETURNING session_id`
-	tokensSQL = `UPDATE sessions SET entry = json_set(entry, ` + tokenMembers("entry") + `)
+	tokensSQL = `UPDATE sessions SET entry = json_remove(json_set(entry, ` + tokenMembers("entry") + `), '$.totalTokensFresh')
 	WHERE agent_id = ?1 AND key = ?2 AND session_id = ?3`
 )
 
@@ -162,7 +164,7 @@ func tokenArgs(agent, key, id string, now int64, tok *session.Tokens) []any {
 // creates the session (or raises its updatedAt to now) and appends msgs to
 // its transcript, and returns the session's transcript id.
 func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...llm.Message) (string, error) {
-	return db.StartTurn(ctx, agent, key, false, nil, msgs)
+	return db.StartTurn(ctx, agent, key, false, nil, Items(msgs...))
 }
 
 // BeginFreshTurn is BeginTurn for a session key the caller has just minted
@@ -170,12 +172,13 @@ func (db *DB) BeginTurn(ctx context.Context, agent, key string, msgs ...llm.Mess
 // request). It is cheaper and has the same effect; should the key exist
 // after all, it does what BeginTurn does.
 func (db *DB) BeginFreshTurn(ctx context.Context, agent, key string, msgs ...llm.Message) (string, error) {
-	return db.StartTurn(ctx, agent, key, true, nil, msgs)
+	return db.StartTurn(ctx, agent, key, true, nil, Items(msgs...))
 }
 
-// StartTurn is BeginTurn (BeginFreshTurn when fresh) that also writes the
+// StartTurn is BeginTurn (BeginFreshTurn when fresh) that appends items
+// (messages with their usage, a pruning projection) and also writes the
 // turn's token counts, tok (nil: none), in the same transaction.
-func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok *session.Tokens, msgs []llm.Message) (string, error) {
+func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok *session.Tokens, msgs []Item) (string, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return "", fmt.Errorf("beginning a turn: %w", err)
@@ -221,11 +224,11 @@ func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok 
 	return id, nil
 }
 
-// ContinueTurn appends msgs to a turn's transcript, sessionID, and writes
+// ContinueTurn appends items to a turn's transcript, sessionID, and writes
 // the turn's token counts, tok, to its session in one transaction: the
 // commits of a turn after StartTurn's. The counts are written only while
 // the session still has that transcript (a reset meanwhile starts afresh).
-func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, tok *session.Tokens, msgs []llm.Message) error {
+func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, tok *session.Tokens, msgs []Item) error {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return fmt.Errorf("continuing a turn: %w", err)
@@ -348,9 +351,10 @@ func (db *DB) PatchSessionWith(ctx context.Context, agent, key string, patch jso
 }
 
 // ResetSession starts a new transcript for a session: a new sessionId,
-// updatedAt raised to now, token counts cleared (the model's context
-// window stays) and systemSent and abortedLastRun false; settings and
-// unknown fields stay. The old
+// updatedAt raised to now, token counts and the compaction and memory
+// flush counters cleared (the model's context window stays) and
+// systemSent and abortedLastRun false; settings and unknown fields stay.
+// The old
 // transcript stays in the store under the old id. A missing session is
 // created.
 func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time) (session.Entry, error) {
@@ -370,6 +374,7 @@ func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time
 		next.InputTokens, next.OutputTokens, next.TotalTokens = 0, 0, 0
 		next.CumulativeInputTokens, next.CumulativeOutputTokens, next.CumulativeTotalTokens = 0, 0, 0
 		next.SystemSent, next.AbortedLastRun = false, false
+		next.CompactionCount, next.MemoryFlushAt, next.MemoryFlushCompactionCount, next.TotalTokensFresh = 0, 0, nil, nil
 		if err := db.putEntry(ctx, tx, a, k, next); err != nil {
 			return err
 		}

@@ -278,7 +278,9 @@ func TestResetSessionKeepsOldTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	before.InputTokens, before.TotalTokens, before.SystemSent = 5, 9, true
-	before.Extra = map[string]json.RawMessage{"compactionCount": json.RawMessage(`2`)}
+	flushed, stale := int64(2), false
+	before.CompactionCount, before.MemoryFlushAt, before.MemoryFlushCompactionCount, before.TotalTokensFresh = 2, 7, &flushed, &stale
+	before.Extra = map[string]json.RawMessage{"lastChannel": json.RawMessage(`"telegram"`)}
 	if err := db.PutSession(ctx, "ops", key, before); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestResetSessionKeepsOldTranscript(t *testing.T) {
 		t.Errorf("reset sessionId = %q (before %q)", after.SessionID, before.SessionID)
 	}
 	want := session.Entry{SessionID: after.SessionID, UpdatedAt: later.UnixMilli(), Label: "L", ExecAsk: "always",
-		Extra: map[string]json.RawMessage{"compactionCount": json.RawMessage(`2`)}}
+		Extra: map[string]json.RawMessage{"lastChannel": json.RawMessage(`"telegram"`)}}
 	if d := cmp.Diff(want, after); d != "" {
 		t.Errorf("after reset (-want +got):\n%s", d)
 	}

@@ -39,6 +39,7 @@ type DB struct {
 	createTokensStmt *sql.Stmt // on w
 	touchTokensStmt  *sql.Stmt // on w
 	readAfterStmt    *sql.Stmt // on r
+	readFromStmt     *sql.Stmt // on r
 
 	tails *tails
 }
@@ -88,7 +89,7 @@ func OpenWith(path string, o Options) (*DB, error) {
 		{&db.getStmt, r, getEntrySQL}, {&db.getStmtW, w, getEntrySQL}, {&db.putStmt, w, putEntrySQL},
 		{&db.touchStmt, w, touchSQL}, {&db.createStmt, w, createSQL}, {&db.tokensStmt, w, tokensSQL},
 		{&db.createTokensStmt, w, createTokensSQL}, {&db.touchTokensStmt, w, touchTokensSQL},
-		{&db.readAfterStmt, r, readAfterSQL},
+		{&db.readAfterStmt, r, readAfterSQL}, {&db.readFromStmt, r, readFromSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -108,7 +109,7 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.tokensStmt,
-		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt} {
+		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt, db.readFromStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

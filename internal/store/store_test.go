@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		crashChild(path)
 		return
 	}
+	if path := os.Getenv(compactCrashEnv); path != "" {
+		compactCrashChild(path)
+		return
+	}
 	os.Exit(m.Run())
 }
 

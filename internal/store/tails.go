@@ -98,6 +98,52 @@ func (c *tails) extend(id string, after int64, rows []Record, sizes []int, limit
 	return lastN(t.recs, limit), true
 }
 
+// holdsFrom reports whether id's tail holds the rows from number from
+// on, up to its last, whose number it returns.
+func (c *tails) holdsFrom(id string, from int64) (last int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.byID[id]
+	if t == nil || !t.from(from) {
+		return 0, false
+	}
+	c.order.MoveToFront(t.elem)
+	return t.lastSeq(), true
+}
+
+// from reports whether t holds every row from number from on.
+func (t *tail) from(from int64) bool {
+	return len(t.recs) > 0 && (t.whole || t.recs[0].Seq <= from)
+}
+
+// extendFrom appends the rows read after seq after to id's tail, as
+// extend does, and returns its rows from number from on with their sizes;
+// ok is false when the tail has moved on, gone or no longer holds them.
+func (c *tails) extendFrom(id string, after int64, rows []Record, sizes []int, from int64) ([]Record, []int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.byID[id]
+	if t == nil || t.lastSeq() != after || !t.from(from) {
+		return nil, nil, false
+	}
+	t.recs = append(t.recs, rows...)
+	t.sizes = append(t.sizes, sizes...)
+	for _, n := range sizes {
+		t.size += n
+		c.size += n
+	}
+	i := 0
+	if first := t.recs[0].Seq; from > first {
+		i = int(from - first)
+	}
+	// Taken before trimming: the slices stay valid, since the cache never
+	// writes an element again.
+	recs, recSizes := slices.Clip(t.recs[i:]), slices.Clip(t.sizes[i:])
+	c.trim(t)
+	c.evict()
+	return recs, recSizes, true
+}
+
 // put replaces id's tail with recs, the transcript's last messages as read
 // from the database (whole: all of it).
 func (c *tails) put(id string, recs []Record, sizes []int, whole bool) {

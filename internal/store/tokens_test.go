@@ -27,8 +27,8 @@ func countersOf(e session.Entry) counters {
 func TestTurnTokens(t *testing.T) {
 	ctx := context.Background()
 	const agent, key = "main", "agent:main:t"
-	user := func(s string) []llm.Message { return []llm.Message{{Role: llm.RoleUser, Content: s}} }
-	reply := []llm.Message{{Role: llm.RoleAssistant, Content: "ok"}}
+	user := func(s string) []Item { return Items(llm.Message{Role: llm.RoleUser, Content: s}) }
+	reply := Items(llm.Message{Role: llm.RoleAssistant, Content: "ok"})
 	// call counts one model call's usage into a turn's running figures.
 	call := func(tok *session.Tokens, in, out int64) *session.Tokens { tok.Count(in, out, 0); return tok }
 
@@ -58,7 +58,7 @@ func TestTurnTokens(t *testing.T) {
 			return err
 		}, counters{1, 1, 1, 0, 551, 36, 587}},
 		{"an invalid message writes neither it nor the tokens", func(db *DB, sid *string) error {
-			if _, err := db.StartTurn(ctx, agent, key, false, call(&session.Tokens{}, 7, 7), []llm.Message{{Role: "system"}}); err == nil {
+			if _, err := db.StartTurn(ctx, agent, key, false, call(&session.Tokens{}, 7, 7), Items(llm.Message{Role: "system"})); err == nil {
 				t.Error("a system message was accepted")
 			}
 			return nil
@@ -99,7 +99,7 @@ func TestFreshTurnTokens(t *testing.T) {
 	tok := session.Tokens{Window: 4096}
 	tok.Count(40, 2, 45)
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: "hi"}, {Role: llm.RoleAssistant, Content: "ok"}}
-	if _, err := db.StartTurn(ctx, "main", "openai:fresh", true, &tok, msgs); err != nil {
+	if _, err := db.StartTurn(ctx, "main", "openai:fresh", true, &tok, Items(msgs...)); err != nil {
 		t.Fatal(err)
 	}
 	e, err := db.GetSession(ctx, "main", "openai:fresh")

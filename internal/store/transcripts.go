@@ -7,17 +7,116 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
+	"talon/internal/compaction"
 	"talon/internal/llm"
 )
 
-// Record is one stored transcript message.
+// Kind is what a transcript row is.
+type Kind uint8
+
+// Kinds of rows. A message's row is named by its role; the others by
+// their kind.
+const (
+	// KindMessage is a message of the conversation.
+	KindMessage Kind = iota
+	// KindCompaction is a compaction entry (Record.Compaction): the
+	// summary of what came before its first kept entry.
+	KindCompaction
+	// KindReset is a reset boundary: nothing before it is in view.
+	KindReset
+	// KindProjection is the session's pruning projection
+	// (Record.Projection), a hidden marker the model never sees: the
+	// last one in view is the one in force (spec context.md R7.3).
+	KindProjection
+)
+
+// The role column's values for the rows that are not messages.
+const (
+	roleCompaction = "compaction"
+	roleReset      = "reset"
+	roleProjection = "projection"
+)
+
+// Record is one stored transcript row: a message, or a compaction, a
+// reset or a pruning projection (Kind). Records read from the store may
+// share memory with its cache: callers do not modify what they point to.
 type Record struct {
-	// Seq numbers a session's messages 1, 2, 3, … in append order.
+	// Seq numbers a session's rows 1, 2, 3, … in append order; it is the
+	// row's entry id (ID).
 	Seq int64
-	// CreatedAt is when the message was appended, in Unix milliseconds.
+	// CreatedAt is when the row was appended, in Unix milliseconds.
 	CreatedAt int64
-	Message   llm.Message
+	Kind      Kind
+	// Message is a KindMessage row's message; Usage, for an assistant
+	// message, what the provider reported for the call that produced it
+	// (zero when unknown).
+	Message llm.Message
+	Usage   compaction.Usage
+	// Compaction is a KindCompaction row's record, and TokensAfter the
+	// estimated context size it left (0 when not recorded).
+	Compaction  *compaction.Compaction
+	TokensAfter int64
+	// Projection is a KindProjection row's projection.
+	Projection compaction.Projection
+}
+
+// ID is the record's entry id: its sequence number in decimal.
+func (r *Record) ID() string { return strconv.FormatInt(r.Seq, 10) }
+
+// Entry is the record as package compaction reads a transcript; false for
+// a projection, which is not a transcript entry to it.
+func (r *Record) Entry() (compaction.Entry, bool) {
+	e := compaction.Entry{ID: r.ID()}
+	switch r.Kind {
+	case KindMessage:
+		e.Message, e.Usage = r.Message, r.Usage
+	case KindCompaction:
+		e.Kind, e.Compaction = compaction.KindCompaction, r.Compaction
+	case KindReset:
+		e.Kind = compaction.KindReset
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+// Item is one row to append: a message, with the usage of the model call
+// that produced it for an assistant message, or (made by ProjectionItem)
+// the session's pruning projection.
+type Item struct {
+	Message llm.Message
+	Usage   compaction.Usage
+
+	projection compaction.Projection
+	marker     bool
+}
+
+// ProjectionItem is the item that records p as the session's pruning
+// projection from now on.
+func ProjectionItem(p compaction.Projection) Item {
+	if p == nil {
+		p = compaction.Projection{}
+	}
+	return Item{projection: p, marker: true}
+}
+
+// Items are msgs as items without usage.
+func Items(msgs ...llm.Message) []Item {
+	out := make([]Item, len(msgs))
+	for i, m := range msgs {
+		out[i].Message = m
+	}
+	return out
+}
+
+// compactionRow is a compaction row's stored JSON: OpenClaw's compaction
+// entry without its envelope (the row's seq and created_at), with the
+// context size it left.
+type compactionRow struct {
+	compaction.Compaction
+	TokensAfter int64 `json:"tokensAfter,omitempty"`
 }
 
 // appendSQL inserts one message numbered after the session's last one.
@@ -26,12 +125,12 @@ type Record struct {
 // not INSERT … SELECT: selecting from the table being written makes
 // SQLite copy the rows into a temporary table first, a measurable share
 // of a turn's commit.
-const appendSQL = `INSERT INTO transcripts (session_id, seq, created_at, role, message)
-	VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcripts WHERE session_id = ?1), ?2, ?3, ?4)`
+const appendSQL = `INSERT INTO transcripts (session_id, seq, created_at, role, message, usage)
+	VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcripts WHERE session_id = ?1), ?2, ?3, ?4, ?5)`
 
-// readSQL reads the last ?2 messages of a session (all for -1), in order.
-const readSQL = `SELECT seq, created_at, message FROM (
-		SELECT seq, created_at, message FROM transcripts WHERE session_id = ?1 ORDER BY seq DESC LIMIT ?2
+// readSQL reads the last ?2 rows of a session (all for -1), in order.
+const readSQL = `SELECT seq, created_at, role, message, usage FROM (
+		SELECT seq, created_at, role, message, usage FROM transcripts WHERE session_id = ?1 ORDER BY seq DESC LIMIT ?2
 	) ORDER BY seq`
 
 // testHookAppended, when set, runs after each message AppendMessages has
@@ -60,27 +159,24 @@ func (db *DB) AppendMessages(ctx context.Context, sessionID string, msgs ...llm.
 	if len(msgs) == 0 {
 		return nil
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error { return db.appendTx(ctx, tx, sessionID, msgs) })
+	err := db.write(ctx, func(tx *sql.Tx) error { return db.appendTx(ctx, tx, sessionID, Items(msgs...)) })
 	if err != nil {
 		return fmt.Errorf("appending messages to %q: %w", sessionID, err)
 	}
 	return nil
 }
 
-// appendTx inserts messages inside a write transaction.
-func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []llm.Message) error {
+// appendTx inserts items inside a write transaction.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, items []Item) error {
 	stmt := tx.StmtContext(ctx, db.appendStmt)
 	defer stmt.Close()
 	at := ms(db.now())
-	for i, m := range msgs {
-		if !validRole(m.Role) {
-			return fmt.Errorf("message %d: invalid role %q", i, m.Role)
-		}
-		b, err := json.Marshal(m)
+	for i := range items {
+		role, body, usage, err := items[i].row()
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
-		if _, err := stmt.ExecContext(ctx, sessionID, at, string(m.Role), string(b)); err != nil {
+		if _, err := stmt.ExecContext(ctx, sessionID, at, role, body, usage); err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
 		if testHookAppended != nil {
@@ -90,22 +186,51 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs [
 	return nil
 }
 
-// Transcript returns the last limit messages of a transcript in order (all
-// of them when limit <= 0); an unknown session id has none.
+// row is the item's role, JSON and usage columns (usage NULL when none).
+func (it *Item) row() (role, body string, usage any, err error) {
+	if it.marker {
+		b, err := json.Marshal(it.projection)
+		return roleProjection, string(b), nil, err
+	}
+	m := &it.Message
+	if !validRole(m.Role) {
+		return "", "", nil, fmt.Errorf("invalid role %q", m.Role)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if it.Usage != (compaction.Usage{}) {
+		u, err := json.Marshal(it.Usage)
+		if err != nil {
+			return "", "", nil, err
+		}
+		usage = string(u)
+	}
+	return string(m.Role), string(b), usage, nil
+}
+
+// Transcript returns the messages among the last limit rows of a
+// transcript, in order (all of them when limit <= 0); an unknown session
+// id has none. Compactions, resets and projections are not messages: a
+// transcript keeps every message whatever was compacted.
 func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]llm.Message, error) {
 	recs, err := db.records(ctx, sessionID, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]llm.Message, len(recs))
-	for i, r := range recs {
-		out[i] = r.Message
+	out := make([]llm.Message, 0, len(recs))
+	for _, r := range recs {
+		if r.Kind == KindMessage {
+			out = append(out, r.Message)
+		}
 	}
 	return out, nil
 }
 
-// TranscriptRecords is Transcript with each message's sequence number and
-// time.
+// TranscriptRecords returns the last limit rows of a transcript in order
+// (all of them when limit <= 0), of every kind, with their numbers and
+// times.
 func (db *DB) TranscriptRecords(ctx context.Context, sessionID string, limit int) ([]Record, error) {
 	recs, err := db.records(ctx, sessionID, limit)
 	return slices.Clone(recs), err
@@ -142,8 +267,8 @@ func (db *DB) records(ctx context.Context, sessionID string, limit int) ([]Recor
 	return lastN(recs, limit), nil
 }
 
-// readAfterSQL reads the messages of a session after number ?2, in order.
-const readAfterSQL = `SELECT seq, created_at, message FROM transcripts WHERE session_id = ?1 AND seq > ?2 ORDER BY seq`
+// readAfterSQL reads the rows of a session after number ?2, in order.
+const readAfterSQL = `SELECT seq, created_at, role, message, usage FROM transcripts WHERE session_id = ?1 AND seq > ?2 ORDER BY seq`
 
 // readRecords runs readSQL or readAfterSQL and decodes the rows; sizes are
 // their stored JSON lengths.
@@ -157,15 +282,16 @@ func (db *DB) readRecords(ctx context.Context, stmt *sql.Stmt, sessionID string,
 	var sizes []int
 	for rows.Next() {
 		var r Record
-		var raw string
-		if err := rows.Scan(&r.Seq, &r.CreatedAt, &raw); err != nil {
+		var role, raw string
+		var usage sql.NullString
+		if err := rows.Scan(&r.Seq, &r.CreatedAt, &role, &raw, &usage); err != nil {
 			return nil, nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
 		}
-		if err := json.Unmarshal([]byte(raw), &r.Message); err != nil {
-			return nil, nil, fmt.Errorf("reading transcript %q: message %d: %w", sessionID, r.Seq, err)
+		if err := r.decode(role, raw, usage); err != nil {
+			return nil, nil, fmt.Errorf("reading transcript %q: row %d: %w", sessionID, r.Seq, err)
 		}
 		out = append(out, r)
-		sizes = append(sizes, len(raw))
+		sizes = append(sizes, len(raw)+len(usage.String))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("reading transcript %q: %w", sessionID, err)
@@ -173,10 +299,39 @@ func (db *DB) readRecords(ctx context.Context, stmt *sql.Stmt, sessionID string,
 	return out, sizes, nil
 }
 
-// headSQL reads the first ?2 messages of a session, in order.
-const headSQL = `SELECT seq, created_at, message FROM transcripts WHERE session_id = ?1 ORDER BY seq LIMIT ?2`
+// decode fills r from a row's role, JSON and usage columns.
+func (r *Record) decode(role, raw string, usage sql.NullString) error {
+	switch role {
+	case roleCompaction:
+		var c compactionRow
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			return fmt.Errorf("compaction: %w", err)
+		}
+		r.Kind, r.Compaction, r.TokensAfter = KindCompaction, &c.Compaction, c.TokensAfter
+	case roleReset:
+		r.Kind = KindReset
+	case roleProjection:
+		r.Kind = KindProjection
+		if err := json.Unmarshal([]byte(raw), &r.Projection); err != nil {
+			return fmt.Errorf("projection: %w", err)
+		}
+	default:
+		if err := json.Unmarshal([]byte(raw), &r.Message); err != nil {
+			return err
+		}
+		if usage.Valid && usage.String != "" {
+			if err := json.Unmarshal([]byte(usage.String), &r.Usage); err != nil {
+				return fmt.Errorf("usage: %w", err)
+			}
+		}
+	}
+	return nil
+}
 
-// TranscriptHead returns the first n messages of a transcript in order
+// headSQL reads the first ?2 rows of a session, in order.
+const headSQL = `SELECT seq, created_at, role, message, usage FROM transcripts WHERE session_id = ?1 ORDER BY seq LIMIT ?2`
+
+// TranscriptHead returns the first n rows of a transcript in order
 // (for a title derived from how a session began); an unknown session id
 // has none. It bypasses the tail cache, which holds only the ends of
 // transcripts.
