@@ -8,6 +8,7 @@ package main
 import (
 	"io"
 	"os"
+	_ "time/tzdata" // agents.defaults.userTimezone on a machine without a zone database
 )
 
 func main() {

@@ -150,6 +150,27 @@ func (k *checker) compaction(path string, c *Compaction) {
 	}
 }
 
+// userTimezone checks agents.defaults.userTimezone names a time zone.
+func (k *checker) userTimezone(path, name string) {
+	if _, err := UserLocation(name); err != nil {
+		k.fail(path, err.Error())
+	}
+}
+
+// UserLocation is the time zone agents.defaults.userTimezone names: nil
+// for none (UTC), an error for a name that is not an IANA zone.
+func UserLocation(name string) (*time.Location, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil || strings.EqualFold(name, "local") {
+		return nil, fmt.Errorf("unknown time zone %q: expected an IANA name such as \"Europe/Vienna\"", name)
+	}
+	return loc, nil
+}
+
 // contextPruning checks one contextPruning block.
 func (k *checker) contextPruning(path string, p *ContextPruning) {
 	k.oneOf(path+".mode", p.Mode, pruningModes)

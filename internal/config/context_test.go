@@ -16,6 +16,7 @@ func TestContextKeysDecode(t *testing.T) {
 		agents: {
 			defaults: {
 				contextTokens: 200000,
+				userTimezone: "Europe/Vienna",
 				compaction: {mode: "safeguard", keepRecentTokens: 20000, reserveTokensFloor: 20000, timeoutSeconds: 600,
 					model: "local/qwen3-32b", identifierPolicy: "strict", notifyUser: true, maxActiveTranscriptBytes: "20mb",
 					qualityGuard: {enabled: true, maxRetries: 2}, midTurnPrecheck: {enabled: true},
@@ -43,6 +44,9 @@ func TestContextKeysDecode(t *testing.T) {
 	}
 	if a := c.Agents.List[0]; *a.Compaction.KeepRecentTokens != 8000 || a.ContextPruning.Mode != "off" {
 		t.Errorf("agent override = %+v %+v", a.Compaction, a.ContextPruning)
+	}
+	if loc, err := UserLocation(d.UserTimezone); err != nil || loc.String() != "Europe/Vienna" {
+		t.Errorf("userTimezone = %v, %v", loc, err)
 	}
 	p := c.Models.Providers["local"]
 	if *p.ContextWindow != 65536 || *p.Models[0].ContextTokens != 30000 || *d.ContextTokens != 200000 {
@@ -79,6 +83,9 @@ func TestContextKeysValidate(t *testing.T) {
 		{"model tokens", `{models: {providers: {p: {models: [{id: "m", contextTokens: 1e9}]}}}}`, "models.providers.p.models[0].contextTokens"},
 		{"provider window", `{models: {providers: {p: {contextWindow: -5}}}}`, "models.providers.p.contextWindow"},
 		{"legacy cap", `{agents: {defaults: {contextTokens: 0.5}}}`, "agents.defaults.contextTokens"},
+		{"time zone", `{agents: {defaults: {userTimezone: "Mars/Olympus"}}}`, "agents.defaults.userTimezone"},
+		{"time zone path", `{agents: {defaults: {userTimezone: "../../etc/passwd"}}}`, "agents.defaults.userTimezone"},
+		{"local time", `{agents: {defaults: {userTimezone: "Local"}}}`, "agents.defaults.userTimezone"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

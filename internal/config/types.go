@@ -88,6 +88,9 @@ type AgentDefaults struct {
 	ContextTokens  *float64       `json:"contextTokens"`
 	Compaction     Compaction     `json:"compaction"`
 	ContextPruning ContextPruning `json:"contextPruning"`
+	// UserTimezone is the user's IANA time zone ("Europe/Vienna"): the
+	// date a memory flush files its notes under (UserLocation).
+	UserTimezone string `json:"userTimezone"`
 }
 
 // SubagentLimits is `agents.defaults.subagents`.

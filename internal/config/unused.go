@@ -60,7 +60,6 @@ var unusedKeys = []string{
 	"agents.defaults.heartbeat", "agents.defaults.thinkingDefault",
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
-	"agents.defaults.userTimezone",
 	"agents.defaults.typingMode", "agents.defaults.humanDelay",
 	"agents.defaults.subagents.maxConcurrent", "agents.defaults.subagents.model",
 	"agents.defaults.subagents.archiveAfterMinutes",

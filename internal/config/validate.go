@@ -62,6 +62,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.contextWindowKeys("agents.defaults", nil, c.Agents.Defaults.ContextTokens)
 	k.compaction("agents.defaults.compaction", &c.Agents.Defaults.Compaction)
 	k.contextPruning("agents.defaults.contextPruning", &c.Agents.Defaults.ContextPruning)
+	k.userTimezone("agents.defaults.userTimezone", c.Agents.Defaults.UserTimezone)
 	k.models(c.Models.Providers)
 
 	seen := map[string]int{}
