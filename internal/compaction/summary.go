@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -19,8 +20,9 @@ import (
 // back, the summary as stored, and the hard trim for when summarising
 // fails.
 
-// summarySystem is the system prompt of every summariser request (R5.10).
-const summarySystem = `You are a context summarization assistant. Your task is to read a conversation between a user and an AI assistant, then produce a structured summary following the exact format specified.
+// SummarySystem is the system prompt of every summariser request
+// (R5.10), by which the offline model knows one.
+const SummarySystem = `You are a context summarization assistant. Your task is to read a conversation between a user and an AI assistant, then produce a structured summary following the exact format specified.
 
 When a conversation line includes sender={...}, that JSON identifies the author of that user turn. The id is authoritative; name and username are readable labels only. Preserve attribution for material facts, preferences, instructions, decisions, and disagreements; never transfer them to another sender or an anonymous user. A user line without sender={...} is unattributed: preserve its facts as unattributed and do not assign them to a known sender.
 
@@ -164,6 +166,15 @@ type Summarizer struct {
 	MaxTokens int64 // its maxTokens from the config; 0 when unknown
 }
 
+// Headings are the headings a summary has, in order (Check): those of a
+// split turn's start when prefix.
+func Headings(prefix bool) []string {
+	if prefix {
+		return slices.Clone(prefixHeadings)
+	}
+	return slices.Clone(summaryHeadings)
+}
+
 // Request is one summariser call: a system prompt and one user message.
 type Request struct {
 	System, Prompt string
@@ -291,7 +302,7 @@ func (j *Job) request(parts []string, previous, base string, maxTokens int64, pr
 	if j.extra != "" {
 		b.WriteString("\n\n" + j.extra)
 	}
-	return Request{System: summarySystem, Prompt: b.String(), MaxTokens: maxTokens, Prefix: prefix}
+	return Request{System: SummarySystem, Prompt: b.String(), MaxTokens: maxTokens, Prefix: prefix}
 }
 
 // Retry is r asked again after its answer failed Check (the quality

@@ -50,7 +50,7 @@ func TestJobRequests(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, r.Prompt)
 		}
 	}
-	if r.System != summarySystem || r.MaxTokens != 8_000 || r.Prefix {
+	if r.System != SummarySystem || r.MaxTokens != 8_000 || r.Prefix {
 		t.Errorf("request: maxTokens %d, prefix %v", r.MaxTokens, r.Prefix)
 	}
 	u := job.Request(0, "## Goal\nold")

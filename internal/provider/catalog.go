@@ -99,6 +99,30 @@ func aliasOf(cfg *config.Config, name string) (string, bool) {
 	return "", false
 }
 
+// Expand is a model named in config (compaction.model, memoryFlush.model)
+// as a reference: the one an alias of agents.defaults.models names, else
+// the name as written.
+func Expand(cfg *config.Config, name string) string {
+	name = strings.TrimSpace(name)
+	if ref, ok := aliasOf(cfg, name); ok {
+		return ref
+	}
+	return name
+}
+
+// MaxTokens is the maxTokens models.providers states for the model ref
+// names, 0 when it states none.
+func MaxTokens(cfg *config.Config, ref string) int64 {
+	m, err := config.ParseModelRef(ref)
+	if err != nil {
+		return 0
+	}
+	if e, ok := catalogEntry(cfg, m); ok && e.MaxTokens != nil && *e.MaxTokens >= 1 {
+		return int64(*e.MaxTokens)
+	}
+	return 0
+}
+
 // catalogEntry finds a model in models.providers (provider and id compared
 // case-insensitively).
 func catalogEntry(cfg *config.Config, m config.ModelRef) (config.Model, bool) {

@@ -109,3 +109,26 @@ func TestChooseThinking(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandAndMaxTokens: a summary model named by alias is its
+// reference, and a model's maxTokens comes from models.providers.
+func TestExpandAndMaxTokens(t *testing.T) {
+	f, err := config.Parse("talon.json", []byte(`{"agents":{"defaults":{"models":{"local/big":{"alias":"Summ"}}}},
+		"models":{"providers":{"local":{"baseUrl":"http://127.0.0.1:9/v1","models":[{"id":"big","maxTokens":2048},{"id":"small"}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.Config
+	for _, c := range []struct {
+		name, ref string
+		max       int64
+	}{
+		{"summ", "local/big", 2048}, {" local/big ", "local/big", 2048}, {"local/small", "local/small", 0},
+		{"inspect", "inspect", 0}, {"/x", "/x", 0},
+	} {
+		ref := Expand(cfg, c.name)
+		if ref != c.ref || MaxTokens(cfg, ref) != c.max {
+			t.Errorf("%q: %q with maxTokens %d, want %q and %d", c.name, ref, MaxTokens(cfg, ref), c.ref, c.max)
+		}
+	}
+}

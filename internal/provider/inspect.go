@@ -29,6 +29,10 @@ import (
 //     offline;
 //   - a tool result: the text of the tool results after the last assistant
 //     turn, verbatim, joined with a blank line;
+//   - a compaction's summariser request (compaction.SummarySystem, one
+//     message, no tools): a summary with the headings compaction checks,
+//     made from the user lines of the conversation and the previous
+//     summary (inspect_summary.go);
 //   - anything else: "inspect: system prompt N bytes, T tools, M messages".
 //
 // Streamed, the text arrives in at most four fragments split after
@@ -81,6 +85,9 @@ func estimateTokens(bytes int) int { return (bytes + 3) / 4 }
 
 func inspectAnswer(req *Request) *Response {
 	stop := func(text string) *Response { return &Response{Content: text, FinishReason: FinishStop} }
+	if isSummaryRequest(req) {
+		return stop(inspectSummary(req.Messages[0].Content))
+	}
 	if n := len(req.Messages); n > 0 {
 		last := req.Messages[n-1]
 		switch last.Role {
