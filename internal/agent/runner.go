@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"talon/internal/approval"
 	"talon/internal/compaction"
@@ -47,9 +48,6 @@ type Runner struct {
 	Sandboxes *sandbox.Manager
 	// MaxRounds bounds model calls per run; 0 means DefaultMaxRounds.
 	MaxRounds int
-	// HistoryLimit bounds the transcript messages sent back to the model;
-	// 0 means DefaultHistoryLimit.
-	HistoryLimit int
 	// Plugins are the plugins of this config version; their tools join
 	// the run's candidates and registrations. Nil means none.
 	Plugins *plugin.Set
@@ -64,6 +62,9 @@ type Runner struct {
 	// session's and the config's: the operator's `talon serve --model`,
 	// to run every employee on the offline model (or one provider).
 	Model string
+	// Now is the clock of the memory flush's date and of pruning's
+	// cache timer; nil means time.Now.
+	Now func() time.Time
 
 	// bootstrap keeps the workspaces' bootstrap files between turns, and
 	// prompts the system prompts built from them.
@@ -75,11 +76,8 @@ type Runner struct {
 	ownApprovalsOnce sync.Once
 }
 
-// Defaults for Runner's bounds.
-const (
-	DefaultMaxRounds    = 24
-	DefaultHistoryLimit = 400
-)
+// DefaultMaxRounds bounds a run's model calls when Runner.MaxRounds is 0.
+const DefaultMaxRounds = 24
 
 // Request is one turn asked of an agent.
 type Request struct {
@@ -114,6 +112,13 @@ type Request struct {
 	// model call of the run; zero values leave the provider's defaults.
 	MaxTokens   int
 	Temperature *float64
+	// OnCompaction hears of each compaction of the run's session the run
+	// makes (threshold, overflow), at its start and end.
+	OnCompaction func(CompactionEvent)
+	// Waiting, when set, reports whether another run waits for the
+	// session: the optional compaction after a successful turn then
+	// leaves the work to that run's (R5.8).
+	Waiting func() bool
 }
 
 // Result is what a run produced.
@@ -153,21 +158,16 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	release := approvals.Hold(agentID, req.SessionKey)
 	defer release()
 
-	// The history comes from the transcript. The turn's input (and, for a
-	// new session, the caller's history) is committed together with the
+	// What the model sees comes from the transcript, from the last
+	// compaction on (store.ReadView). The turn's input (and, for a new
+	// session, the caller's history) is committed together with the
 	// model's first answer: one durable write per model round.
-	var history []llm.Message
 	var entry session.Entry
 	err = store.ErrNotFound
 	if !req.Fresh {
 		entry, err = r.Store.GetSession(ctx, agentID, req.SessionKey)
 	}
-	switch {
-	case err == nil:
-		if history, err = r.Store.Transcript(ctx, entry.SessionID, r.historyLimit()); err != nil {
-			return nil, fmt.Errorf("reading transcript of %s: %w", req.SessionKey, err)
-		}
-	case !errors.Is(err, store.ErrNotFound):
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("reading session %s: %w", req.SessionKey, err)
 	}
 	ref := r.Model
@@ -178,18 +178,26 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving model %q: %w", ref, err)
 	}
+	v := newView(cfg, agentID, req.SessionKey, ref, entry)
+	if warn, err := v.win.Check(); err != nil {
+		return nil, err
+	} else if warn != "" {
+		r.logWarn(warn, "agent", agentID, "session", req.SessionKey)
+	}
+	if err := v.read(ctx, r.Store); err != nil {
+		return nil, err
+	}
 	// The policy's byProvider rules match the reference's provider; a
 	// reference Resolve took parses, and the offline model's provider is
 	// config.InspectProvider.
 	mref, _ := config.ParseModelRef(ref)
-	firstRun := len(history) == 0
+	firstRun := v.empty()
 	input := req.Input
 	if firstRun && len(req.History) > 0 {
 		input = append(slices.Clip(req.History), req.Input...)
 	}
-	history = compaction.Replayable(append(history, input...))
-	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, fresh: req.Fresh, pending: slices.Clip(input)}
-	tr.tokens.Window = compaction.ResolveWindow(cfg, ref).Tokens
+	tr := &transcript{r: r, agentID: agentID, key: req.SessionKey, fresh: req.Fresh, pending: store.Items(input...)}
+	tr.tokens.Window = v.win.Tokens
 
 	// The sandbox decides the tool list too (workspaceAccess ro), so the
 	// policy gets the plan's answer rather than working it out again.
@@ -248,10 +256,24 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 		return res, nil
 	}
-	res, err := r.loop(ctx, &req, tr, loopState{prov: prov, modelID: modelID, system: system, specs: specs, history: history, env: env, decision: &decision, plugins: pt})
+	v.fixed = fixedTokens(system, specs)
+	st := &loopState{prov: prov, modelID: modelID, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, v: v,
+		// A memory flush writes the agent's workspace: not one it may
+		// only read, nor a sandbox's own (R6.4).
+		readOnly: plan.Sandboxed && (plan.Access.Value == policy.AccessRO || plan.Access.Value == policy.AccessNone)}
+	if err := r.maintain(ctx, &req, tr, st, input, false); err != nil {
+		return nil, tr.fail(ctx, err, "")
+	}
+	st.build(r.now(), tr, input)
+	res, err := r.loop(ctx, &req, tr, st)
 	res.Model = ref
 	if err != nil {
 		return res, tr.fail(ctx, err, res.partial)
+	}
+	if req.Waiting == nil || !req.Waiting() {
+		if err := r.maintain(ctx, &req, tr, st, nil, true); err != nil {
+			r.logWarn("compaction after the turn", "session", req.SessionKey, "err", err)
+		}
 	}
 	return res, nil
 }
@@ -290,9 +312,9 @@ func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env
 	if req.OnToolResult != nil {
 		req.OnToolResult(call, out)
 	}
-	tr.add(llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}})
-	tr.add(llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError})
-	tr.add(llm.Message{Role: llm.RoleAssistant, Content: out.Text})
+	tr.add(store.Item{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}})
+	tr.add(store.Item{Message: llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError}})
+	tr.add(store.Item{Message: llm.Message{Role: llm.RoleAssistant, Content: out.Text}})
 	if req.OnDelta != nil {
 		req.OnDelta(out.Text)
 	}
@@ -375,17 +397,39 @@ func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(contex
 type loopState struct {
 	prov     provider.Provider
 	modelID  string
+	ref      string // the run's model reference
 	system   string
 	specs    []llm.ToolSpec
 	history  []llm.Message
 	env      *tools.Env
 	decision *policy.Result
 	plugins  *plugin.RunTools
+	// v is the session's context; est the running estimate of the next
+	// request's size (R3.3).
+	v   *view
+	est compaction.Tokens
+	// readOnly says the run may not write the agent's workspace (no
+	// memory flush); detached marks a memory flush's turn, which stores
+	// nothing and does not compact.
+	readOnly, detached bool
+}
+
+// build makes the request's messages from the view and pending (this
+// turn's messages not stored), and re-estimates its size. A pruning round
+// that changed the projection has it recorded with the next commit.
+func (st *loopState) build(now time.Time, tr *transcript, pending []llm.Message) {
+	st.history = st.v.messages(now, pending)
+	st.est = st.v.tokens(pending)
+	if st.v.dirty {
+		tr.pending = append(tr.pending, store.ProjectionItem(st.v.proj))
+		st.v.dirty = false
+	}
 }
 
 // loop calls the model until it answers without server-side tool calls.
-func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loopState) (*Result, error) {
-	prov, modelID, system, specs, history, env := st.prov, st.modelID, st.system, st.specs, st.history, st.env
+// A request the provider refuses as too large is compacted and sent again
+// (R5.3), at most maxOverflowAttempts times.
+func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loopState) (*Result, error) {
 	res := &Result{}
 	// What a round streams is kept aside, so that a call that fails
 	// half-way leaves its text in the transcript's failure record.
@@ -397,27 +441,58 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 			req.OnDelta(text)
 		}
 	}
+	attempts := 0 // overflow compactions (R5.3)
 	for res.Rounds < r.maxRounds() {
 		res.Rounds++
 		streamed.Reset()
-		out, err := prov.Chat(ctx, &provider.Request{
-			Model: modelID, System: system, Messages: history, Tools: specs,
+		if res.Rounds > 1 && !st.detached && st.v.set.MidTurnPrecheck {
+			if err := r.precheck(ctx, req, tr, st); err != nil {
+				return res, err
+			}
+		}
+		compaction.CapToolResults(st.history, st.v.win.Tokens)
+		out, err := st.prov.Chat(ctx, &provider.Request{
+			Model: st.modelID, System: st.system, Messages: st.history, Tools: st.specs,
 			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
 		}, onDelta)
 		if err != nil {
+			if ov, ok := overflowOf(err); ok && !st.detached && ctx.Err() == nil {
+				attempts++
+				r.logWarn(fmt.Sprintf("context overflow detected (attempt %d/%d)", min(attempts, maxOverflowAttempts), maxOverflowAttempts), "session", req.SessionKey)
+				if attempts <= maxOverflowAttempts {
+					retry, cerr := r.recoverOverflow(ctx, req, tr, st, ov, &attempts)
+					if cerr != nil {
+						return res, cerr
+					}
+					if retry {
+						res.Rounds--
+						continue
+					}
+				}
+				attempts = min(attempts, maxOverflowAttempts)
+				r.logWarn("[context-overflow-diag]", "sessionKey", req.SessionKey, "provider", st.ref, "messages", len(st.history),
+					"compactionAttempts", attempts, "observedTokens", ov.Tokens)
+				return res, &OverflowError{Attempts: attempts, Err: err}
+			}
 			res.partial = streamed.String()
 			return res, fmt.Errorf("calling the model: %w", err)
 		}
 		addUsage(&res.Usage, out.Usage)
-		if u := out.Usage; u != (provider.Usage{}) {
-			tr.tokens.Count(int64(u.PromptTokens), int64(u.CompletionTokens), int64(u.TotalTokens))
+		u := usageOf(out.Usage)
+		if out.Usage != (provider.Usage{}) {
+			tr.tokens.Count(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens), int64(out.Usage.TotalTokens))
 		}
 		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
-		tr.add(reply)
+		tr.add(store.Item{Message: reply, Usage: u})
 		if err := tr.flush(ctx); err != nil {
 			return res, fmt.Errorf("saving the reply of %s: %w", req.SessionKey, err)
 		}
-		history = append(history, reply)
+		st.history = append(st.history, reply)
+		if u.Tokens() > 0 {
+			st.est.Report(u)
+		} else {
+			st.est.Add(reply)
+		}
 		res.Text, res.FinishReason = out.Content, out.FinishReason
 		if len(out.ToolCalls) == 0 {
 			if res.FinishReason == "" || res.FinishReason == provider.FinishToolCalls {
@@ -434,13 +509,17 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 			if req.OnToolStart != nil {
 				req.OnToolStart(call)
 			}
-			result := r.execute(ctx, env, st.decision, st.plugins, call)
+			result := r.execute(ctx, st.env, st.decision, st.plugins, call)
 			if req.OnToolResult != nil {
 				req.OnToolResult(call, result)
 			}
 			msg := llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
-			tr.add(msg)
-			history = append(history, msg)
+			tr.add(store.Item{Message: msg})
+			// The transcript keeps the whole result; the model gets it
+			// capped to the window (R8.1).
+			msg.Content = compaction.CapToolResult(msg.Content, st.v.win.Tokens)
+			st.history = append(st.history, msg)
+			st.est.Add(msg)
 		}
 		if len(clientCalls) > 0 {
 			res.ToolCalls, res.FinishReason = clientCalls, provider.FinishToolCalls
@@ -457,23 +536,192 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st loop
 	return res, tr.flush(ctx)
 }
 
+// usageOf is a provider's usage as a transcript keeps it.
+func usageOf(u provider.Usage) compaction.Usage {
+	return compaction.Usage{Input: int64(u.PromptTokens), Output: int64(u.CompletionTokens), Total: int64(u.TotalTokens)}
+}
+
+// overflowOf reads a failed model call as a context overflow (R5.3).
+func overflowOf(err error) (compaction.Overflow, bool) {
+	var perr *provider.Error
+	if !errors.As(err, &perr) {
+		return compaction.Overflow{}, false
+	}
+	ov, ok := compaction.ParseOverflow(perr.Status, perr.Type, perr.Message)
+	return ov, ok && !ov.Terminal
+}
+
+// sync commits what the run has not yet and rereads the view, so that a
+// compaction sees every message of the turn: the input once the turn has
+// committed anything, and the tool results of the last round. It returns
+// the turn's messages still pending (the input, before the first
+// commit), which a compaction keeps after the view.
+func (r *Runner) sync(ctx context.Context, tr *transcript, st *loopState) ([]llm.Message, error) {
+	if tr.sessionID == "" {
+		return tr.messages(), nil
+	}
+	if err := tr.flush(ctx); err != nil {
+		return nil, err
+	}
+	st.v.sessionID = tr.sessionID
+	return nil, st.v.read(ctx, r.Store)
+}
+
+// recoverOverflow compacts after the provider refused a request as too
+// large and rebuilds the request: true when it is to be sent again. An
+// attempt whose budget takes nothing out of view gives way to the next,
+// smaller one; *attempt counts them.
+func (r *Runner) recoverOverflow(ctx context.Context, req *Request, tr *transcript, st *loopState, ov compaction.Overflow, attempt *int) (bool, error) {
+	pending, err := r.sync(ctx, tr, st)
+	if err != nil || st.v.sessionID == "" {
+		return false, err
+	}
+	for ; *attempt <= maxOverflowAttempts; *attempt++ {
+		out, err := r.compact(ctx, st.v, compactRequest{reason: compaction.ReasonOverflow, pending: pending, attempt: *attempt, stated: ov.Tokens, ref: st.ref}, req.OnCompaction)
+		if err != nil {
+			return false, err
+		}
+		if out.compacted {
+			st.build(r.now(), tr, pending)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// precheck is the mid-turn check (R5.6, compaction.midTurnPrecheck):
+// before the next model call of a turn, a request above the threshold is
+// compacted first.
+func (r *Runner) precheck(ctx context.Context, req *Request, tr *transcript, st *loopState) error {
+	if !st.v.set.CompactDue(st.v.turn(st.v.size(st.est), st.readOnly)) {
+		return nil
+	}
+	pending, err := r.sync(ctx, tr, st)
+	if err != nil || st.v.sessionID == "" {
+		return err
+	}
+	out, err := r.compact(ctx, st.v, compactRequest{reason: compaction.ReasonThreshold, pending: pending, ref: st.ref}, req.OnCompaction)
+	if err != nil || !out.compacted {
+		return err
+	}
+	st.build(r.now(), tr, pending)
+	return nil
+}
+
+// maintain is the work before a turn's first request (pending: its
+// input) and, with after, after a successful turn (everything committed):
+// a memory flush when one is due (R6.2), then a compaction when the
+// context is above the threshold (R5.2, R5.5). Neither failing fails the
+// turn; only the run's cancellation comes back.
+func (r *Runner) maintain(ctx context.Context, req *Request, tr *transcript, st *loopState, pending []llm.Message, after bool) error {
+	v := st.v
+	size := v.size(v.tokens(pending))
+	if after {
+		size = v.size(st.est)
+	}
+	t := v.turn(size, st.readOnly)
+	flush, compact := v.set.FlushDue(t), v.set.CompactDue(t)
+	if !flush && !compact {
+		return nil
+	}
+	if after {
+		if _, err := r.sync(ctx, tr, st); err != nil {
+			return err
+		}
+	}
+	if v.sessionID == "" || v.empty() {
+		return nil
+	}
+	if flush {
+		r.memoryFlush(ctx, req, st)
+	}
+	if !compact {
+		return nil
+	}
+	_, err := r.compact(ctx, v, compactRequest{reason: compaction.ReasonThreshold, pending: pending, ref: st.ref}, req.OnCompaction)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return err
+	default:
+		r.logWarn("compaction failed", "session", v.key, "err", err)
+	}
+	return nil
+}
+
+// memoryFlush runs the silent turn before a compaction (R6.3) in which
+// the agent may write durable notes to memory/: on a copy of the
+// conversation, with its tools, whose prompts and answers are neither
+// stored nor delivered. It is recorded on the session (R6.4) whatever
+// its outcome, so it runs once per compaction cycle; a failure is logged.
+func (r *Runner) memoryFlush(ctx context.Context, req *Request, st *loopState) {
+	v := st.v
+	now := r.now()
+	loc, _ := config.UserLocation(r.Config.Agents.Defaults.UserTimezone)
+	ft := v.set.Flush.Prompts(now, loc)
+	fst := *st
+	fst.detached = true
+	fst.system = st.system + "\n\n" + ft.System
+	if ref := r.modelFor(v.set.Flush.Model, st.ref); ref != st.ref {
+		p, id, err := r.Resolve(ref)
+		if err != nil {
+			r.logWarn("memory flush: resolving its model", "session", v.key, "model", ref, "err", err)
+			return
+		}
+		fst.prov, fst.modelID = p, id
+	}
+	fst.history = append(v.conversation(), llm.Message{Role: llm.RoleUser, Content: ft.Prompt})
+	fctx, cancel := context.WithTimeout(ctx, v.set.Timeout)
+	defer cancel()
+	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner}
+	if _, err := r.loop(fctx, freq, &transcript{r: r, detached: true}, &fst); err != nil {
+		r.logWarn("memory flush failed", "session", v.key, "err", err)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if _, err := r.Store.RecordFlush(context.WithoutCancel(ctx), v.agentID, v.key, v.sessionID, now); err != nil {
+		r.logWarn("memory flush: recording it", "session", v.key, "err", err)
+		return
+	}
+	v.flushed = true
+	r.logInfo("memory flush done", "session", v.key, "file", ft.Path)
+}
+
 // transcript buffers a run's messages between commits. The first commit
 // creates or touches the session row (store.StartTurn); later ones append
 // (store.ContinueTurn). Each commit also writes the usage the model
 // reported since the last one to the session's token counters, in the
 // same transaction. A turn is durable when the model's answer is: the
-// reply a client gets is never newer than what a crash would leave.
+// reply a client gets is never newer than what a crash would leave. A
+// detached transcript (a memory flush's) stores nothing.
 type transcript struct {
 	r         *Runner
 	agentID   string
 	key       string
 	sessionID string
 	fresh     bool // the key is new (Request.Fresh)
-	pending   []llm.Message
+	detached  bool
+	pending   []store.Item
 	tokens    session.Tokens
 }
 
-func (t *transcript) add(m llm.Message) { t.pending = append(t.pending, m) }
+func (t *transcript) add(it store.Item) {
+	if !t.detached {
+		t.pending = append(t.pending, it)
+	}
+}
+
+// messages are the pending messages.
+func (t *transcript) messages() []llm.Message {
+	out := make([]llm.Message, 0, len(t.pending))
+	for _, it := range t.pending {
+		if !it.IsProjection() {
+			out = append(out, it.Message)
+		}
+	}
+	return out
+}
 
 // fail ends a turn that failed: what it has not saved yet (at least its
 // input) and a record of the failure are written even when ctx is done
@@ -483,7 +731,7 @@ func (t *transcript) fail(ctx context.Context, err error, partial string) error 
 	if errors.Is(ctx.Err(), context.Canceled) {
 		reason = llm.StopAborted
 	}
-	t.add(llm.Message{Role: llm.RoleAssistant, Content: partial, StopReason: reason, Error: err.Error()})
+	t.add(store.Item{Message: llm.Message{Role: llm.RoleAssistant, Content: partial, StopReason: reason, Error: err.Error()}})
 	if ferr := t.flush(ctx); ferr != nil {
 		return errors.Join(err, fmt.Errorf("recording the failed turn of %s: %w", t.key, ferr))
 	}
@@ -497,17 +745,17 @@ func (t *transcript) fail(ctx context.Context, err error, partial string) error 
 // goroutine per SQL statement to interrupt SQLite on cancellation, four a
 // turn.
 func (t *transcript) flush(ctx context.Context) error {
-	if t.sessionID != "" && len(t.pending) == 0 && !t.tokens.Pending() {
+	if t.detached || t.sessionID != "" && len(t.pending) == 0 && !t.tokens.Pending() {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	if t.sessionID == "" {
-		id, err := t.r.Store.StartTurn(ctx, t.agentID, t.key, t.fresh, &t.tokens, store.Items(t.pending...))
+		id, err := t.r.Store.StartTurn(ctx, t.agentID, t.key, t.fresh, &t.tokens, t.pending)
 		if err != nil {
 			return err
 		}
 		t.sessionID = id
-	} else if err := t.r.Store.ContinueTurn(ctx, t.agentID, t.key, t.sessionID, &t.tokens, store.Items(t.pending...)); err != nil {
+	} else if err := t.r.Store.ContinueTurn(ctx, t.agentID, t.key, t.sessionID, &t.tokens, t.pending); err != nil {
 		return err
 	}
 	t.pending = nil
@@ -667,13 +915,6 @@ func (r *Runner) maxRounds() int {
 		return r.MaxRounds
 	}
 	return DefaultMaxRounds
-}
-
-func (r *Runner) historyLimit() int {
-	if r.HistoryLimit > 0 {
-		return r.HistoryLimit
-	}
-	return DefaultHistoryLimit
 }
 
 func bootstrapMax(cfg *config.Config) int {

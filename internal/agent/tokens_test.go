@@ -59,7 +59,7 @@ func usage(in, out int) provider.Usage {
 func TestTurnTokens(t *testing.T) {
 	a := newApprovalsRig(t, `{
 		agents: {defaults: {model: "local/m"}},
-		models: {providers: {local: {baseUrl: "http://127.0.0.1:9/v1", models: [{id: "m", contextWindow: 1000}]}}},
+		models: {providers: {local: {baseUrl: "http://127.0.0.1:9/v1", models: [{id: "m", contextWindow: 10000}]}}},
 	}`, 0)
 	model := &scripted{}
 	a.runner.Resolve = func(ref string) (provider.Provider, string, error) {
@@ -79,15 +79,15 @@ func TestTurnTokens(t *testing.T) {
 		status  string // the statusText session_status gave in this turn, if it was called
 	}{
 		{"one model call", []scriptedAnswer{{usage: usage(100, 10)}}, false,
-			want{100, 10, 100, 1000, 100, 10, 110}, ""},
+			want{100, 10, 100, 10000, 100, 10, 110}, ""},
 		{"two model calls, session_status between", []scriptedAnswer{{call: "session_status", usage: usage(200, 20)}, {usage: usage(300, 30)}}, false,
-			want{500, 50, 300, 1000, 600, 60, 660},
-			"Tokens since the last reset: 300 in, 30 out, 330 total. Last turn: 200 in, 20 out. Context: 200 of 1000 tokens (20%)."},
+			want{500, 50, 300, 10000, 600, 60, 660},
+			"Tokens since the last reset: 300 in, 30 out, 330 total. Last turn: 200 in, 20 out. Context: 200/10k (2%). Compactions: 0."},
 		{"the second call fails: the first is counted", []scriptedAnswer{{call: "session_status", usage: usage(50, 5)}, {err: errors.New("model down")}}, true,
-			want{50, 5, 50, 1000, 650, 65, 715}, ""},
+			want{50, 5, 50, 10000, 650, 65, 715}, ""},
 		{"no usage reported: nothing changes", []scriptedAnswer{{call: "session_status"}, {}}, false,
-			want{50, 5, 50, 1000, 650, 65, 715},
-			"Tokens since the last reset: 650 in, 65 out, 715 total. Last turn: 50 in, 5 out. Context: 50 of 1000 tokens (5%)."},
+			want{50, 5, 50, 10000, 650, 65, 715},
+			"Tokens since the last reset: 650 in, 65 out, 715 total. Last turn: 50 in, 5 out. Context: 50/10k (1%). Compactions: 0."},
 	}
 	for _, tc := range turns {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,12 +122,12 @@ func TestTurnTokens(t *testing.T) {
 	a.turn("status after the reset")
 	st := lastStatus(t, a)
 	var tok sessions.StatusTokens
-	window := int64(1000)
+	window := int64(10000)
 	tok.Context.Window = &window
 	if diff := cmp.Diff(tok, st.Tokens); diff != "" || st.Model != "local/m" || st.Key != key {
 		t.Errorf("status after a reset: model %q key %q, tokens (-want +got):\n%s", st.Model, st.Key, diff)
 	}
-	if want := "No token usage recorded since the session started or was last reset. Context: 0 of 1000 tokens (0%)."; st.Text != want {
+	if want := "No token usage recorded since the session started or was last reset. Context: ?/10k. Compactions: 0."; st.Text != want {
 		t.Errorf("statusText %q, want %q", st.Text, want)
 	}
 }

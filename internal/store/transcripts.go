@@ -102,6 +102,9 @@ func ProjectionItem(p compaction.Projection) Item {
 	return Item{projection: p, marker: true}
 }
 
+// IsProjection reports whether the item is a projection (ProjectionItem).
+func (it *Item) IsProjection() bool { return it.marker }
+
 // Items are msgs as items without usage.
 func Items(msgs ...llm.Message) []Item {
 	out := make([]Item, len(msgs))

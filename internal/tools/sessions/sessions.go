@@ -82,7 +82,7 @@ var statusSchema = tools.Object(
 
 func (*status) Name() string { return "session_status" }
 func (*status) Description() string {
-	return "Show a session's status: its key, transcript id, model, last update and token usage (since reset, last turn, context used of the window)."
+	return "Show a session's status: its key, transcript id, model, last update, token usage (since reset, last turn, context used of the window) and how often its context was compacted."
 }
 func (*status) Schema() json.RawMessage { return statusSchema }
 func (*status) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {

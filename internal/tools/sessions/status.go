@@ -4,26 +4,30 @@ import (
 	"fmt"
 	"strings"
 
+	"talon/internal/compaction"
 	"talon/internal/config"
 	"talon/internal/session"
 )
 
 // Status is what session_status shows of a session: its ids, the model
-// it runs with now, and its token counters (session.Entry) with a line of
-// text that reads them.
+// it runs with now, its token counters (session.Entry) and compactions,
+// with a line of text that reads them.
 type Status struct {
-	Key       string        `json:"key"`
-	SessionID string        `json:"sessionId"`
-	UpdatedAt int64         `json:"updatedAt"`
-	Model     string        `json:"model"`
-	Tokens    StatusTokens  `json:"tokens"`
-	Text      string        `json:"statusText"`
-	Entry     session.Entry `json:"entry"`
+	Key         string        `json:"key"`
+	SessionID   string        `json:"sessionId"`
+	UpdatedAt   int64         `json:"updatedAt"`
+	Model       string        `json:"model"`
+	Tokens      StatusTokens  `json:"tokens"`
+	Compactions int64         `json:"compactions"`
+	Text        string        `json:"statusText"`
+	Entry       session.Entry `json:"entry"`
 }
 
 // StatusTokens are a session's token counters. Context.Window is the
-// context window of the session's model as the config states it, null
-// when it does not; Context.Used is the prompt of the last model call.
+// context window of the session's model (null when unknown);
+// Context.Used is the prompt of the last model call, or after a
+// compaction the estimate of what it left until the next call reports
+// usage (Context.Estimated).
 type StatusTokens struct {
 	SinceReset struct {
 		Input  int64 `json:"input"`
@@ -35,8 +39,9 @@ type StatusTokens struct {
 		Output int64 `json:"output"`
 	} `json:"lastTurn"`
 	Context struct {
-		Used   int64  `json:"used"`
-		Window *int64 `json:"window"`
+		Used      int64  `json:"used"`
+		Window    *int64 `json:"window"`
+		Estimated bool   `json:"estimated,omitempty"`
 	} `json:"context"`
 }
 
@@ -49,11 +54,23 @@ func StatusOf(key string, e session.Entry, model string, window int64) Status {
 	t.SinceReset.Input, t.SinceReset.Output, t.SinceReset.Total = e.CumulativeInputTokens, e.CumulativeOutputTokens, e.CumulativeTotalTokens
 	t.LastTurn.Input, t.LastTurn.Output = e.InputTokens, e.OutputTokens
 	t.Context.Used = e.TotalTokens
+	t.Context.Estimated = e.TotalTokensFresh != nil && !*e.TotalTokensFresh
 	if window > 0 {
 		t.Context.Window = &window
 	}
-	s.Text = statusText(t, model)
+	s.Compactions = e.CompactionCount
+	s.Text = statusText(t, model) + fmt.Sprintf(" Compactions: %d.", s.Compactions)
 	return s
+}
+
+// ContextLine is "Context: <used>/<window> (<pct>%)" (spec context.md
+// R9.3), "~" before an estimate.
+func ContextLine(used, window int64, estimated bool) string {
+	s := strings.TrimPrefix(compaction.ContextUsage(used, window), "Context ")
+	if estimated && used > 0 {
+		s = "~" + s
+	}
+	return "Context: " + s
 }
 
 func statusText(t *StatusTokens, model string) string {
@@ -65,7 +82,7 @@ func statusText(t *StatusTokens, model string) string {
 			t.SinceReset.Input, t.SinceReset.Output, t.SinceReset.Total, t.LastTurn.Input, t.LastTurn.Output)
 	}
 	if w := t.Context.Window; w != nil {
-		fmt.Fprintf(&b, " Context: %d of %d tokens (%d%%).", t.Context.Used, *w, min(999, (t.Context.Used*100+*w/2) / *w))
+		b.WriteString(" " + ContextLine(t.Context.Used, *w, t.Context.Estimated) + ".")
 		return b.String()
 	}
 	fmt.Fprintf(&b, " Context: %d tokens in use; the context window of %s is unknown", t.Context.Used, model)
