@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"talon/internal/agent"
+	"talon/internal/compaction"
 	"talon/internal/llm"
 	"talon/internal/provider"
 	"talon/internal/tools"
@@ -219,17 +220,20 @@ func (g *runRegistry) drain(ctx context.Context) {
 // progress goes out as chat and agent events, and whose answer stays in
 // the tenant's idempotency cache.
 type chatRun struct {
-	s          *Server
-	t          *tenant
-	rt         *runtime
-	id         string // the runId: the request's idempotencyKey
-	kind       string // "chat" or "agent"
-	key        string // canonical session key
-	agentID    string
-	starter    *conn // tool events go to it alone
-	idem       *idemCache
-	entry      *idemEntry
-	req        agent.Request
+	s       *Server
+	t       *tenant
+	rt      *runtime
+	id      string // the runId: the request's idempotencyKey
+	kind    string // "chat" or "agent"
+	key     string // canonical session key
+	agentID string
+	starter *conn // tool events go to it alone
+	idem    *idemCache
+	entry   *idemEntry
+	req     agent.Request
+	// cmd is the chat command (/compact, /status) the run answers instead
+	// of a turn, with its argument; "" for a turn.
+	cmd, arg   string
 	timeout    time.Duration
 	acceptedAt time.Time
 	cancel     context.CancelCauseFunc // set by runRegistry.add
@@ -281,6 +285,9 @@ func (s *Server) newRun(c *call, kind, id, key, agentID string, req agent.Reques
 	r.req.OnDelta = r.onDelta
 	r.req.OnToolStart = r.onToolStart
 	r.req.OnToolResult = r.onToolResult
+	r.req.OnCompaction = r.onCompaction
+	lk := sessionLockKey(c.t, key)
+	r.req.Waiting = func() bool { return s.locks.waiting(lk) }
 	return r
 }
 
@@ -295,17 +302,27 @@ func (r *chatRun) run(ctx context.Context) {
 // does. A panic fails the run rather than the gateway: no request
 // goroutine (whose panics net/http recovers) is there to catch it.
 func (r *chatRun) turn(ctx context.Context) (res *agent.Result, err error) {
-	unlock, err := r.s.locks.lock(ctx, sessionLockKey(r.t, r.key))
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.log.Error("run panicked", "tenant", r.t.id, "run", r.id, "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, fmt.Errorf("run panicked: %v", p)
 		}
 	}()
+	if r.cmd != "" {
+		// A command does not queue behind the session's runs: /compact
+		// says it cannot run now instead (spec context.md R5.8).
+		r.start()
+		text, err := r.s.command(ctx, r.t, r.rt, r.agentID, r.key, r.cmd, r.arg, r.onCompaction)
+		if err != nil {
+			return nil, err
+		}
+		return &agent.Result{Text: text, FinishReason: provider.FinishStop}, nil
+	}
+	unlock, err := r.s.locks.lock(ctx, sessionLockKey(r.t, r.key))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	r.start()
 	return r.rt.runner.Run(ctx, r.req)
 }
@@ -405,14 +422,19 @@ func (r *chatRun) outcome(ctx context.Context, res *agent.Result, err error) run
 
 // errorKind sorts a failed run for chat error events.
 func errorKind(err error) string {
+	var oe *agent.OverflowError
+	if errors.As(err, &oe) {
+		return compaction.ErrorKind
+	}
 	var perr *provider.Error
 	if errors.As(err, &perr) {
 		text := strings.ToLower(perr.Type + " " + perr.Message)
+		ov, overflow := compaction.ParseOverflow(perr.Status, perr.Type, perr.Message)
 		switch {
-		case perr.Status == 429 || strings.Contains(text, "rate_limit") || strings.Contains(text, "rate limit"):
+		case perr.Status == 429 || strings.Contains(text, "rate_limit") || strings.Contains(text, "rate limit") || overflow && ov.Terminal:
 			return "rate_limit"
-		case strings.Contains(text, "context_length") || strings.Contains(text, "context length") || strings.Contains(text, "context window"):
-			return "context_length"
+		case overflow:
+			return compaction.ErrorKind
 		case perr.Status == 408 || strings.Contains(text, "timed out") || strings.Contains(text, "stream idle"):
 			return "timeout"
 		case strings.Contains(text, "refus") || strings.Contains(text, "content_filter"):
@@ -547,11 +569,15 @@ func silent(text string) bool {
 }
 
 // emitAgent broadcasts an agent event of the run; r.mu is held. A
-// lifecycle is the "lifecycle" stream, anything else "assistant".
+// lifecycle is the "lifecycle" stream, a compaction "compaction",
+// anything else "assistant".
 func (r *chatRun) emitAgent(data any) {
 	stream := "assistant"
-	if _, ok := data.(lifecycle); ok {
+	switch data.(type) {
+	case lifecycle:
 		stream = "lifecycle"
+	case compactionData:
+		stream = "compaction"
 	}
 	r.agentSeq++
 	r.s.broadcast(r.t, protocol.EventAgent, agentEvent{RunID: r.id, Seq: r.agentSeq, Stream: stream, Ts: time.Now().UnixMilli(), Data: data, SessionKey: r.key})
@@ -614,6 +640,19 @@ func (r *chatRun) flushDelta() {
 	ev := chatEvent{State: "delta", Message: messageOf(r.text), DeltaText: r.text[r.sent:], Replace: r.replace}
 	r.sent, r.replace, r.lastDelta = len(r.text), false, time.Now()
 	r.emitChat(ev, true)
+}
+
+// onCompaction relays a compaction of the run's session as an agent
+// event (R9.4), and tells the tenant when one committed.
+func (r *chatRun) onCompaction(ev agent.CompactionEvent) {
+	r.mu.Lock()
+	if !r.ended {
+		r.emitAgent(newCompactionData(ev))
+	}
+	r.mu.Unlock()
+	if ev.Phase == "end" && ev.Completed {
+		r.s.compactionsChanged(r.t, sessionTarget{agent: r.agentID, key: r.key}, "")
+	}
 }
 
 // onToolStart tells the client that started the run which tool runs;

@@ -14,6 +14,9 @@ const (
 	errTooLarge       = "payload_too_large"
 	errTimeout        = "request_timeout"
 	errRateLimited    = "rate_limited"
+	// errContextLength is OpenAI's code for a request over the window:
+	// compaction could not bring the conversation back into it.
+	errContextLength = "context_length_exceeded"
 )
 
 // writeError sends {"error":{"message","type"}} with a status. Messages are

@@ -91,6 +91,9 @@ func (s *Server) chatSend(c *call) (any, error) {
 	if !stop {
 		input := []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}}
 		r = s.newRun(c, "chat", runID, key, agentID, agent.Request{Input: input}, timeout)
+		if cmd, arg, ok := chatCommand(text); ok && len(images) == 0 {
+			r.cmd, r.arg = cmd, arg
+		}
 	}
 	e, fresh := tr.idem.begin("chat:"+runID, r, time.Now())
 	if !fresh {

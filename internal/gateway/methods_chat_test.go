@@ -20,6 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"talon/internal/compaction"
 	"talon/internal/llm"
 	"talon/internal/store"
 	"talon/protocol"
@@ -666,8 +667,9 @@ func TestAgentTwoPhase(t *testing.T) {
 }
 
 // TestAgentViaClient drives agent through the Go client, which skips the
-// accepted answer; a model failure ends in an error answer (ok false)
-// after the lifecycle error, and a timeout in AGENT_TIMEOUT.
+// accepted answer; a model failure (a context overflow) ends in an error
+// answer (ok false) after the lifecycle error, and a timeout in
+// AGENT_TIMEOUT.
 func TestAgentViaClient(t *testing.T) {
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -696,7 +698,8 @@ func TestAgentViaClient(t *testing.T) {
 		code, msg     string
 		status, kind  string
 	}{
-		{"model error", "broken", 0, protocol.CodeUnavailable, "model provider error: ", "error", "context_length"},
+		// A new session has nothing to compact: the advice at once (R5.4).
+		{"model error", "broken", 0, protocol.CodeUnavailable, compaction.OverflowAdvice, "error", "context_length"},
 		{"timeout", "slow", 1, protocol.CodeAgentTimeout, "run timed out after 1s", "timeout", "timeout"},
 	}
 	for _, tc := range cases {

@@ -78,6 +78,20 @@ type historyMeta struct {
 	Seq       int64  `json:"seq"`
 	Truncated bool   `json:"truncated,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Kind, ID and the token counts mark a compaction or a reset as
+	// upstream's history does: a system message "Compaction" (the divider
+	// a display shows where the summary starts, spec context.md R9.6)
+	// with __openclaw {kind:"compaction", id, tokensBefore, tokensAfter}.
+	// Everything before it is still listed.
+	// Listed where it was appended, a compaction names the first entry it
+	// kept (firstKeptEntryId, Talon's), for a display to put the divider
+	// before.
+	Kind             string `json:"kind,omitempty"`
+	ID               string `json:"id,omitempty"`
+	TokensBefore     int64  `json:"tokensBefore,omitempty"`
+	TokensAfter      int64  `json:"tokensAfter,omitempty"`
+	FirstKeptEntryID string `json:"firstKeptEntryId,omitempty"`
+	HardTrim         bool   `json:"hardTrim,omitempty"`
 	// SystemEvent marks what the gateway told the session ("System: Exec
 	// finished …", agent.SystemEvent): a user message, as the model sees
 	// it and as OpenClaw's clients show such text, which a display can
@@ -137,11 +151,15 @@ func chatHistory(_ *Server, c *call) (any, error) {
 // an oversized message becomes a placeholder, then the oldest messages go
 // until the rest fit.
 func capHistory(recs []store.Record, maxChars int) []historyMessage {
-	msgs := make([]historyMessage, len(recs))
-	sizes := make([]int, len(recs))
+	msgs := make([]historyMessage, 0, len(recs))
+	for _, r := range recs {
+		if r.Kind != store.KindProjection { // a hidden marker
+			msgs = append(msgs, toHistory(r, maxChars))
+		}
+	}
+	sizes := make([]int, len(msgs))
 	total := 0
-	for i, r := range recs {
-		msgs[i] = toHistory(r, maxChars)
+	for i := range msgs {
 		sizes[i] = encodedSize(msgs[i])
 		if sizes[i] > historyMaxMessageBytes {
 			msgs[i] = oversized(msgs[i])
@@ -180,6 +198,10 @@ func oversized(m historyMessage) historyMessage {
 // tool calls become toolCall parts after its text; a turn that failed or
 // was aborted keeps its stopReason and errorMessage.
 func toHistory(r store.Record, maxChars int) historyMessage {
+	switch r.Kind {
+	case store.KindCompaction, store.KindReset:
+		return boundaryHistory(r)
+	}
 	m := r.Message
 	h := historyMessage{Role: string(m.Role), Timestamp: r.CreatedAt, Content: []any{},
 		Meta: historyMeta{Seq: r.Seq, SystemEvent: agent.IsSystemEvent(m)}}
@@ -198,6 +220,20 @@ func toHistory(r store.Record, maxChars int) historyMessage {
 	case llm.RoleTool:
 		isErr := m.IsError
 		h.Role, h.ToolCallID, h.ToolName, h.IsError = "toolResult", m.ToolCallID, m.Name, &isErr
+	}
+	return h
+}
+
+// boundaryHistory is a compaction or a reset as upstream's chat.history
+// lists it: a system message "Compaction" or "Reset" with its kind, id
+// and token counts in __openclaw.
+func boundaryHistory(r store.Record) historyMessage {
+	h := historyMessage{Role: "system", Timestamp: r.CreatedAt, Content: []any{textPart{"text", "Reset"}},
+		Meta: historyMeta{Seq: r.Seq, Kind: "reset", ID: r.ID()}}
+	if c := r.Compaction; r.Kind == store.KindCompaction && c != nil {
+		h.Content = []any{textPart{"text", "Compaction"}}
+		h.Meta.Kind, h.Meta.TokensBefore, h.Meta.TokensAfter, h.Meta.HardTrim = "compaction", c.TokensBefore, r.TokensAfter, c.Details.HardTrim
+		h.Meta.FirstKeptEntryID = c.FirstKeptEntryID
 	}
 	return h
 }

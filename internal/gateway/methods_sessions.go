@@ -112,11 +112,15 @@ func (s *Server) holdIdle(t *tenant, key string) (func(), error) {
 	return unlock, nil
 }
 
-// sessionsChanged tells the tenant's readers that a session changed.
-func (s *Server) sessionsChanged(t *tenant, tgt sessionTarget, sessionID, reason string) {
+// sessionsChanged tells the tenant's readers that a session changed;
+// more are further members of the event.
+func (s *Server) sessionsChanged(t *tenant, tgt sessionTarget, sessionID, reason string, more map[string]any) {
 	p := map[string]any{"sessionKey": tgt.key, "agentId": tgt.agent, "reason": reason, "ts": time.Now().UnixMilli()}
 	if sessionID != "" {
 		p["sessionId"] = sessionID
+	}
+	for k, v := range more {
+		p[k] = v
 	}
 	s.broadcast(t, protocol.EventSessionsChanged, p)
 }
@@ -159,7 +163,7 @@ func sessionsPatch(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, invalidParams(err)
 	}
-	s.sessionsChanged(c.t, tgt, entry.SessionID, "patch")
+	s.sessionsChanged(c.t, tgt, entry.SessionID, "patch", nil)
 	m := sessionModel(cfg, tgt.agent, entry)
 	return map[string]any{
 		"ok": true, "path": c.storeOf().Path(), "key": tgt.key, "entry": entry,
@@ -198,7 +202,7 @@ func sessionsReset(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sessionsChanged(c.t, tgt, entry.SessionID, reason)
+	s.sessionsChanged(c.t, tgt, entry.SessionID, reason, nil)
 	return map[string]any{"ok": true, "key": tgt.key, "entry": entry}, nil
 }
 
@@ -242,7 +246,7 @@ func sessionsDelete(s *Server, c *call) (any, error) {
 		archived = append(archived, db.Path()+"#transcript/"+prev.SessionID)
 	}
 	if deleted {
-		s.sessionsChanged(c.t, tgt, prev.SessionID, "delete")
+		s.sessionsChanged(c.t, tgt, prev.SessionID, "delete", nil)
 	}
 	return map[string]any{"ok": true, "key": tgt.key, "deleted": deleted, "archived": archived}, nil
 }
@@ -383,7 +387,12 @@ type sessionRow struct {
 	ExecNode           string `json:"execNode,omitempty"`
 	InputTokens        int64  `json:"inputTokens,omitempty"`
 	OutputTokens       int64  `json:"outputTokens,omitempty"`
-	TotalTokens        int64  `json:"totalTokens,omitempty"`
+	// TotalTokens is the context in use: the last model call's prompt,
+	// or after a compaction its estimate (TotalTokensFresh false) until
+	// the next call reports usage.
+	TotalTokens      int64 `json:"totalTokens,omitempty"`
+	TotalTokensFresh *bool `json:"totalTokensFresh,omitempty"`
+	CompactionCount  int64 `json:"compactionCount,omitempty"`
 	// The Cumulative counters are Talon's (session.Entry).
 	CumulativeInputTokens  int64  `json:"cumulativeInputTokens,omitempty"`
 	CumulativeOutputTokens int64  `json:"cumulativeOutputTokens,omitempty"`
@@ -423,6 +432,7 @@ func newSessionRow(cfg *config.Config, agentID string, r store.SessionRow) sessi
 		GroupActivation: e.GroupActivation,
 		ExecHost:        e.ExecHost, ExecSecurity: e.ExecSecurity, ExecAsk: e.ExecAsk, ExecNode: e.ExecNode,
 		InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, TotalTokens: e.TotalTokens,
+		TotalTokensFresh: e.TotalTokensFresh, CompactionCount: e.CompactionCount,
 		CumulativeInputTokens: e.CumulativeInputTokens, CumulativeOutputTokens: e.CumulativeOutputTokens,
 		CumulativeTotalTokens: e.CumulativeTotalTokens,
 		ModelProvider:         m.Provider, Model: m.Model, ProviderOverride: e.ProviderOverride, ModelOverride: e.ModelOverride,

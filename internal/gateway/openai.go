@@ -14,6 +14,7 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/authlimit"
+	"talon/internal/compaction"
 	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/provider"
@@ -109,7 +110,15 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, typ, msg)
 		return
 	}
-	unlock, err := s.locks.lock(r.Context(), sessionLockKey(t, req.key))
+	if in := req.runReq.Input; len(in) == 1 && in[0].Role == llm.RoleUser {
+		if cmd, arg, ok := chatCommand(in[0].Content); ok {
+			s.chatCommand(w, r, req, cmd, arg)
+			return
+		}
+	}
+	lk := sessionLockKey(t, req.key)
+	req.runReq.Waiting = func() bool { return s.locks.waiting(lk) }
+	unlock, err := s.locks.lock(r.Context(), lk)
 	if err != nil {
 		return // the client left while another run of its session went on
 	}
@@ -135,6 +144,33 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: modelEcho(req),
 		Choices: []completionChoice{{Message: answer, FinishReason: res.FinishReason}},
 		Usage:   res.Usage,
+	})
+}
+
+// chatCommand answers a chat command (/compact, /status) as the model's
+// reply would be, streamed or not; the command does not wait for a run of
+// the session to end (/compact says it cannot run now).
+func (s *Server) chatCommand(w http.ResponseWriter, r *http.Request, req *request, cmd, arg string) {
+	text, err := s.command(r.Context(), req.t, req.rt, req.agent, req.key, cmd, arg, nil)
+	if err != nil {
+		s.runFailed(w, r, req, err)
+		return
+	}
+	if req.body.Stream {
+		out := sse.Start(w)
+		id, created, model := completionID(), time.Now().Unix(), modelEcho(req)
+		for _, delta := range []map[string]any{{"role": "assistant"}, {"content": text}} {
+			out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}})
+		}
+		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": provider.FinishStop}}})
+		out.Send("", []byte(streamDone))
+		return
+	}
+	writeJSON(w, http.StatusOK, completion{
+		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: modelEcho(req),
+		Choices: []completionChoice{{Message: completionMessage{Role: "assistant", Content: &text}, FinishReason: provider.FinishStop}},
 	})
 }
 
@@ -511,7 +547,13 @@ func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request,
 	s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
 	var perr *provider.Error
 	var serr *sandbox.Error
+	var oerr *agent.OverflowError
+	var werr *compaction.WindowError
 	switch {
+	case errors.As(err, &oerr):
+		writeError(w, http.StatusBadRequest, errContextLength, req.t.hideString(safeRunError(err)))
+	case errors.As(err, &werr):
+		writeError(w, http.StatusBadRequest, errInvalidRequest, req.t.hideString(safeRunError(err)))
 	case errors.As(err, &perr):
 		writeError(w, http.StatusBadGateway, errAPI, req.t.hideString(safeRunError(err)))
 	case errors.As(err, &serr):
@@ -521,11 +563,20 @@ func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request,
 	}
 }
 
-// safeRunError is what a client is told about a failed run: the model
-// provider's own complaint, or why the session's sandbox cannot run (its
-// backend, the reason and the fix), which the operator needs; otherwise
-// "internal error".
+// safeRunError is what a client is told about a failed run: the advice
+// after a context overflow compaction could not recover, a model window
+// too small to run in, the model provider's own complaint, or why the
+// session's sandbox cannot run (its backend, the reason and the fix),
+// which the operator needs; otherwise "internal error".
 func safeRunError(err error) string {
+	var oerr *agent.OverflowError
+	if errors.As(err, &oerr) {
+		return oerr.Error()
+	}
+	var werr *compaction.WindowError
+	if errors.As(err, &werr) {
+		return "model configuration error: " + werr.Error()
+	}
 	var perr *provider.Error
 	if errors.As(err, &perr) {
 		return "model provider error: " + perr.Error()

@@ -353,6 +353,15 @@ func (l *sessionLocks) release(key lockKey, e *sessionLock) {
 	}
 }
 
+// waiting reports whether a run waits for key's lock while another holds
+// it.
+func (l *sessionLocks) waiting(key lockKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.m[key]
+	return e != nil && e.refs > 1
+}
+
 // len is how many sessions have a lock; for tests.
 func (l *sessionLocks) len() int {
 	l.mu.Lock()
