@@ -19,6 +19,7 @@ import (
 	"talon/internal/plugin"
 	"talon/internal/policy"
 	"talon/internal/sandbox"
+	sessiontools "talon/internal/tools/sessions"
 	"talon/protocol"
 )
 
@@ -285,6 +286,18 @@ type sessionRow struct {
 	ExecHost     string `json:"execHost"`
 	ExecSecurity string `json:"execSecurity"`
 	ExecAsk      string `json:"execAsk"`
+	// The context in use of the model's window (an estimate after a
+	// compaction, until the next turn), and the compactions.
+	TotalTokens      int64 `json:"totalTokens"`
+	TotalTokensFresh *bool `json:"totalTokensFresh"`
+	ContextTokens    int64 `json:"contextTokens"`
+	CompactionCount  int64 `json:"compactionCount"`
+}
+
+// Context is the row's context in use of the window, "12k/200k (6%)",
+// "~" before an estimate.
+func (r sessionRow) Context() string {
+	return strings.TrimPrefix(sessiontools.ContextLine(r.TotalTokens, r.ContextTokens, r.TotalTokensFresh != nil && !*r.TotalTokensFresh), "Context: ")
 }
 
 // Updated is the row's time for people.

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"talon/internal/compaction"
 	"talon/internal/platform/relay"
 	"talon/internal/sse"
 )
@@ -43,6 +44,9 @@ type message struct {
 	Calls   []toolCall
 	Tool    string
 	IsError bool
+	// Divider marks a compaction: the model sees a summary of what came
+	// before the kept tail; the messages stay here.
+	Divider bool
 }
 
 type toolCall struct {
@@ -169,8 +173,12 @@ func decodeMessage(raw json.RawMessage) (message, bool) {
 		ToolName string `json:"toolName"`
 		IsError  bool   `json:"isError"`
 		Meta     struct {
-			Seq         int64 `json:"seq"`
-			SystemEvent bool  `json:"systemEvent"`
+			Seq          int64  `json:"seq"`
+			SystemEvent  bool   `json:"systemEvent"`
+			Kind         string `json:"kind"`
+			TokensBefore int64  `json:"tokensBefore"`
+			TokensAfter  int64  `json:"tokensAfter"`
+			HardTrim     bool   `json:"hardTrim"`
 		} `json:"__openclaw"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
@@ -188,6 +196,8 @@ func decodeMessage(raw json.RawMessage) (message, bool) {
 	}
 	out.Text = text.String()
 	switch {
+	case m.Role == "system" && m.Meta.Kind == "compaction":
+		out.Divider, out.Text = true, compactedText(m.Meta.TokensBefore, m.Meta.TokensAfter, m.Meta.HardTrim)
 	case m.Meta.SystemEvent:
 		out.Role, out.Text = "system", strings.TrimPrefix(out.Text, "System: ")
 	case m.Role == "toolResult":
@@ -196,6 +206,35 @@ func decodeMessage(raw json.RawMessage) (message, bool) {
 		return message{}, false
 	}
 	return out, true
+}
+
+// compactedText is the divider's line: what the agent sees from here on.
+func compactedText(before, after int64, hardTrim bool) string {
+	how := "summarised"
+	if hardTrim {
+		how = "dropped without a summary (summarising failed)"
+	}
+	t := "Context compacted: the earlier messages are " + how + " for the agent; they stay here"
+	if before > 0 {
+		t += fmt.Sprintf(" (%s → %s tokens)", compaction.FormatTokens(before), compaction.FormatTokens(after))
+	}
+	return t + "."
+}
+
+// compactionLine is a live compaction event as the chat shows it; "" for
+// one not worth a line (a start without a notice).
+func compactionLine(c *relay.Compaction) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.Notice != "" && c.Phase == "end" && c.Reason == "manual":
+		return ""
+	case c.Phase == "start":
+		return c.Notice
+	case !c.Completed:
+		return "Compacting the context failed; the conversation goes on as it was."
+	}
+	return compactedText(c.TokensBefore, c.TokensAfter, c.Outcome == "hard-trim")
 }
 
 func compact(raw json.RawMessage) string {
@@ -271,6 +310,10 @@ func (s *Server) chatSend(q *req) {
 			send("delta", map[string]string{"text": e.Text})
 		case "tool":
 			send("tool", e.Tool)
+		case "compaction":
+			if line := compactionLine(e.Compaction); line != "" {
+				send("compaction", map[string]string{"text": line})
+			}
 		case "approval":
 			var b bytes.Buffer
 			if err := s.fragmentTo(&b, "approval", s.card(q, *e.Approval, key)); err != nil {

@@ -147,3 +147,34 @@ func TestChatBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A compaction as the chat shows it: /compact's events and its answer in
+// the stream, the divider in the history with the messages still above
+// it, and the sessions page's context and compaction count.
+func TestChatCompaction(t *testing.T) {
+	e := newEnv(t, `{"agents":{"list":[{"id":"main"}],"defaults":{"contextTokens":16000}}}`)
+	b := e.signIn(adminToken, "")
+	for i := range 3 {
+		b.post("/agents/main/chat", url.Values{"message": {strings.Repeat("long talk ", 1500) + string(rune('a'+i))}})
+	}
+	_, body := b.post("/agents/main/chat", url.Values{"message": {"/compact"}})
+	var kinds []string
+	for _, ev := range sseEvents(body) {
+		kinds = append(kinds, ev[0])
+		if ev[0] == "compaction" && !strings.Contains(ev[1], "Context compacted: the earlier messages are summarised") {
+			t.Errorf("compaction event %s", ev[1])
+		}
+	}
+	if last := sseEvents(body)[len(kinds)-1]; !strings.Contains(strings.Join(kinds, ","), "compaction") || last[0] != "end" || !strings.Contains(last[1], "⚙️ Compacted (") {
+		t.Fatalf("events %v, end %v", kinds, last)
+	}
+	_, page := b.get("/agents/main/chat")
+	divider := strings.Index(page, `class="divider" role="separator"`)
+	if divider < 0 || strings.Count(page, "msg-user") != 3 || !strings.Contains(page[divider:], "Context compacted") {
+		t.Errorf("chat page: divider at %d, %d user messages", divider, strings.Count(page, "msg-user"))
+	}
+	_, page = b.get("/agents/main/sessions")
+	if !regexp.MustCompile(`<td>~[0-9.]+k/16k \([0-9]+%\)</td><td>[1-9]</td>`).MatchString(page) {
+		t.Errorf("sessions page lacks the context and the compaction:\n%s", page)
+	}
+}

@@ -57,15 +57,31 @@ type conn struct {
 // Event is what a chat hears while its run goes.
 type Event struct {
 	// Kind is "delta" (Text is the reply so far, Delta what is new),
-	// "tool" (Tool says which tool started or returned), "approval" or
+	// "tool" (Tool says which tool started or returned), "compaction"
+	// (the session's context is being or was compacted), "approval" or
 	// "approval-resolved" (only for a Message with Approvals), or the
 	// end: "final", "aborted" or "error" (Text the reply, or Error).
-	Kind     string    `json:"kind"`
-	Text     string    `json:"text,omitempty"`
-	Delta    string    `json:"delta,omitempty"`
-	Tool     *Tool     `json:"tool,omitempty"`
-	Approval *Approval `json:"approval,omitempty"`
-	Error    string    `json:"error,omitempty"`
+	Kind       string      `json:"kind"`
+	Text       string      `json:"text,omitempty"`
+	Delta      string      `json:"delta,omitempty"`
+	Tool       *Tool       `json:"tool,omitempty"`
+	Compaction *Compaction `json:"compaction,omitempty"`
+	Approval   *Approval   `json:"approval,omitempty"`
+	Error      string      `json:"error,omitempty"`
+}
+
+// Compaction is a compaction of the chat's session as the gateway reports
+// it (the agent event stream "compaction"): its start, and its end with
+// the outcome and the estimated context before and after.
+type Compaction struct {
+	Phase        string `json:"phase"`  // start or end
+	Reason       string `json:"reason"` // manual, threshold or overflow
+	Completed    bool   `json:"completed,omitempty"`
+	Outcome      string `json:"outcome,omitempty"` // compacted, hard-trim or failed
+	TokensBefore int64  `json:"tokensBefore,omitempty"`
+	TokensAfter  int64  `json:"tokensAfter,omitempty"`
+	Window       int64  `json:"contextWindow,omitempty"`
+	Notice       string `json:"notice,omitempty"`
 }
 
 // Approval is an exec approval of the chat's session: asked
@@ -198,6 +214,13 @@ func decode(f protocol.Frame) (ev Event, end bool) {
 					} `json:"content"`
 				} `json:"result"`
 			} `json:"data"`
+		}
+		var c struct {
+			Stream string     `json:"stream"`
+			Data   Compaction `json:"data"`
+		}
+		if json.Unmarshal(f.Payload, &c) == nil && c.Stream == "compaction" {
+			return Event{Kind: "compaction", Compaction: &c.Data}, false
 		}
 		if json.Unmarshal(f.Payload, &p) != nil || p.Stream != "tool" {
 			return Event{}, false

@@ -247,3 +247,30 @@ func waitHistory(ctx context.Context, r *Relay, key, want string) bool {
 	}
 	return false
 }
+
+// TestChatCompaction: /compact through the relay reports the
+// compaction's start and end as events, and ends with the notice.
+func TestChatCompaction(t *testing.T) {
+	r := New(dialer(gatewayFor(t), new(int), new(sync.Mutex)))
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const key = "agent:main:platform:long"
+	for i := range 4 {
+		if _, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "main", SessionKey: key, Text: strings.Repeat("a long line of talk ", 4000) + string(rune('a'+i))}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var phases []string
+	end, err := r.Chat(ctx, Message{Tenant: "acme", AgentID: "main", SessionKey: key, Text: "/compact"}, func(e Event) {
+		if e.Kind == "compaction" {
+			phases = append(phases, e.Compaction.Phase+":"+e.Compaction.Reason+":"+e.Compaction.Outcome)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(phases, ",") != "start:manual:,end:manual:compacted" || end.Kind != "final" || !strings.HasPrefix(end.Text, "⚙️ Compacted (") {
+		t.Errorf("compaction events %v, end %+v", phases, end)
+	}
+}

@@ -1,8 +1,8 @@
 // Talon Studio's one script: the chat's streaming (a POST answered with
 // server-sent events, read with fetch), approval cards arriving while a
-// turn runs, the poll that brings a command's outcome after approval,
-// and the avatar seed's Shuffle button. Everything else is plain forms,
-// some enhanced by htmx.
+// turn runs, compaction notices, the poll that brings a command's
+// outcome after approval, and the avatar seed's Shuffle button.
+// Everything else is plain forms, some enhanced by htmx.
 
 const csrf = document.body.dataset.csrf || "";
 
@@ -91,8 +91,15 @@ if (chat && form) {
     card.append(el("p", "", a.decision ? "Answered: " + a.decision + "." : "Expired: nobody answered in time, so the command did not run."));
   }
 
+  // notice keeps a line in the transcript that the history does not hold
+  // (a chat command's answer).
+  function notice(text) {
+    transcript.append(el("li", "notice", text));
+  }
+
   async function submit() {
     const text = input.value;
+    const command = /^\/(compact|status)(\s|$)/.test(text.trim());
     if (text.trim() === "") {
       status.textContent = "Type a message first.";
       input.focus();
@@ -143,12 +150,17 @@ if (chat && form) {
             const t = el("li", "msg msg-tool live-tool");
             t.append(el("span", "who", "Tool " + d.name), el("div", "call", d.phase === "start" ? "started" : d.isError ? "failed: " + (d.result || "") : "returned: " + (d.result || "")));
             live.insertBefore(t, reply);
+          } else if (event === "compaction") {
+            // The history's divider replaces it after the turn.
+            live.insertBefore(el("li", "notice", d.text), reply);
           } else if (event === "approval") {
             addCard(d.id, d.html);
           } else if (event === "approval-resolved") {
             cardResolved(d);
           } else if (event === "end") {
             ended = true;
+            // A command's answer is not in the history: keep it.
+            if (command && d.kind === "final" && d.text) notice(d.text);
             status.textContent = d.kind === "final" ? "" : d.kind === "aborted" ? "The run was aborted." : "The run failed: " + (d.error || "unknown error");
           }
         }
