@@ -294,6 +294,71 @@ func (b blocking) Chat(ctx context.Context, _ *provider.Request, _ func(string))
 	}
 }
 
+// TestCompactionHoldsOnlyItsSession: while one session's summary model
+// hangs, a turn of another session of the same agent runs and ends; the
+// compacting session's turn ends when the summary does.
+func TestCompactionHoldsOnlyItsSession(t *testing.T) {
+	const window = 16384
+	w := newWindowLLM(t, window, false)
+	g := newWindowRig(t, w, window, `compaction: {model: "slow/m"}`)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	inner := g.runner.Resolve
+	g.runner.Resolve = func(ref string) (provider.Provider, string, error) {
+		if ref == "slow/m" {
+			return entering{blocking{release}, entered}, "m", nil
+		}
+		return inner(ref)
+	}
+	failed := make(chan error, 1)
+	go func() {
+		for i := 1; i <= 20; i++ {
+			if _, err := g.turn(filler(i)); err != nil {
+				failed <- fmt.Errorf("turn %d: %w", i, err)
+				return
+			}
+			if g.ends()[compaction.ReasonThreshold] > 0 {
+				failed <- nil
+				return
+			}
+		}
+		failed <- errors.New("no compaction in 20 turns")
+	}()
+	select {
+	case <-entered:
+	case err := <-failed:
+		t.Fatalf("the session ended its turns before a compaction held it: %v", err)
+	}
+	other, err := g.runner.Run(context.Background(), Request{AgentID: "main", SessionKey: "agent:main:other", Owner: true,
+		Input: []llm.Message{{Role: llm.RoleUser, Content: "hello from another session"}}})
+	if err != nil || other.Text == "" {
+		t.Fatalf("another session's turn during the compaction: %+v, %v", other, err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("the compacting session's turn ended while its summary was held: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-failed; err != nil {
+		t.Fatalf("after the summary model gave up: %v", err)
+	}
+}
+
+// entering is a model that says when it is called.
+type entering struct {
+	provider.Provider
+	entered chan struct{}
+}
+
+func (e entering) Chat(ctx context.Context, req *provider.Request, delta func(string)) (*provider.Response, error) {
+	select {
+	case e.entered <- struct{}{}:
+	default:
+	}
+	return e.Provider.Chat(ctx, req, delta)
+}
+
 // TestMemoryFlush: before the threshold, a silent turn lets the agent
 // write memory/ (the file is there), is recorded on the session, runs
 // once per compaction cycle, and neither its prompt nor its answer
