@@ -217,6 +217,18 @@ type server struct {
 	dir  string // its state dir
 	base string // http://127.0.0.1:PORT
 	proc *talonproc.Proc
+	// killed is set by kill: the process is gone on purpose, and its
+	// cleanup does not report it.
+	killed bool
+}
+
+// kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (s *server) kill() {
+	s.killed = true
+	_ = s.proc.Cmd.Process.Kill()
+	for exited, _ := s.proc.Exited(); !exited; exited, _ = s.proc.Exited() {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // startServer starts `talon serve` on a free loopback port with a fresh
@@ -247,6 +259,9 @@ func startServerIn(t *testing.T, dir string) *server {
 }
 
 func (s *server) stop(t *testing.T) {
+	if s.killed {
+		return
+	}
 	if err := s.proc.Stop(shutdownTimeout); err != nil {
 		t.Errorf("%v; its log:\n%s", err, s.proc.Log)
 		return
