@@ -67,6 +67,7 @@ func BenchmarkTurnDepth(b *testing.B) {
 			e, _ := db.GetSession(context.Background(), "main", key)
 			v, _ := db.ReadView(context.Background(), e.SessionID)
 			b.ReportMetric(float64(len(v.Records)), "rows-in-view")
+			b.ReportMetric(float64(v.Bytes), "view-bytes")
 			b.ReportMetric(float64(e.CompactionCount), "compactions")
 		})
 	}
