@@ -8,11 +8,11 @@
 // library, a tenant's own sign-in, the sandbox repair notice, creating an
 // agent with the keyboard only, execution roles and the tool table, chat
 // with the offline inspect model and an approval card answered from the
-// keyboard, sessions, and every main page at phone width — and saves a
-// full-page screenshot of each page it visits (NN-step.png). Any failed
-// expectation, page error or console error ends it with exit status 1 and
-// a message saying what was expected; on success it prints a JSON report
-// ({agent, tenant, steps, screenshots}) on stdout.
+// keyboard, /compact and its divider, sessions, and every main page at
+// phone width — and saves a full-page screenshot of each page it visits
+// (NN-step.png). Any failed expectation, page error or console error ends
+// it with exit status 1 and a message saying what was expected; on success
+// it prints a JSON report ({agent, tenant, steps, screenshots}) on stdout.
 
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -344,6 +344,30 @@ async function run(browser) {
     outcomeTimeout,
   );
   await shot(page, "chat-approved");
+
+  begin("chat: /compact answers with the sizes and leaves a divider in the history", page);
+  // Enough text that the 20,000 most recent tokens kept verbatim leave
+  // older turns to summarise (the inspect model writes the summary).
+  for (let i = 0; i < 3; i++) {
+    await page.fill("#message", `Long notes ${i}: ` + "the quarterly plan and its numbers. ".repeat(1000));
+    await page.click("#send");
+    await waitFor(
+      page,
+      `long message ${i} answered and in the history`,
+      (m) => document.querySelector("#live").children.length === 0 && !document.querySelector("#send").disabled && [...document.querySelectorAll("#transcript li.msg-user")].some((li) => li.textContent.includes(m)),
+      `Long notes ${i}:`,
+    );
+  }
+  await page.fill("#message", "/compact");
+  await page.click("#send");
+  await visible(page.locator("#transcript li.notice").filter({ hasText: /Compacted \(/ }), "the /compact answer (⚙️ Compacted (…))");
+  await shot(page, "chat-compacted");
+  await goto(page, `/agents/${agent}/chat`);
+  const divider = await text(page.locator('#transcript li.divider[role="separator"]'), "the compaction divider in the history");
+  expect(/summarised/.test(divider), `the divider says ${JSON.stringify(divider)}, want it to say the earlier messages are summarised`);
+  const above = await page.locator("#transcript li.divider ~ li.msg-user").count();
+  const all = await page.locator("#transcript li.msg-user").count();
+  expect(all - above >= 3, `${all - above} user messages above the divider, want the long ones still shown`);
 
   begin("the sessions page lists the main session", page);
   await goto(page, `/agents/${agent}/sessions`);
