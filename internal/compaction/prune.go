@@ -65,13 +65,13 @@ func PruningFor(cfg *config.Config, agentID string) Pruning {
 		On:                   text(a.Mode, d.Mode, "off") == "cache-ttl",
 		TTL:                  defaultTTL,
 		KeepLastAssistants:   int(number(a.KeepLastAssistants, d.KeepLastAssistants, defaultKeepLastAssistants)),
-		SoftTrimRatio:        ratio(a.SoftTrimRatio, d.SoftTrimRatio, defaultSoftTrimRatio),
-		HardClearRatio:       ratio(a.HardClearRatio, d.HardClearRatio, defaultHardClearRatio),
+		SoftTrimRatio:        override(a.SoftTrimRatio, d.SoftTrimRatio, defaultSoftTrimRatio),
+		HardClearRatio:       override(a.HardClearRatio, d.HardClearRatio, defaultHardClearRatio),
 		MinPrunableToolChars: number(a.MinPrunableToolChars, d.MinPrunableToolChars, defaultMinPrunableToolChars),
 		SoftTrimMaxChars:     int(number(a.SoftTrim.MaxChars, d.SoftTrim.MaxChars, defaultSoftTrimMaxChars)),
 		HeadChars:            int(number(a.SoftTrim.HeadChars, d.SoftTrim.HeadChars, defaultSoftTrimHead)),
 		TailChars:            int(number(a.SoftTrim.TailChars, d.SoftTrim.TailChars, defaultSoftTrimTail)),
-		HardClear:            flag(a.HardClear.Enabled, d.HardClear.Enabled, true),
+		HardClear:            override(a.HardClear.Enabled, d.HardClear.Enabled, true),
 		Placeholder:          text(a.HardClear.Placeholder, d.HardClear.Placeholder, defaultPlaceholder),
 		Allow:                lower(firstList(a.Tools.Allow, d.Tools.Allow)),
 		Deny:                 lower(firstList(a.Tools.Deny, d.Tools.Deny)),
@@ -80,16 +80,6 @@ func PruningFor(cfg *config.Config, agentID string) Pruning {
 		p.TTL = ttl
 	}
 	return p
-}
-
-func ratio(agent, defaults *float64, def float64) float64 {
-	switch {
-	case agent != nil:
-		return *agent
-	case defaults != nil:
-		return *defaults
-	}
-	return def
 }
 
 func firstList(agent, defaults config.List) []string {

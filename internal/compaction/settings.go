@@ -86,7 +86,7 @@ func SettingsFor(cfg *config.Config, agentID string) Settings {
 		}
 	}
 	s := Settings{
-		Enabled:                  flag(a.Enabled, d.Enabled, true),
+		Enabled:                  override(a.Enabled, d.Enabled, true),
 		Safeguard:                text(a.Mode, d.Mode, "default") == "safeguard",
 		ReserveTokens:            number(a.ReserveTokens, d.ReserveTokens, defaultReserveTokens),
 		ReserveTokensFloor:       number(a.ReserveTokensFloor, d.ReserveTokensFloor, defaultReserveFloor),
@@ -95,11 +95,11 @@ func SettingsFor(cfg *config.Config, agentID string) Settings {
 		Model:                    text(a.Model, d.Model, ""),
 		IdentifierPolicy:         text(a.IdentifierPolicy, d.IdentifierPolicy, identifiersStrict),
 		IdentifierInstructions:   strings.TrimSpace(text(a.IdentifierInstructions, d.IdentifierInstructions, "")),
-		NotifyUser:               flag(a.NotifyUser, d.NotifyUser, false),
+		NotifyUser:               override(a.NotifyUser, d.NotifyUser, false),
 		MaxActiveTranscriptBytes: size(a.MaxActiveTranscriptBytes, d.MaxActiveTranscriptBytes, 0),
-		MidTurnPrecheck:          flag(a.MidTurnPrecheck.Enabled, d.MidTurnPrecheck.Enabled, false),
+		MidTurnPrecheck:          override(a.MidTurnPrecheck.Enabled, d.MidTurnPrecheck.Enabled, false),
 		Flush: Flush{
-			Enabled:              flag(a.MemoryFlush.Enabled, d.MemoryFlush.Enabled, true),
+			Enabled:              override(a.MemoryFlush.Enabled, d.MemoryFlush.Enabled, true),
 			SoftThresholdTokens:  number(a.MemoryFlush.SoftThresholdTokens, d.MemoryFlush.SoftThresholdTokens, defaultSoftThreshold),
 			Model:                text(a.MemoryFlush.Model, d.MemoryFlush.Model, ""),
 			Prompt:               text(a.MemoryFlush.Prompt, d.MemoryFlush.Prompt, ""),
@@ -114,13 +114,14 @@ func SettingsFor(cfg *config.Config, agentID string) Settings {
 	if d.QualityGuard != nil {
 		qd = *d.QualityGuard
 	}
-	if flag(qa.Enabled, qd.Enabled, s.Safeguard) {
+	if override(qa.Enabled, qd.Enabled, s.Safeguard) {
 		s.QualityRetries = int(number(qa.MaxRetries, qd.MaxRetries, 1))
 	}
 	return s
 }
 
-func flag(agent, defaults *bool, def bool) bool {
+// override is an agent's own value of a key, else the defaults', else def.
+func override[T any](agent, defaults *T, def T) T {
 	switch {
 	case agent != nil:
 		return *agent
@@ -131,13 +132,7 @@ func flag(agent, defaults *bool, def bool) bool {
 }
 
 func number(agent, defaults *int, def int64) int64 {
-	switch {
-	case agent != nil:
-		return int64(*agent)
-	case defaults != nil:
-		return int64(*defaults)
-	}
-	return def
+	return int64(override(agent, defaults, int(def)))
 }
 
 func text(agent, defaults, def string) string {
