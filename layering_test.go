@@ -16,12 +16,12 @@ var layers = []struct {
 	layer int
 	pkgs  []string
 }{
-	{0, []string{"atomicfile", "contain", "netguard", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "plugin/yamltool", "protocol"}},
+	{0, []string{"atomicfile", "contain", "netguard", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "plugin/yamltool", "protocol", "channel/format"}},
 	{1, []string{"authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
 	{2, []string{"policy", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
-	{3, []string{"session", "compaction"}},
-	{4, []string{"store", "sandbox", "provider", "approval"}},
-	{5, []string{"sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling"}},
+	{3, []string{"session", "compaction", "channel"}},
+	{4, []string{"store", "sandbox", "provider", "approval", "channel/telegram", "channel/slack", "channel/discord"}},
+	{5, []string{"sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling", "channel/hub", "channel/telegram/tgtest", "channel/slack/slacktest", "channel/discord/discordtest"}},
 	{6, []string{"tools"}},
 	{7, []string{"tools/exec", "tools/fs", "tools/image", "tools/sessions", "tools/web", "skill", "mcp"}},
 	{8, []string{"tools/core", "plugin"}},
@@ -65,6 +65,16 @@ var pure = map[string]struct{ std, ours []string }{
 	"compaction": {
 		std:  []string{"bytes", "encoding/json", "errors", "fmt", "math", "net/netip", "net/url", "regexp", "slices", "strconv", "strings", "time", "unicode", "unicode/utf8"},
 		ours: []string{"config", "llm", "policy"},
+	},
+	// context and time for the Transport interface's types, never
+	// time.Now; a caller passes the clock and the randomness in.
+	"channel": {
+		std:  []string{"context", "encoding/base64", "crypto/sha256", "errors", "fmt", "regexp", "slices", "sort", "strconv", "strings", "time", "unicode", "unicode/utf8"},
+		ours: []string{"config", "policy"},
+	},
+	"channel/format": {
+		std:  []string{"fmt", "html", "slices", "strconv", "strings", "unicode", "unicode/utf16", "unicode/utf8"},
+		ours: []string{},
 	},
 }
 
