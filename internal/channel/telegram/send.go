@@ -1,0 +1,163 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"talon/internal/channel"
+)
+
+// target is a Telegram chat and, in a forum, a topic.
+type target struct {
+	chat   any   // int64 chat id or "@channelusername"
+	thread int64 // 0: none
+}
+
+var (
+	chatUsername = regexp.MustCompile(`^@[A-Za-z0-9_]{5,32}$`)
+	// "<chatId>:topic:<id>" (R11.5) or the short "<chatId>:<id>" (R8.2).
+	topicID = regexp.MustCompile(`^(-?[0-9]{1,20})(?::topic)?:([0-9]{1,10})$`)
+)
+
+// parseTarget reads a peer id: a chat id, @username or a topic.
+func parseTarget(t channel.Target) (target, error) {
+	id := t.Peer.ID
+	if m := topicID.FindStringSubmatch(id); m != nil {
+		chat, err1 := strconv.ParseInt(m[1], 10, 64)
+		thread, err2 := strconv.ParseInt(m[2], 10, 64)
+		if err1 == nil && err2 == nil && chat != 0 && thread > 0 {
+			return target{chat: chat, thread: thread}, nil
+		}
+	}
+	if chat, err := strconv.ParseInt(id, 10, 64); err == nil && chat != 0 {
+		return target{chat: chat}, nil
+	}
+	if chatUsername.MatchString(id) {
+		return target{chat: id}, nil
+	}
+	return target{}, fmt.Errorf("telegram: target %q is not a chat id, @username or <chatId>:topic:<id>", id)
+}
+
+type sendAttempt struct {
+	html, reply bool
+}
+
+// Send implements channel.Transport: sendMessage with HTML, falling back
+// to the plain text when Telegram cannot parse the HTML (better #3) and
+// to no reply when the replied-to message is gone. A send is retried
+// only when it provably did not happen (a refusal, or a request that
+// never reached the wire); one whose answer was lost is "unconfirmed".
+func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error) {
+	t, err := parseTarget(m.Target)
+	if err != nil {
+		return channel.Sent{}, err
+	}
+	if m.Text == "" && m.Plain == "" {
+		return channel.Sent{}, errors.New("telegram: send: empty message")
+	}
+	var replyTo int64
+	if m.ReplyTo != "" {
+		if replyTo, err = strconv.ParseInt(m.ReplyTo, 10, 64); err != nil || replyTo <= 0 {
+			return channel.Sent{}, fmt.Errorf("telegram: send: reply id %q is not a message id", m.ReplyTo)
+		}
+	}
+	at := sendAttempt{html: m.Text != "", reply: replyTo != 0}
+	for n := 0; ; n++ {
+		var out message
+		err := b.api.call(ctx, "sendMessage", b.sendParams(m, t, replyTo, at), &out)
+		if err == nil {
+			b.update(func(s *channel.Status) { s.LastOutboundAt = time.Now() })
+			return channel.Sent{MessageID: strconv.FormatInt(out.MessageID, 10)}, nil
+		}
+		wait, next, retry := b.sendFailed(err, t, at, m.Plain != "")
+		if !retry || n >= 4 {
+			return channel.Sent{}, sendError(err)
+		}
+		if wait > 0 && !sleep(ctx, wait) {
+			return channel.Sent{}, fmt.Errorf("telegram: send: %w", ctx.Err())
+		}
+		at = next
+	}
+}
+
+func (b *Bot) sendParams(m channel.Outbound, t target, replyTo int64, at sendAttempt) map[string]any {
+	p := map[string]any{"chat_id": t.chat, "text": m.Plain}
+	if at.html {
+		p["text"], p["parse_mode"] = m.Text, "HTML"
+	}
+	// Telegram refuses message_thread_id for the General topic (R11.6).
+	if t.thread != 0 && t.thread != generalTopic {
+		p["message_thread_id"] = t.thread
+	}
+	if at.reply {
+		p["reply_parameters"] = map[string]any{"message_id": replyTo}
+	}
+	if !b.preview {
+		p["link_preview_options"] = map[string]any{"is_disabled": true}
+	}
+	return p
+}
+
+// sendFailed decides what follows a failed sendMessage: how long to wait
+// and the next attempt, or no retry.
+func (b *Bot) sendFailed(err error, t target, at sendAttempt, hasPlain bool) (time.Duration, sendAttempt, bool) {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		d := strings.ToLower(ae.Description)
+		switch {
+		case ae.Code == 429 && ae.RetryAfter > 0 && ae.RetryAfter <= b.timing.maxWait:
+			return ae.RetryAfter, at, true
+		case ae.Code == 400 && at.html && hasPlain && strings.Contains(d, "can't parse entities"):
+			b.log.Warn("telegram refused the HTML of a reply; sending it as plain text", "err", ae.Description)
+			at.html = false
+			return 0, at, true
+		case ae.Code == 400 && at.reply && strings.Contains(d, "message to be replied not found"):
+			at.reply = false
+			return 0, at, true
+		case ae.MigrateTo != 0:
+			if chat, ok := t.chat.(int64); ok {
+				b.migrated(chat, ae.MigrateTo)
+			}
+		}
+		return 0, at, false
+	}
+	var te *transportError
+	if errors.As(err, &te) && !te.written && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return b.timing.backoff(0), at, true
+	}
+	return 0, at, false
+}
+
+// ErrUnconfirmed marks a send whose request reached Telegram but whose
+// answer was lost: it may have been delivered, so it is not retried.
+var ErrUnconfirmed = errors.New("telegram: send unconfirmed: the request was sent but no answer came, the message may have been delivered")
+
+func sendError(err error) error {
+	var te *transportError
+	if errors.As(err, &te) && te.written {
+		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)
+	}
+	return fmt.Errorf("telegram: send: %w", err)
+}
+
+// Typing implements channel.Transport: sendChatAction typing, with the
+// topic even when it is General (R8.6).
+func (b *Bot) Typing(ctx context.Context, t channel.Target) error {
+	tg, err := parseTarget(t)
+	if err != nil {
+		return err
+	}
+	p := map[string]any{"chat_id": tg.chat, "action": "typing"}
+	if tg.thread != 0 {
+		p["message_thread_id"] = tg.thread
+	}
+	if err := b.api.call(ctx, "sendChatAction", p, nil); err != nil {
+		return fmt.Errorf("telegram: typing: %w", err)
+	}
+	return nil
+}
