@@ -75,6 +75,8 @@ type timing struct {
 	backoffMin  time.Duration
 	backoffMax  time.Duration
 	maxWait     time.Duration // longest retry_after a Send waits out
+	// sleep waits d or until ctx ends (false); tests see the waits.
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 var defaultTiming = timing{
@@ -83,6 +85,7 @@ var defaultTiming = timing{
 	backoffMin:  time.Second,
 	backoffMax:  30 * time.Second,
 	maxWait:     30 * time.Second,
+	sleep:       sleep,
 }
 
 // Telegram's token shape: the bot id, a colon, 35 characters today.

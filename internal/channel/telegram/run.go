@@ -73,7 +73,7 @@ func (b *Bot) getMe(ctx context.Context) error {
 			return err
 		}
 		b.failed("getMe", err)
-		if !sleep(ctx, b.timing.backoff(n)) {
+		if !b.timing.sleep(ctx, b.timing.backoff(n)) {
 			return ctx.Err()
 		}
 	}
@@ -117,7 +117,7 @@ func (b *Bot) poll(ctx context.Context, accept channel.Accept) error {
 			if perr := b.permanent(err); perr != nil {
 				return perr
 			}
-			if !sleep(ctx, b.pollFailed(err, fails)) {
+			if !b.timing.sleep(ctx, b.pollFailed(err, fails)) {
 				return nil
 			}
 			fails++
@@ -129,7 +129,7 @@ func (b *Bot) poll(ctx context.Context, accept channel.Accept) error {
 		offset = next
 		if err != nil {
 			b.failed("accept", err)
-			if !sleep(ctx, b.timing.backoff(0)) {
+			if !b.timing.sleep(ctx, b.timing.backoff(0)) {
 				return nil
 			}
 		}

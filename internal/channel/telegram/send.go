@@ -78,7 +78,7 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 		if !retry || n >= 4 {
 			return channel.Sent{}, sendError(err)
 		}
-		if wait > 0 && !sleep(ctx, wait) {
+		if wait > 0 && !b.timing.sleep(ctx, wait) {
 			return channel.Sent{}, fmt.Errorf("telegram: send: %w", ctx.Err())
 		}
 		at = next

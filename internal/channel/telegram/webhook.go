@@ -48,7 +48,7 @@ func (b *Bot) serveWebhook(ctx context.Context, accept channel.Accept) error {
 			return err
 		}
 		b.failed("setWebhook", err)
-		if !sleep(ctx, b.timing.backoff(n)) {
+		if !b.timing.sleep(ctx, b.timing.backoff(n)) {
 			return nil
 		}
 	}

@@ -17,6 +17,7 @@ package tgtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -127,6 +128,7 @@ type Server struct {
 	messages   map[string]*Message // "<chat>/<id>" → message, for replies
 	pollGen    int
 	polls      int // getUpdates calls answered
+	waiting    int // getUpdates calls waiting for an update
 	conflicts  int // getUpdates answered 409
 	webhook    string
 	secret     string
@@ -142,6 +144,14 @@ type Server struct {
 // Start runs a fake Bot API on loopback until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s := New(false)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New runs a fake Bot API on loopback, over TLS when tls is set (then
+// Certificate is its certificate); Close ends it.
+func New(tls bool) *Server {
 	s := &Server{
 		Token:      newToken(),
 		Bot:        User{ID: 7000000001, IsBot: true, FirstName: "Talon Test", Username: "talon_test_bot"},
@@ -153,11 +163,21 @@ func Start(t testing.TB) *Server {
 		messages:   map[string]*Message{},
 		hookClient: http.DefaultClient,
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if tls {
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.URL = s.srv.URL
-	t.Cleanup(s.Close)
 	return s
 }
+
+// Certificate is the TLS server's certificate, nil without TLS.
+func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
+
+// Client is an HTTP client that trusts the server's certificate.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
 
 // Close ends waiting polls and deliveries, then the server.
 func (s *Server) Close() {
@@ -275,21 +295,21 @@ func (s *Server) Actions() []Action {
 // WaitSent waits until the bot has sent at least n messages and returns
 // them all.
 func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
-	err := s.Wait(ctx, func() bool { return len(s.sent) >= n })
+	err := s.Wait(ctx, func() bool { return len(s.Sent()) >= n })
 	if err != nil {
 		return s.Sent(), fmt.Errorf("tgtest: waiting for %d sent messages: %w", n, err)
 	}
 	return s.Sent(), nil
 }
 
-// Wait waits until cond, evaluated with the server's lock held after
-// every change, is true.
+// Wait waits until cond is true, evaluating it after every change of
+// the server's state (cond may call the Server's methods).
 func (s *Server) Wait(ctx context.Context, cond func() bool) error {
 	for {
 		s.mu.Lock()
-		ok, ch := cond(), s.changed
+		ch := s.changed
 		s.mu.Unlock()
-		if ok {
+		if cond() {
 			return nil
 		}
 		select {
@@ -302,9 +322,21 @@ func (s *Server) Wait(ctx context.Context, cond func() bool) error {
 	}
 }
 
+// WaitIdle waits until n getUpdates calls are waiting for updates at
+// once: n pollers are connected and idle.
+func (s *Server) WaitIdle(ctx context.Context, n int) error {
+	return s.Wait(ctx, func() bool { return s.count(&s.waiting) >= n })
+}
+
 // WaitPolls waits until n getUpdates calls were answered in all.
 func (s *Server) WaitPolls(ctx context.Context, n int) error {
-	return s.Wait(ctx, func() bool { return s.polls >= n })
+	return s.Wait(ctx, func() bool { return s.count(&s.polls) >= n })
+}
+
+func (s *Server) count(n *int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *n
 }
 
 // Say is an inbound message to inject.
@@ -575,6 +607,15 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 	}
 	deadline := time.NewTimer(time.Duration(max(timeout, 0)) * time.Second)
 	defer deadline.Stop()
+	counted := false
+	defer func() {
+		if counted {
+			s.mu.Lock()
+			s.waiting--
+			s.notify()
+			s.mu.Unlock()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		if gen != s.pollGen {
@@ -592,6 +633,11 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			s.mu.Unlock()
 			reply(w, out)
 			return
+		}
+		if !counted {
+			counted = true
+			s.waiting++
+			s.notify()
 		}
 		ch := s.changed
 		s.mu.Unlock()

@@ -1,0 +1,147 @@
+package tgtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestParseHTML(t *testing.T) {
+	tests := []struct {
+		in, text, refusal string
+	}{
+		{in: "<b>bold</b> &amp; <i>it</i>", text: "bold & it"},
+		{in: `<a href="https://x.test/?a=1&amp;b=2">link</a>`, text: "link"},
+		{in: `<pre><code class="language-go">x &lt; y</code></pre>`, text: "x < y"},
+		{in: `<span class="tg-spoiler">s</span><tg-spoiler>t</tg-spoiler>`, text: "st"},
+		{in: `<blockquote expandable>q</blockquote>`, text: "q"},
+		{in: "AT&T &#60; &#x3e; &nbsp;", text: "AT&T < > &nbsp;"},
+		{in: "<B>upper</B>", text: "upper"},
+		{in: "a < b", refusal: `Unsupported start tag "" at byte offset 2`},
+		{in: "x<br>y", refusal: `Unsupported start tag "br" at byte offset 1`},
+		{in: "<b>open", refusal: `Can't find end tag corresponding to start tag "b"`},
+		{in: "text</b>", refusal: "Unexpected end tag at byte offset 4"},
+		{in: "<b><i>x</b></i>", refusal: `Unmatched end tag at byte offset 7, expected "</i>", found "</b>"`},
+		{in: `<span>x</span>`, refusal: `Tag "span" must have class "tg-spoiler" at byte offset 0`},
+		{in: `<a href="x`, refusal: "Unclosed start tag at byte offset 0"},
+		{in: `<b`, refusal: "Unclosed start tag at byte offset 0"},
+		{in: `<a href>x</a>`, refusal: `Expected equal sign in declaration of an attribute of the tag "a" at byte offset 3`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			text, refusal := parseHTML(tt.in)
+			if refusal != tt.refusal || text != tt.text {
+				t.Fatalf("parseHTML(%q) = %q, %q; want %q, %q", tt.in, text, refusal, tt.text, tt.refusal)
+			}
+		})
+	}
+}
+
+func TestEntitiesCountUTF16(t *testing.T) {
+	// 😀 is two UTF-16 units, é one: the mention starts at unit 5.
+	got := entities("😀 é @talon_test_bot hi", nil)
+	if len(got) != 1 || got[0] != (Entity{Type: "mention", Offset: 5, Length: 15}) {
+		t.Fatalf("entities = %+v", got)
+	}
+	got = entities("/start@talon_test_bot", nil)
+	if len(got) != 1 || got[0].Type != "bot_command" || got[0].Length != 21 {
+		t.Fatalf("command entities = %+v", got)
+	}
+}
+
+// call posts a JSON request to the fake as a Bot API client would.
+func call(t *testing.T, s *Server, token, method string, params any) (int, map[string]any) {
+	t.Helper()
+	code, out, err := post(s, token, method, params)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return code, out
+}
+
+// post is call for a goroutine, which must not end the test.
+func post(s *Server, token, method string, params any) (int, map[string]any, error) {
+	body, _ := json.Marshal(params)
+	resp, err := http.Post(s.URL+"/bot"+token+"/"+method, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, err
+}
+
+func TestFakeAPI(t *testing.T) {
+	s := Start(t)
+	tests := []struct {
+		name   string
+		token  string
+		method string
+		params any
+		code   int
+		desc   string
+	}{
+		{"wrong token", "1:bad", "getMe", nil, 401, "Unauthorized"},
+		{"unknown method", s.Token, "sendPigeon", nil, 404, "Not Found: method not found"},
+		{"bad html", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "<x>", "parse_mode": "HTML"}, 400,
+			`Bad Request: can't parse entities: Unsupported start tag "x" at byte offset 0`},
+		{"general topic", s.Token, "sendMessage", map[string]any{"chat_id": -100, "text": "hi", "message_thread_id": 1}, 400,
+			"Bad Request: message thread not found"},
+		{"empty", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "<b></b>", "parse_mode": "HTML"}, 400,
+			"Bad Request: message text is empty"},
+		{"reply to nothing", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "x", "reply_parameters": map[string]any{"message_id": 9}}, 400,
+			"Bad Request: message to be replied not found"},
+		{"http webhook", s.Token, "setWebhook", map[string]any{"url": "http://x.test/"}, 400,
+			"Bad Request: bad webhook: An HTTPS URL must be provided for webhook"},
+		{"sent", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "<b>ok</b>", "parse_mode": "HTML"}, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := call(t, s, tt.token, tt.method, tt.params)
+			if code != tt.code || (tt.desc != "" && out["description"] != tt.desc) {
+				t.Fatalf("%s = %d %v; want %d %q", tt.method, code, out, tt.code, tt.desc)
+			}
+			if code == 200 && out["ok"] != true || code != 200 && (out["ok"] != false || out["error_code"] != float64(code)) {
+				t.Fatalf("answer shape: %v", out)
+			}
+		})
+	}
+}
+
+func TestFakeSecondPollerGets409(t *testing.T) {
+	s := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first := make(chan int, 1)
+	go func() {
+		code, _, _ := post(s, s.Token, "getUpdates", map[string]any{"timeout": 30})
+		first <- code
+	}()
+	if err := s.WaitIdle(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	s.UserSays(Say{From: User{ID: 42, FirstName: "Ann"}, Text: "hi"})
+	code, out := call(t, s, s.Token, "getUpdates", map[string]any{"timeout": 0})
+	if code != 200 || len(out["result"].([]any)) != 1 {
+		t.Fatalf("second poll = %d %v", code, out)
+	}
+	if got := <-first; got != 200 && got != 409 {
+		t.Fatalf("first poll answered %d", got)
+	}
+	// Overlap proper: one poll waiting, another arrives.
+	go func() {
+		code, _, _ := post(s, s.Token, "getUpdates", map[string]any{"timeout": 30, "offset": 1 << 40})
+		first <- code
+	}()
+	if err := s.WaitIdle(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	go post(s, s.Token, "getUpdates", map[string]any{"timeout": 0, "offset": 1 << 40})
+	if got := <-first; got != 409 {
+		t.Fatalf("overlapped poll answered %d, want 409", got)
+	}
+}
