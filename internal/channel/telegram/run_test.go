@@ -178,4 +178,3 @@ func TestMigrationIsReported(t *testing.T) {
 		t.Fatalf("issues = %+v", st.Issues)
 	}
 }
-
