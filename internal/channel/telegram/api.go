@@ -94,6 +94,9 @@ func (c *client) call(ctx context.Context, method string, params, out any) error
 		return fmt.Errorf("telegram %s: HTTP %d with a body that is not a Bot API answer: %w", method, resp.StatusCode, err)
 	}
 	if !r.OK {
+		if c.token != "" {
+			r.Description = strings.ReplaceAll(r.Description, c.token, "<token>")
+		}
 		return apiErr(method, resp.StatusCode, &r)
 	}
 	if out == nil {

@@ -105,6 +105,8 @@ func (b *Bot) poll(ctx context.Context, accept channel.Accept) error {
 			return perr
 		}
 		b.log.Warn("telegram deleteWebhook failed; polling anyway", "err", err)
+	} else {
+		b.connected()
 	}
 	var offset int64
 	fails := 0
@@ -128,7 +130,10 @@ func (b *Bot) poll(ctx context.Context, accept channel.Accept) error {
 		next, err := b.deliver(ctx, ups, offset, accept)
 		offset = next
 		if err != nil {
-			b.failed("accept", err)
+			// The store refused: the connection is fine, the update
+			// waits at Telegram until the next try.
+			b.log.Warn("telegram update not accepted; it will be fetched again", "err", err)
+			b.update(func(s *channel.Status) { s.LastError = err.Error() })
 			if !b.timing.sleep(ctx, b.timing.backoff(0)) {
 				return nil
 			}

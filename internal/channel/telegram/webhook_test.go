@@ -129,3 +129,34 @@ func TestPollingBotIsNoWebhook(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestSetWebhookRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		failure tgtest.Failure
+		issue   bool // a config issue and Run ends
+	}{
+		{"bad url", tgtest.Failure{Code: 400, Description: "Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443"}, true},
+		{"transient", tgtest.Failure{Code: 502, Description: "Bad Gateway"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tgtest.Start(t)
+			s.Fail("setWebhook", tt.failure)
+			b := newBot(t, s, func(o *Options) { o.Webhook = &Webhook{URL: "https://x.test:9999/hook", Secret: testSecret} })
+			if tt.issue {
+				err := b.Run(testCtx(t), newInbox().accept)
+				st := b.Status()
+				if err == nil || len(st.Issues) != 1 || st.Issues[0].Kind != "config" || !strings.Contains(st.Issues[0].Message, "ports") {
+					t.Fatalf("Run = %v, issues %+v", err, st.Issues)
+				}
+				return
+			}
+			run(t, b, newInbox().accept)
+			st := waitStatus(testCtx(t), t, b, func(st channel.Status) bool { return st.Connected })
+			if st.ReconnectAttempts != 1 || s.Webhook() == "" {
+				t.Fatalf("status = %+v, webhook %q", st, s.Webhook())
+			}
+		})
+	}
+}

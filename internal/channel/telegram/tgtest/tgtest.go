@@ -136,9 +136,8 @@ type Server struct {
 	hookClient *http.Client
 	sent       []Sent
 	actions    []Action
-	failSends  []Failure
-	failPolls  []Failure
-	deliveries []int // webhook delivery answers, in order
+	failures   map[string][]Failure // by method
+	deliveries []int                // webhook delivery answers, in order
 }
 
 // Start runs a fake Bot API on loopback until the test ends.
@@ -161,6 +160,7 @@ func New(tls bool) *Server {
 		nextUpdate: 100000,
 		nextMsg:    1000,
 		messages:   map[string]*Message{},
+		failures:   map[string][]Failure{},
 		hookClient: http.DefaultClient,
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
@@ -236,18 +236,29 @@ func (s *Server) SetWebhookClient(c *http.Client) {
 	s.hookClient = c
 }
 
-// FailSends makes the next sendMessage calls fail, one Failure each.
-func (s *Server) FailSends(f ...Failure) {
+// Fail makes the next calls of method fail, one Failure each.
+func (s *Server) Fail(method string, f ...Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failSends = append(s.failSends, f...)
+	s.failures[method] = append(s.failures[method], f...)
 }
 
+// FailSends makes the next sendMessage calls fail, one Failure each.
+func (s *Server) FailSends(f ...Failure) { s.Fail("sendMessage", f...) }
+
 // FailPolls makes the next getUpdates calls fail, one Failure each.
-func (s *Server) FailPolls(f ...Failure) {
+func (s *Server) FailPolls(f ...Failure) { s.Fail("getUpdates", f...) }
+
+// nextFailure takes the failure queued for method, nil for none.
+func (s *Server) nextFailure(method string) *Failure {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failPolls = append(s.failPolls, f...)
+	q := s.failures[method]
+	if len(q) == 0 {
+		return nil
+	}
+	s.failures[method] = q[1:]
+	return &q[0]
 }
 
 // Webhook is the URL setWebhook registered, "" for none.
@@ -321,6 +332,9 @@ func (s *Server) Wait(ctx context.Context, cond func() bool) error {
 		}
 	}
 }
+
+// Idle is how many getUpdates calls wait for an update now.
+func (s *Server) Idle() int { return s.count(&s.waiting) }
 
 // WaitIdle waits until n getUpdates calls are waiting for updates at
 // once: n pollers are connected and idle.
@@ -495,6 +509,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(w, badRequest(err.Error()))
 		return
 	}
+	if method != "getUpdates" && method != "sendMessage" {
+		if f := s.nextFailure(method); f != nil {
+			if f.Drop {
+				drop(w)
+			} else {
+				refuse(w, *f)
+			}
+			return
+		}
+	}
 	switch method {
 	case "getMe":
 		s.getMe(w)
@@ -573,11 +597,7 @@ func (s *Server) getMe(w http.ResponseWriter) {
 }
 
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]json.RawMessage) {
-	s.mu.Lock()
-	if len(s.failPolls) > 0 {
-		f := s.failPolls[0]
-		s.failPolls = s.failPolls[1:]
-		s.mu.Unlock()
+	if f := s.nextFailure("getUpdates"); f != nil {
 		if f.Stall {
 			select {
 			case <-r.Context().Done():
@@ -585,9 +605,10 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 			}
 			return
 		}
-		refuse(w, f)
+		refuse(w, *f)
 		return
 	}
+	s.mu.Lock()
 	if s.webhook != "" {
 		s.conflicts++
 		s.notify()
@@ -784,13 +805,7 @@ func (s *Server) post(client *http.Client, hook, secret string, raw []byte) int 
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, p map[string]json.RawMessage) {
-	s.mu.Lock()
-	var f *Failure
-	if len(s.failSends) > 0 {
-		f = &s.failSends[0]
-		s.failSends = s.failSends[1:]
-	}
-	s.mu.Unlock()
+	f := s.nextFailure("sendMessage")
 	if f != nil && !f.Drop {
 		refuse(w, *f)
 		return
