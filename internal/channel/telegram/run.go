@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -144,7 +145,7 @@ func (b *Bot) poll(ctx context.Context, accept channel.Accept) error {
 
 // getUpdates is one long poll, abandoned when it has not completed after
 // the stall limit (a connection that died silently).
-func (b *Bot) getUpdates(ctx context.Context, offset int64) ([]update, error) {
+func (b *Bot) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
 	timeout := b.timing.pollTimeout
 	if ct := b.api.http.Timeout; ct > 0 && ct-5*time.Second < timeout {
 		// The caller's client would cut the long poll short.
@@ -158,7 +159,9 @@ func (b *Bot) getUpdates(ctx context.Context, offset int64) ([]update, error) {
 		"timeout":         int(timeout / time.Second),
 		"allowed_updates": allowedUpdates,
 	}
-	var ups []update
+	// Each update is decoded on its own, so that one Talon cannot read
+	// does not hold up the others.
+	var ups []json.RawMessage
 	err := b.api.call(pctx, "getUpdates", params, &ups)
 	if err != nil && ctx.Err() == nil && context.Cause(pctx) == errStall {
 		return nil, errStall
@@ -203,17 +206,38 @@ func (b *Bot) connected() {
 
 // deliver hands each update to accept in order and returns the offset
 // that acknowledges what was taken; it stops at the first refusal.
-func (b *Bot) deliver(ctx context.Context, ups []update, offset int64, accept channel.Accept) (int64, error) {
-	for _, u := range ups {
+func (b *Bot) deliver(ctx context.Context, ups []json.RawMessage, offset int64, accept channel.Accept) (int64, error) {
+	for _, raw := range ups {
+		u, err := decodeUpdate(raw)
 		if u.UpdateID < offset {
-			continue // already acknowledged
+			continue // already acknowledged, or without an id to acknowledge
 		}
-		if err := b.handle(ctx, u, accept); err != nil {
+		if err != nil {
+			b.log.Warn("telegram update dropped", "err", err)
+		} else if err := b.handle(ctx, u, accept); err != nil {
 			return u.UpdateID, err
 		}
 		offset = u.UpdateID + 1
 	}
 	return offset, nil
+}
+
+// decodeUpdate reads one update. An update whose id can be read but not
+// the rest is returned with its id and an error: it is acknowledged and
+// dropped, since no retry would read it better.
+func decodeUpdate(raw []byte) (update, error) {
+	var u update
+	err := json.Unmarshal(raw, &u)
+	if err == nil && u.UpdateID > 0 {
+		return u, nil
+	}
+	var id struct {
+		UpdateID int64 `json:"update_id"`
+	}
+	if json.Unmarshal(raw, &id) != nil || id.UpdateID <= 0 {
+		return update{}, errors.New("telegram: an update without a valid update_id")
+	}
+	return update{UpdateID: id.UpdateID}, fmt.Errorf("telegram: update %d: %w", id.UpdateID, err)
 }
 
 // handle passes one update to accept, or records what it says about the

@@ -157,7 +157,7 @@ func TestPollHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-func TestMigrationIsReported(t *testing.T) {
+func TestUnusualUpdatesAreSkipped(t *testing.T) {
 	s := tgtest.Start(t)
 	b := newBot(t, s, nil)
 	s.Inject(map[string]any{"message": map[string]any{
@@ -166,6 +166,7 @@ func TestMigrationIsReported(t *testing.T) {
 		"migrate_to_chat_id": int64(-1009999),
 	}})
 	s.Inject(map[string]any{"edited_message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "text": "x"}})
+	s.Inject(map[string]any{"message": map[string]any{"message_id": 6, "date": 1, "text": 5, "chat": map[string]any{"id": 42, "type": "private"}}})
 	s.UserSays(tgtest.Say{From: ann, Text: "after"})
 	in := newInbox()
 	run(t, b, in.accept)

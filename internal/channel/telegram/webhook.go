@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -97,9 +96,15 @@ func (b *Bot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "telegram webhook: read body", http.StatusBadRequest)
 		return
 	}
-	var u update
-	if err := json.Unmarshal(body, &u); err != nil || u.UpdateID <= 0 {
+	u, err := decodeUpdate(body)
+	if u.UpdateID == 0 {
 		http.Error(w, "telegram webhook: body is not a Telegram update", http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		// Telegram would redeliver it forever; it cannot be read better.
+		b.log.Warn("telegram update dropped", "err", err)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if err := b.handle(r.Context(), u, *accept); err != nil {

@@ -79,6 +79,7 @@ func TestWebhookRefuses(t *testing.T) {
 		{"not JSON", http.MethodPost, testSecret, "update_id=5", 400},
 		{"no update id", http.MethodPost, testSecret, `{"message":{}}`, 400},
 		{"wrong types", http.MethodPost, testSecret, `{"update_id":"5"}`, 400},
+		{"an update it cannot read is dropped", http.MethodPost, testSecret, `{"update_id":8,"message":{"text":5}}`, 200},
 		{"an update", http.MethodPost, testSecret, good, 200},
 		{"an update ignored", http.MethodPost, testSecret, `{"update_id":7,"my_chat_member":{}}`, 200},
 	}
