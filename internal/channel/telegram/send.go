@@ -70,6 +70,9 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 	for n := 0; ; n++ {
 		var out message
 		err := b.api.call(ctx, "sendMessage", b.sendParams(m, t, replyTo, at), &out)
+		if err == nil && out.MessageID <= 0 {
+			return channel.Sent{}, fmt.Errorf("%w: the answer had no message id", ErrUnconfirmed)
+		}
 		if err == nil {
 			b.update(func(s *channel.Status) { s.LastOutboundAt = time.Now() })
 			return channel.Sent{MessageID: strconv.FormatInt(out.MessageID, 10)}, nil
