@@ -1,0 +1,58 @@
+// Package slack is one Slack bot account as a channel.Transport: it receives
+// messages over Socket Mode (a WebSocket the app opens) or the HTTP Events
+// API (signed POSTs the gateway routes to App.ServeHTTP), turns them into
+// channel.Envelope values, and posts replies with chat.postMessage.
+//
+// # Acknowledgement
+//
+// An event is acknowledged to Slack only after the hub's Accept returned
+// nil — the Socket Mode envelope is answered with its envelope_id, the
+// Events API request with 200 — so a crash between receiving and storing
+// loses nothing: Slack redelivers what was not acknowledged (Socket Mode on
+// the next connection, the Events API with X-Slack-Retry-Num, up to three
+// times). Spec R12.1 says to ack at once, before processing; Talon acks
+// after the durable store instead, which is still well inside Slack's 3 s.
+//
+// # Deduplication
+//
+// DeliveryID is Slack's event_id, the same on every redelivery of one event,
+// so a retried delivery can be recognised. One user message can also arrive
+// as two events with different event_ids: a `message` event and an
+// `app_mention` event for the same message. Both envelopes carry the same
+// Peer, ThreadID and MessageID (the message's ts) and differ only in
+// DeliveryID and Mentioned. The hub must therefore dedupe by channel +
+// account + peer + thread + MessageID (spec R2.1 step 2), not by DeliveryID
+// alone; when the app_mention copy arrives second it carries no new
+// information except that the bot was mentioned, which the message copy
+// already says because its text contains <@BOT>.
+//
+// app_mention events carry no channel_type, so the adapter learns each
+// conversation's kind from message events and, for one it has not seen, asks
+// conversations.info once (scopes channels:read, groups:read, mpim:read,
+// im:read); both copies of a message thus map to the same Peer.
+//
+// # Outbound
+//
+// Send posts one chunk with chat.postMessage (mrkdwn, unfurl_links and
+// unfurl_media false) and returns the message's ts. A post is sent once: a
+// lost response, a timeout or a 5xx is reported as unconfirmed and never
+// retried, because Slack has no idempotency key and a resend can post twice
+// (OpenClaw issue #22780). Only a 429 — Slack refused the post before doing
+// it — is retried, after its Retry-After.
+//
+// Typing shows nothing: Slack has no typing indicator for bot tokens outside
+// assistant threads, and the typingReaction fallback needs the inbound
+// message's ts, which channel.Target does not carry. Typing returns nil.
+//
+// # Not built
+//
+// Slash commands and interactive payloads (answered, not acted on), relay
+// mode, user tokens, inbound files (a message with no text is skipped),
+// Enterprise Grid org-wide keys (team:<T>:channel:<C>), user-group mentions
+// (<!subteam^…>) containing the bot, and typingReaction.
+//
+// # Concurrency
+//
+// Run is called once per App; Send, Typing, Status and ServeHTTP may be
+// called from any goroutine at any time.
+package slack

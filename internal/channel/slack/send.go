@@ -1,0 +1,93 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"talon/internal/channel"
+)
+
+// maxPostAttempts bounds how often one chunk is offered to Slack when it
+// keeps answering 429.
+const maxPostAttempts = 3
+
+// postMessage is chat.postMessage's request.
+type postMessage struct {
+	Channel     string `json:"channel"`
+	Text        string `json:"text"`
+	ThreadTS    string `json:"thread_ts,omitempty"`
+	Mrkdwn      bool   `json:"mrkdwn"`
+	UnfurlLinks bool   `json:"unfurl_links"`
+	UnfurlMedia bool   `json:"unfurl_media"`
+}
+
+// Send posts one chunk with chat.postMessage and returns its ts. The text
+// is mrkdwn; the thread is Target.ThreadID, else ReplyTo (Slack's only
+// native reply is a thread under the message). See the package doc for why
+// nothing but a 429 is retried.
+func (a *App) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error) {
+	req, err := buildPost(m)
+	if err != nil {
+		return channel.Sent{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		var out struct {
+			TS string `json:"ts"`
+		}
+		err := a.call(ctx, "chat.postMessage", a.botToken, req, &out)
+		var rl *RateLimitError
+		if errors.As(err, &rl) && attempt < maxPostAttempts && rl.RetryAfter <= maxRetryAfter {
+			// A 429 is Slack refusing before posting: offering the
+			// same chunk again cannot post it twice.
+			if werr := a.wait(ctx, rl.RetryAfter); werr != nil {
+				return channel.Sent{}, fmt.Errorf("slack send: waiting out a rate limit: %w", werr)
+			}
+			continue
+		}
+		if err != nil {
+			a.failed(err)
+			if isPermanent(err) {
+				a.authIssue("botToken", err)
+			}
+			return channel.Sent{}, fmt.Errorf("slack send: %w", err)
+		}
+		if !tsRE.MatchString(out.TS) {
+			return channel.Sent{}, fmt.Errorf("slack send: %w", &UnconfirmedError{Method: "chat.postMessage", Err: errors.New("the answer has no valid ts")})
+		}
+		a.mu.Lock()
+		a.st.LastOutboundAt = a.now()
+		a.mu.Unlock()
+		return channel.Sent{MessageID: out.TS}, nil
+	}
+}
+
+// buildPost validates m and turns it into chat.postMessage's arguments.
+func buildPost(m channel.Outbound) (postMessage, error) {
+	if !validID(m.Peer.ID) {
+		return postMessage{}, fmt.Errorf("slack send: target %q is not a Slack channel or user id", clip(m.Peer.ID, 80))
+	}
+	thread := m.ThreadID
+	if thread == "" {
+		thread = m.ReplyTo
+	}
+	if thread != "" && !tsRE.MatchString(thread) {
+		return postMessage{}, fmt.Errorf("slack send: thread %q is not a Slack ts", clip(thread, 80))
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Plain
+	}
+	switch {
+	case text == "":
+		return postMessage{}, errors.New("slack send: the chunk has no text")
+	case !utf8.ValidString(text):
+		return postMessage{}, errors.New("slack send: the chunk is not valid UTF-8")
+	case utf8.RuneCountInString(text) > 40000:
+		return postMessage{}, errors.New("slack send: the chunk is longer than Slack's 40,000 characters; chunk it first")
+	}
+	// A DM peer's id is the user's: chat.postMessage posts to the bot's
+	// DM with a user given the user id.
+	return postMessage{Channel: m.Peer.ID, Text: text, ThreadTS: thread, Mrkdwn: true}, nil
+}
