@@ -43,20 +43,20 @@ func (e *APIError) Error() string {
 
 // hints explain the errors a person can fix.
 var hints = map[string]string{
-	"channel_not_found":     "the conversation does not exist or the bot cannot see it",
-	"not_in_channel":        "the bot is not a member of the channel; invite it",
-	"is_archived":           "the channel is archived",
-	"msg_too_long":          "the text is longer than Slack's 40,000 characters",
-	"no_text":               "the message has no text",
-	"restricted_action":     "a workspace setting forbids the bot to post there",
-	"invalid_auth":          "the token is not valid",
-	"not_authed":            "no token was sent",
-	"token_revoked":         "the token was revoked",
-	"token_expired":         "the token expired",
-	"account_inactive":      "the app was uninstalled or the user deactivated",
-	"missing_scope":         "the token lacks a scope",
+	"channel_not_found":      "the conversation does not exist or the bot cannot see it",
+	"not_in_channel":         "the bot is not a member of the channel; invite it",
+	"is_archived":            "the channel is archived",
+	"msg_too_long":           "the text is longer than Slack's 40,000 characters",
+	"no_text":                "the message has no text",
+	"restricted_action":      "a workspace setting forbids the bot to post there",
+	"invalid_auth":           "the token is not valid",
+	"not_authed":             "no token was sent",
+	"token_revoked":          "the token was revoked",
+	"token_expired":          "the token expired",
+	"account_inactive":       "the app was uninstalled or the user deactivated",
+	"missing_scope":          "the token lacks a scope",
 	"not_allowed_token_type": "this call needs a different kind of token",
-	"ratelimited":           "Slack's rate limit",
+	"ratelimited":            "Slack's rate limit",
 }
 
 // permanent are the errors that retrying cannot fix: Run stops on them.

@@ -119,7 +119,9 @@ func kindOf(channelType string) (channel.Kind, bool) {
 }
 
 // envelope turns a validated-on-the-way message into what the hub accepts.
-func envelope(account string, bot identity, cb callback, m message, kind channel.Kind) (channel.Envelope, error) {
+// joined says the bot has posted in m's thread: a reply there addresses it
+// (spec R12.7, thread participation).
+func envelope(account string, bot identity, cb callback, m message, kind channel.Kind, joined bool) (channel.Envelope, error) {
 	if !validID(cb.EventID) {
 		return channel.Envelope{}, errors.New("event_id is missing or invalid")
 	}
@@ -174,7 +176,7 @@ func envelope(account string, bot identity, cb callback, m message, kind channel
 		}
 	}
 	e.Mentioned, e.MentionsOthers = mentions(m.Text, bot.UserID)
-	if m.Type == "app_mention" || (e.ReplyTo != nil && e.ReplyTo.FromBot) {
+	if m.Type == "app_mention" || (e.ReplyTo != nil && e.ReplyTo.FromBot) || (e.ThreadID != "" && joined) {
 		e.Mentioned = true
 	}
 	return e, nil
@@ -215,32 +217,31 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// kindCache remembers each conversation's kind, learned from message
-// events' channel_type or conversations.info, so an app_mention (which
-// carries no channel_type) maps to the same peer as its message twin.
-type kindCache struct {
+// memo is a bounded map that starts over when full: what it forgets costs
+// one lookup again (a conversation's kind) or one implicit mention (a
+// thread the bot posted in).
+type memo[V any] struct {
 	mu sync.Mutex
-	m  map[string]channel.Kind
+	m  map[string]V
 }
 
-// maxKinds bounds the cache; when full it starts over, costing at most one
-// conversations.info per conversation again.
-const maxKinds = 4096
+// maxMemo bounds a memo.
+const maxMemo = 4096
 
-func (c *kindCache) get(id string) (channel.Kind, bool) {
+func (c *memo[V]) get(k string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k, ok := c.m[id]
-	return k, ok
+	v, ok := c.m[k]
+	return v, ok
 }
 
-func (c *kindCache) put(id string, k channel.Kind) {
+func (c *memo[V]) put(k string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxKinds {
-		c.m = map[string]channel.Kind{}
+	if c.m == nil || len(c.m) >= maxMemo {
+		c.m = map[string]V{}
 	}
-	c.m[id] = k
+	c.m[k] = v
 }
 
 // conversationKind is the kind of the conversation m was written in.
@@ -312,7 +313,8 @@ func (a *App) handleCallback(ctx context.Context, raw []byte, accept channel.Acc
 	if !validID(m.Channel) {
 		return fmt.Errorf("%w: event.channel is missing or invalid", errMalformed)
 	}
-	e, err := envelope(a.account, bot, cb, m, a.conversationKind(ctx, m))
+	_, joined := a.threads.get(m.Channel + "/" + m.ThreadTS)
+	e, err := envelope(a.account, bot, cb, m, a.conversationKind(ctx, m), joined)
 	if err != nil {
 		return fmt.Errorf("%w: slack event %s: %v", errMalformed, clip(cb.EventID, 64), err)
 	}

@@ -56,6 +56,9 @@ func (a *App) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 		if !tsRE.MatchString(out.TS) {
 			return channel.Sent{}, fmt.Errorf("slack send: %w", &UnconfirmedError{Method: "chat.postMessage", Err: errors.New("the answer has no valid ts")})
 		}
+		if req.ThreadTS != "" {
+			a.threads.put(req.Channel+"/"+req.ThreadTS, struct{}{})
+		}
 		a.mu.Lock()
 		a.st.LastOutboundAt = a.now()
 		a.mu.Unlock()

@@ -68,7 +68,8 @@ type App struct {
 	pingInterval time.Duration
 	pongTimeout  time.Duration
 
-	kinds kindCache
+	kinds   memo[channel.Kind] // conversation id → kind
+	threads memo[struct{}]     // "<channel>/<thread_ts>" the bot posted in
 
 	mu     sync.Mutex
 	st     channel.Status
