@@ -685,3 +685,38 @@ func TestTypingShowsNothing(t *testing.T) {
 		t.Error("Typing posted something")
 	}
 }
+
+// recorder is a RoundTripper that notes every URL it carries.
+type recorder struct {
+	mu   sync.Mutex
+	urls []string
+	next http.RoundTripper
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.urls = append(r.urls, req.URL.Scheme+"://"+req.URL.Host+req.URL.Path)
+	r.mu.Unlock()
+	return r.next.RoundTrip(req)
+}
+
+// Every connection, the Socket Mode WebSocket included, goes through the
+// caller's client: that is what confines a tenant's apiUrl (and the URL
+// Slack's answer names) to the addresses the gateway allows.
+func TestEveryConnectionUsesTheGivenClient(t *testing.T) {
+	fake := slacktest.Start(t)
+	rec := &recorder{next: fake.Client().Transport}
+	r := startOn(t, fake, ModeSocket, func(o *Options) { o.HTTPClient = &http.Client{Transport: rec} })
+	r.waitReady()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := []string{"/api/auth.test", "/api/apps.connections.open", "/link/"}
+	if len(rec.urls) != len(want) {
+		t.Fatalf("client carried %v, want %v", rec.urls, want)
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(rec.urls[i], w) {
+			t.Errorf("request %d = %s, want …%s", i, rec.urls[i], w)
+		}
+	}
+}
