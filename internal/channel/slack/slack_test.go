@@ -599,7 +599,20 @@ func TestSocketReconnects(t *testing.T) {
 		}
 	})
 	t.Run("after a lost connection, with backoff", func(t *testing.T) {
-		r := start(t, ModeSocket, func(o *Options) {})
+		r := start(t, ModeSocket)
+		r.waitReady()
+		r.fake.Drop()
+		if err := r.fake.WaitConnections(testCtx(t), 2); err != nil {
+			t.Fatal(err)
+		}
+		r.says(slacktest.Message{Text: "back"})
+		r.envelopes(1)
+		if w := r.waited(); len(w) != 1 || w[0] != 2*time.Second {
+			t.Errorf("waits %v, want one 2s backoff", w)
+		}
+	})
+	t.Run("after a failed reconnect, with backoff", func(t *testing.T) {
+		r := start(t, ModeSocket)
 		r.waitReady()
 		r.fake.Fail("apps.connections.open", slacktest.Failure{Status: 500})
 		r.fake.Disconnect("warning")

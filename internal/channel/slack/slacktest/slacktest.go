@@ -271,10 +271,7 @@ func (s *Server) WaitConnections(ctx context.Context, n int) error {
 func (s *Server) Disconnect(reason string) {
 	msg, _ := json.Marshal(map[string]any{"type": "disconnect", "reason": reason, "debug_info": map[string]string{"host": "applink-fake"}})
 	s.mu.Lock()
-	conns := make([]*websocket.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.detach()
 	s.mu.Unlock()
 	for _, c := range conns {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -282,6 +279,27 @@ func (s *Server) Disconnect(reason string) {
 		cancel()
 		c.Close(websocket.StatusNormalClosure, "disconnect")
 	}
+}
+
+// Drop closes every Socket Mode connection without a word, as a network
+// failure does.
+func (s *Server) Drop() {
+	s.mu.Lock()
+	conns := s.detach()
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.CloseNow()
+	}
+}
+
+// detach forgets every live connection at once, so the next hello counts
+// only the connections made after it; s.mu is held.
+func (s *Server) detach() []*websocket.Conn {
+	conns := s.order
+	s.order = nil
+	clear(s.conns)
+	s.notify()
+	return conns
 }
 
 // SilenceNext makes the next Socket Mode connection say hello and then
