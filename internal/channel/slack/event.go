@@ -258,9 +258,8 @@ func (a *App) conversationKind(ctx context.Context, m message) channel.Kind {
 	}
 	var info struct {
 		Channel struct {
-			IsIM    bool `json:"is_im"`
-			IsMPIM  bool `json:"is_mpim"`
-			Private bool `json:"is_private"`
+			IsIM   bool `json:"is_im"`
+			IsMPIM bool `json:"is_mpim"`
 		} `json:"channel"`
 	}
 	if err := a.call(ctx, "conversations.info", a.botToken, url.Values{"channel": {m.Channel}}, &info); err != nil {
@@ -268,11 +267,15 @@ func (a *App) conversationKind(ctx context.Context, m message) channel.Kind {
 		// (the only kind besides an mpim that gets app_mention) and say
 		// how to make the answer certain.
 		a.log.Warn("slack: conversations.info failed; treating the conversation as a channel", "channel", m.Channel, "err", err)
-		a.setIssue("permissions", channel.Issue{Kind: "permissions",
-			Message: "conversations.info failed for " + m.Channel + ": " + err.Error(),
-			Fix:     "Add the scopes channels:read, groups:read, mpim:read and im:read under the Slack app's OAuth & Permissions page and reinstall the app, so a mention in a group DM is not taken for a channel message."})
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Code == "missing_scope" {
+			a.setIssue("permissions", channel.Issue{Kind: "permissions",
+				Message: "conversations.info was refused for " + m.Channel + ": " + err.Error(),
+				Fix:     "Add the scopes channels:read, groups:read, mpim:read and im:read under the Slack app's OAuth & Permissions page and reinstall the app, so a mention in a group DM is not taken for a channel message."})
+		}
 		return channel.Room
 	}
+	a.clearIssue("permissions")
 	k := channel.Room
 	switch {
 	case info.Channel.IsIM:

@@ -243,7 +243,7 @@ func (a *App) authenticate(ctx context.Context) error {
 			return fmt.Errorf("slack: auth.test: %w", err)
 		}
 		a.failed(err)
-		if werr := a.wait(ctx, backoff(attempt)); werr != nil {
+		if werr := a.wait(ctx, retryDelay(err, attempt)); werr != nil {
 			return werr
 		}
 	}
@@ -275,6 +275,17 @@ func backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, 30*time.Second)
+}
+
+// retryDelay is the wait before retry number attempt after err: the
+// backoff, or a 429's Retry-After when that is longer.
+func retryDelay(err error, attempt int) time.Duration {
+	d := backoff(attempt)
+	var rl *RateLimitError
+	if errors.As(err, &rl) && rl.RetryAfter > d {
+		return rl.RetryAfter
+	}
+	return d
 }
 
 // serveEvents marks the account ready for ServeHTTP until ctx ends.

@@ -237,6 +237,19 @@ func TestAppMentionKindIsLookedUp(t *testing.T) {
 	if e.Peer != (channel.Peer{Kind: channel.Group, ID: "G0OTHER"}) || !e.Mentioned {
 		t.Errorf("envelope %+v", e)
 	}
+	// Without the read scopes the mention is still taken, as a channel
+	// message, and the status says which scopes to add.
+	r.app.kinds = memo[channel.Kind]{}
+	r.fake.Fail("conversations.info", slacktest.Failure{Error: "missing_scope", Needed: "mpim:read"})
+	if _, err := r.fake.Inject(ctx, map[string]any{"type": "app_mention", "channel": "G0OTHER", "user": "U0ALICE",
+		"text": "<@U0BOT> again", "ts": "1777999999.000002"}); err != nil {
+		t.Fatal(err)
+	}
+	e = r.envelopes(3)[2]
+	st := r.app.Status()
+	if e.Peer != (channel.Peer{Kind: channel.Room, ID: "G0OTHER"}) || len(st.Issues) != 1 || st.Issues[0].Kind != "permissions" {
+		t.Errorf("envelope %+v, issues %+v", e, st.Issues)
+	}
 }
 
 func TestThreads(t *testing.T) {
@@ -573,11 +586,13 @@ func TestTransientAuthFailureRetries(t *testing.T) {
 	fake := slacktest.Start(t)
 	fake.Fail("auth.test", slacktest.Failure{Status: 503})
 	fake.Fail("apps.connections.open", slacktest.Failure{Error: "internal_error"})
+	fake.Fail("apps.connections.open", slacktest.Failure{Status: 429, RetryAfter: 9})
 	r := startOn(t, fake, ModeSocket)
 	r.waitReady()
 	waits := r.waited()
-	if len(waits) != 2 || waits[0] != 2*time.Second || waits[1] != 2*time.Second {
-		t.Errorf("waits %v, want 2s after auth.test and 2s after apps.connections.open", waits)
+	want := []time.Duration{2 * time.Second, 2 * time.Second, 9 * time.Second}
+	if len(waits) != len(want) || waits[0] != want[0] || waits[1] != want[1] || waits[2] != want[2] {
+		t.Errorf("waits %v, want %v: the backoff after auth.test and apps.connections.open, then Retry-After", waits, want)
 	}
 	if st := r.app.Status(); st.BotID != slacktest.BotUserID || st.BotName != slacktest.BotName || st.ReconnectAttempts != 0 || st.Mode != "socket" {
 		t.Errorf("status %+v", st)

@@ -69,7 +69,7 @@ func (a *App) runSocket(ctx context.Context, accept channel.Accept) error {
 		a.mu.Lock()
 		a.st.ReconnectAttempts++
 		a.mu.Unlock()
-		if werr := a.wait(ctx, backoff(fails)); werr != nil {
+		if werr := a.wait(ctx, retryDelay(err, fails)); werr != nil {
 			return nil
 		}
 		fails++
