@@ -31,6 +31,13 @@
 // conversations.info once (scopes channels:read, groups:read, mpim:read,
 // im:read); both copies of a message thus map to the same Peer.
 //
+// # Mentions
+//
+// Mentioned is set for <@BOT> in the text, an app_mention, a reply in a
+// thread the bot started (parent_user_id), and a reply in a thread the bot
+// has posted in since the process started (remembered in memory, bounded).
+// MentionsOthers is set for any other <@U…> or <!subteam^…>.
+//
 // # Outbound
 //
 // Send posts one chunk with chat.postMessage (mrkdwn, unfurl_links and
