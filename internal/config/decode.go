@@ -81,6 +81,8 @@ func (d *decoder) decode(path string, v *Value, rv reflect.Value, at keyNodes) b
 		return true
 	case listType:
 		return d.decodeList(path, v, rv)
+	case secretType:
+		return d.decodeSecret(path, v, rv)
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

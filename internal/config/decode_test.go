@@ -288,7 +288,7 @@ func TestDecodeValues(t *testing.T) {
 			Headers: map[string]string{"X-A": "1"},
 			Models:  []Model{{ID: "m", Input: List{"text"}, MaxTokens: &maxTok}},
 		}}},
-		Channels: map[string]Channel{"telegram": {Enabled: &yes}},
+		Channels: map[string]Channel{"telegram": {ChannelSettings: ChannelSettings{Enabled: &yes}}},
 		Session:  Session{Scope: "per-sender", MainKey: "main"},
 	}
 	if diff := cmp.Diff(want, *c); diff != "" {
@@ -361,8 +361,8 @@ func TestDecodeRest(t *testing.T) {
 	tree := mustJSON5(t, `{
 		tools: {web: {search: {enabled: false, provider: "brave", apiKey: "k"}, fetch: {enabled: true}}},
 		channels: {telegram: {
-			enabled: true, botToken: "x", dmPolicy: "pairing",
-			groups: {"-100": {requireMention: true, tools: {deny: ["exec"]}}},
+			enabled: true, streaming: "x", mediaMaxMb: 100, dmPolicy: "pairing",
+			groups: {"-100": {systemPrompt: "p", requireMention: true, tools: {deny: ["exec"]}}},
 			accounts: {a1: {name: "A", groups: {}}},
 		}},
 		commands: {native: "auto", ownerAllowFrom: ["me"]},
@@ -376,9 +376,9 @@ func TestDecodeRest(t *testing.T) {
 	wantWarns := []Issue{
 		{"tools.web.search.provider", MsgUnused},
 		{"tools.web.search.apiKey", MsgUnused},
-		{"channels.telegram.botToken", MsgUnused},
-		{"channels.telegram.dmPolicy", MsgUnused},
-		{"channels.telegram.groups.-100.requireMention", MsgUnused},
+		{"channels.telegram.streaming", MsgUnused},
+		{"channels.telegram.mediaMaxMb", MsgUnused},
+		{"channels.telegram.groups.-100.systemPrompt", MsgUnused},
 		{"channels.telegram.accounts.a1.name", MsgUnused},
 		{"commands.native", MsgUnused},
 	}
@@ -403,8 +403,8 @@ func TestDecodeRest(t *testing.T) {
 	want := map[string]string{
 		"search":   `{"provider":"brave","apiKey":"k"}`,
 		"fetch":    "<nil>",
-		"telegram": `{"botToken":"x","dmPolicy":"pairing"}`,
-		"group":    `{"requireMention":true}`,
+		"telegram": `{"streaming":"x","mediaMaxMb":100}`,
+		"group":    `{"systemPrompt":"p"}`,
 		"account":  `{"name":"A"}`,
 		"commands": `{"native":"auto"}`,
 	}
@@ -415,7 +415,7 @@ func TestDecodeRest(t *testing.T) {
 		t.Errorf("group deny (-want +got):\n%s", diff)
 	}
 	// Rest holds the tree's own nodes.
-	if tg.Rest.Members[0].Value != tree.Lookup("channels", "telegram", "botToken") {
+	if tg.Rest.Members[0].Value != tree.Lookup("channels", "telegram", "streaming") {
 		t.Error("rest member is a copy, want the tree's node")
 	}
 }

@@ -29,9 +29,19 @@ type Config struct {
 	Channels map[string]Channel `json:"channels"`
 	Plugins  Plugins            `json:"plugins"`
 	Session  Session            `json:"session"`
-	Commands Commands           `json:"commands"`
-	Models   Models             `json:"models"`
-	Env      *Raw               `json:"env"`
+	// Bindings choose the agent that answers a channel message (spec
+	// channels.md §3).
+	Bindings []Binding `json:"bindings"`
+	Messages Messages  `json:"messages"`
+	// AccessGroups are named lists of senders, per channel, that
+	// allowFrom entries "accessGroup:<name>" expand to.
+	AccessGroups map[string]AccessGroup `json:"accessGroups"`
+	// Broadcast is decoded only to be refused (validate.go): Talon lets one
+	// agent answer a room.
+	Broadcast *Raw     `json:"broadcast"`
+	Commands  Commands `json:"commands"`
+	Models    Models   `json:"models"`
+	Env       *Raw     `json:"env"`
 	// MCP is Talon's own: the MCP servers whose tools agents may use.
 	MCP MCP `json:"mcp"`
 	// Tenants is Talon's own, read from the operator's root config only:
@@ -116,6 +126,16 @@ type Agent struct {
 	// agents.defaults blocks, field by field.
 	Compaction     Compaction     `json:"compaction"`
 	ContextPruning ContextPruning `json:"contextPruning"`
+	// GroupChat is how this agent is addressed in group chats.
+	GroupChat GroupChat `json:"groupChat"`
+}
+
+// GroupChat is `agents.list[].groupChat`.
+type GroupChat struct {
+	// MentionPatterns are case-insensitive regular expressions that count
+	// as mentioning the bot; an empty list turns patterns off.
+	MentionPatterns List `json:"mentionPatterns"`
+	Rest            *Raw `talon:"rest"`
 }
 
 // ToolPolicy is an `{allow, alsoAllow, deny}` triple.
@@ -314,28 +334,6 @@ type SandboxLimits struct {
 	TimeoutSeconds *int `json:"timeoutSeconds"` // wall clock per command
 }
 
-// Channel is one `channels.<id>` entry. Talon reads only what the tool policy
-// and plugin enable state need; the rest is channel-specific and kept.
-type Channel struct {
-	Enabled  *bool                     `json:"enabled"`
-	Groups   map[string]Group          `json:"groups"`
-	Accounts map[string]ChannelAccount `json:"accounts"`
-	Rest     *Raw                      `talon:"rest"`
-}
-
-// ChannelAccount is `channels.<id>.accounts.<account>`.
-type ChannelAccount struct {
-	Groups map[string]Group `json:"groups"`
-	Rest   *Raw             `talon:"rest"`
-}
-
-// Group is `channels.<id>.groups.<groupId>`.
-type Group struct {
-	Tools         ToolPolicy            `json:"tools"`
-	ToolsBySender map[string]ToolPolicy `json:"toolsBySender"`
-	Rest          *Raw                  `talon:"rest"`
-}
-
 // Plugins is the `plugins` section.
 type Plugins struct {
 	Enabled *bool                  `json:"enabled"`
@@ -366,6 +364,13 @@ type PluginLoad struct {
 type Session struct {
 	Scope   string `json:"scope"`
 	MainKey string `json:"mainKey"`
+	// DMScope and GroupScope say which direct and group messages share a
+	// session (spec channels.md §4): "" is main and per-group.
+	DMScope    string `json:"dmScope"`
+	GroupScope string `json:"groupScope"`
+	// IdentityLinks maps a canonical person to their ids on each channel
+	// ("telegram:111", "+1555…"), so their DMs share one session.
+	IdentityLinks map[string]List `json:"identityLinks"`
 }
 
 // Commands is the `commands` section.

@@ -24,7 +24,7 @@ func IsUnused(is Issue) bool { return is.Message == MsgUnused }
 var unusedKeys = []string{
 	// Whole sections.
 	"meta", "wizard", "update", "telemetry", "logging", "ui", "auth", "skills",
-	"hooks", "cron", "messages", "browser", "talk", "bindings", "broadcast",
+	"hooks", "cron", "browser", "talk",
 	"audio", "media", "web", "discovery", "canvasHost", "diagnostics",
 	"approvals", "nodeHost", "memory", "acp", "secrets",
 
@@ -66,7 +66,8 @@ var unusedKeys = []string{
 	"agents.defaults.sandbox.browser", "agents.defaults.sandbox.prune",
 
 	"agents.list[].model.fallbacks",
-	"agents.list[].subagents", "agents.list[].groupChat",
+	"agents.list[].subagents",
+	"agents.list[].groupChat.historyLimit", "agents.list[].groupChat.unmentionedInbound",
 	"agents.list[].heartbeat", "agents.list[].skills",
 	"agents.list[].humanDelay",
 	"agents.list[].sandbox.browser", "agents.list[].sandbox.prune",
@@ -86,18 +87,34 @@ var unusedKeys = []string{
 	// web_fetch takes no settings.
 	"tools.web.search.*", "tools.web.fetch.*",
 
-	// Talon has no channels. The tool policy reads a channel's enabled,
-	// its groups' tool policies and its accounts' groups, for sessions
-	// whose key names a channel group.
+	// Channels: Talon reads the keys of channels.<id> and its accounts
+	// that types.go (channels.go) names — access control, mentions,
+	// routing, the Telegram, Slack and Discord connections, the group
+	// tool policies; the rest (streaming, media, actions, commands, …)
+	// is kept. WhatsApp and the other platforms Talon has no adapter for
+	// are reported whole (checkChannels).
 	"channels.*.*", "channels.*.accounts.*.*",
 	"channels.*.groups.*.*", "channels.*.accounts.*.groups.*.*",
+	"channels.*.groups.*.topics.*.*", "channels.*.accounts.*.groups.*.topics.*.*",
+	"channels.*.direct.*.*", "channels.*.accounts.*.direct.*.*",
+	"channels.*.channels.*.*", "channels.*.accounts.*.channels.*.*",
+	"channels.*.guilds.*.*", "channels.*.accounts.*.guilds.*.*",
+	"channels.*.guilds.*.channels.*.*", "channels.*.accounts.*.guilds.*.channels.*.*",
+	"channels.*.dm.*", "channels.*.accounts.*.dm.*",
+	"channels.*.thread.*", "channels.*.accounts.*.thread.*",
+	"channels.*.intents.*", "channels.*.accounts.*.intents.*",
+	"bindings[].acp", "bindings[].comment", "bindings[].type",
+	"accessGroups.*.type", "accessGroups.*.channelId", "accessGroups.*.guildId",
+	"accessGroups.*.membership",
+	// messages.groupChat's mentionPatterns and historyLimit are read.
+	"messages.*", "messages.groupChat.*",
 
 	"commands.*", // commands.ownerAllowFrom is read
 
 	"plugins.installs",
 
-	"session.dmScope", "session.store", "session.reset",
-	"session.identityLinks", "session.sendPolicy", "session.agentToAgent",
+	"session.store", "session.reset",
+	"session.sendPolicy", "session.agentToAgent",
 
 	"models.mode", "models.catalogRefresh",
 	"models.providers.*.auth",

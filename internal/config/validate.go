@@ -64,6 +64,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.contextPruning("agents.defaults.contextPruning", &c.Agents.Defaults.ContextPruning)
 	k.userTimezone("agents.defaults.userTimezone", c.Agents.Defaults.UserTimezone)
 	k.models(c.Models.Providers)
+	k.checkChannels(c)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
