@@ -150,7 +150,7 @@ func TestDoctor(t *testing.T) {
 	const unusedKeys = `{
 		agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}, heartbeat: {every: "30m"}},
 			list: [{id: "main"}]},
-		channels: {telegram: {enabled: true, botToken: "123:abc"}},
+		channels: {telegram: {enabled: true, botToken: "123:abc", streaming: "partial"}},
 		tools: {profile: "coding", web: {search: {enabled: true, provider: "brave"}}},
 		cron: {enabled: true},
 	}`
@@ -158,7 +158,7 @@ func TestDoctor(t *testing.T) {
 		"OpenClaw keys Talon accepts but does not act on",
 		"  agents.defaults.model.fallbacks: not used by Talon yet\n",
 		"  agents.defaults.heartbeat: not used by Talon yet\n",
-		"  channels.telegram.botToken: not used by Talon yet\n",
+		"  channels.telegram.streaming: not used by Talon yet\n",
 		"  tools.web.search.provider: not used by Talon yet\n",
 		"  cron: not used by Talon yet\n",
 		"no tool-policy problems found",
