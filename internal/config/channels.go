@@ -100,7 +100,10 @@ type ChannelSettings struct {
 
 // Group is `channels.<id>.groups.<groupId>` (Telegram chats, generic groups).
 type Group struct {
-	Enabled        *bool                 `json:"enabled"`
+	Enabled *bool `json:"enabled"`
+	// GroupPolicy overrides the channel's sender policy in this group
+	// (Telegram: "open" lets every member talk to the bot).
+	GroupPolicy    string                `json:"groupPolicy"`
 	RequireMention *bool                 `json:"requireMention"`
 	AllowFrom      List                  `json:"allowFrom"`
 	Tools          ToolPolicy            `json:"tools"`
@@ -381,6 +384,9 @@ func (d *decoder) decodeSecret(path string, v *Value, rv reflect.Value) bool {
 // expressions run in linear time, so no pattern backtracks
 // catastrophically; the bound keeps compiled programs small.
 const MaxMentionPattern = 512
+
+// MaxMentionPatterns bounds the patterns of one list.
+const MaxMentionPatterns = 64
 
 // CompileMention compiles a mention pattern as OpenClaw uses it: a
 // regular expression matched case-insensitively anywhere in the text.

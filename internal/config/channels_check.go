@@ -59,7 +59,7 @@ func (k *checker) checkChannels(c *Config) {
 		k.patterns(joinIndex("agents.list", i)+".groupChat.mentionPatterns", a.GroupChat.MentionPatterns)
 	}
 	for i, b := range c.Bindings {
-		k.binding(joinIndex("bindings", i), b)
+		k.binding(c, joinIndex("bindings", i), b)
 	}
 	for _, id := range sortedKeys(c.Channels) {
 		ch, at := c.Channels[id], joinKey("channels", id)
@@ -119,6 +119,9 @@ func (k *checker) settings(channel, at string, s, root *ChannelSettings) {
 		k.oneOf(at+".replyToModeByChatType.direct", r.Direct, replyToModes)
 		k.oneOf(at+".replyToModeByChatType.group", r.Group, replyToModes)
 		k.oneOf(at+".replyToModeByChatType.channel", r.Channel, replyToModes)
+	}
+	for _, id := range sortedKeys(s.Groups) {
+		k.oneOf(joinKey(at+".groups", id)+".groupPolicy", s.Groups[id].GroupPolicy, groupPolicies)
 	}
 	for _, id := range sortedKeys(s.Channels) {
 		k.oneOf(joinKey(at+".channels", id)+".replyToMode", s.Channels[id].ReplyToMode, replyToModes)
@@ -244,6 +247,10 @@ func (k *checker) nonNegative(at string, v *int) {
 // An invalid one fails here, where OpenClaw would skip it at runtime:
 // Talon's config is checked before it is used.
 func (k *checker) patterns(at string, list List) {
+	if len(list) > MaxMentionPatterns {
+		k.fail(at, fmt.Sprintf("at most %d patterns (got %d): each is tried on every group message", MaxMentionPatterns, len(list)))
+		return
+	}
 	for i, p := range list {
 		if _, err := CompileMention(p); err != nil {
 			k.fail(joinIndex(at, i), fmt.Sprintf("invalid regular expression: %v", err))
@@ -251,9 +258,12 @@ func (k *checker) patterns(at string, list List) {
 	}
 }
 
-func (k *checker) binding(at string, b Binding) {
+func (k *checker) binding(c *Config, at string, b Binding) {
 	if strings.TrimSpace(b.AgentID) == "" {
 		k.fail(at+".agentId", "missing agentId")
+	} else if !c.HasAgent(b.AgentID) {
+		k.warns = append(k.warns, Issue{Path: at + ".agentId",
+			Message: fmt.Sprintf("names no agent of agents.list (%q): the binding is skipped", b.AgentID)})
 	}
 	if strings.TrimSpace(b.Match.Channel) == "" {
 		k.fail(at+".match.channel", "missing channel")

@@ -18,7 +18,7 @@ func TestDecodeChannels(t *testing.T) {
 		messages: {groupChat: {mentionPatterns: ["\\btalon\\b"], historyLimit: 30}},
 		commands: {ownerAllowFrom: ["telegram:111"]},
 		accessGroups: {ops: {members: {telegram: ["111"], "*": ["x"]}}},
-		agents: {list: [{id: "a", groupChat: {mentionPatterns: []}}]},
+		agents: {list: [{id: "a", groupChat: {mentionPatterns: []}}, {id: "ops"}]},
 		channels: {
 			defaults: {groupPolicy: "open"},
 			telegram: {botToken: {source: "env", id: "TG"}, dmPolicy: "allowlist", allowFrom: ["111"],
@@ -122,6 +122,10 @@ func TestValidateChannels(t *testing.T) {
 				`bindings[0].match.peer.id: missing id`, `bindings[0].session.dmScope: expected one of main`, `bindings[1].match.channel: missing channel`}},
 		{"default account", `{channels: {discord: {defaultAccount: "Work", accounts: {work: {}}}, slack: {defaultAccount: "x"}}}`,
 			[]string{`channels.slack.defaultAccount: names no account`}},
+		{"too many patterns", `{messages: {groupChat: {mentionPatterns: [` + strings.Repeat(`"a",`, 65) + `]}}}`,
+			[]string{`messages.groupChat.mentionPatterns: at most 64 patterns (got 65)`}},
+		{"group policy of a group", `{channels: {telegram: {groups: {"-1": {groupPolicy: "everyone"}}}}}`,
+			[]string{`channels.telegram.groups.-1.groupPolicy: expected one of allowlist, open, disabled`}},
 		{"limits", `{channels: {discord: {textChunkLimit: 0, historyLimit: -1}}}`,
 			[]string{`channels.discord.historyLimit: expected an integer from 0`, `channels.discord.textChunkLimit: expected an integer from 1`}},
 	}
@@ -159,6 +163,17 @@ func TestForeignChannelKeys(t *testing.T) {
 		{"channels.telegram.guilds", "not a telegram key (read by discord only): kept, not used"},
 		{"channels.discord.botToken", "not a discord key (read by slack, telegram only): kept, not used"},
 	}
+	if diff := cmp.Diff(want, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+func TestBindingToUnknownAgent(t *testing.T) {
+	_, warns, err := decodeJSON5(t, `{agents: {list: [{id: "a"}]}, bindings: [{agentId: "A", match: {channel: "slack"}}, {agentId: "zed", match: {channel: "slack"}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Issue{{"bindings[1].agentId", `names no agent of agents.list ("zed"): the binding is skipped`}}
 	if diff := cmp.Diff(want, warns); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
