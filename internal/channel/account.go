@@ -49,9 +49,9 @@ type Account struct {
 
 	// Connection settings.
 	BotToken, AppToken, SigningSecret, Token, WebhookSecret *config.Secret
-	TokenFile, APIRoot, APIURL, GatewayURL                   string
-	WebhookURL, WebhookPath, Mode, ApplicationID             string
-	LinkPreview, SuppressEmbeds                              bool
+	TokenFile, APIRoot, APIURL, GatewayURL                  string
+	WebhookURL, WebhookPath, Mode, ApplicationID            string
+	LinkPreview, SuppressEmbeds                             bool
 	// ThreadHistoryScope, ThreadInheritParent and ThreadInitialHistory
 	// are Slack's thread settings.
 	ThreadHistoryScope   string
@@ -184,13 +184,13 @@ func resolveAccount(cfg *config.Config, channel, key string, s, root *config.Cha
 
 		BotToken: secret(s.BotToken, root.BotToken), AppToken: secret(s.AppToken, root.AppToken),
 		SigningSecret: secret(s.SigningSecret, root.SigningSecret), Token: secret(s.Token, root.Token),
-		WebhookSecret: secret(s.WebhookSecret, root.WebhookSecret),
-		TokenFile:     str(s.TokenFile, root.TokenFile, ""),
-		WebhookURL:    str(s.WebhookURL, root.WebhookURL, ""),
-		WebhookPath:   str(s.WebhookPath, root.WebhookPath, ""),
-		ApplicationID: str(s.ApplicationID, root.ApplicationID, ""),
-		GatewayURL:    str(s.GatewayURL, root.GatewayURL, ""),
-		LinkPreview:   boolOf(s.LinkPreview, root.LinkPreview, true),
+		WebhookSecret:  secret(s.WebhookSecret, root.WebhookSecret),
+		TokenFile:      str(s.TokenFile, root.TokenFile, ""),
+		WebhookURL:     str(s.WebhookURL, root.WebhookURL, ""),
+		WebhookPath:    str(s.WebhookPath, root.WebhookPath, ""),
+		ApplicationID:  str(s.ApplicationID, root.ApplicationID, ""),
+		GatewayURL:     str(s.GatewayURL, root.GatewayURL, ""),
+		LinkPreview:    boolOf(s.LinkPreview, root.LinkPreview, true),
 		SuppressEmbeds: boolOf(s.SuppressEmbeds, root.SuppressEmbeds, true),
 	}
 	if p := firstPtr(s.ResponsePrefix, root.ResponsePrefix); p != nil {

@@ -1,0 +1,137 @@
+package channel
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAccounts(t *testing.T) {
+	cfg := cfgOf(t, `{
+		messages: {groupChat: {historyLimit: 30}},
+		channels: {
+			telegram: {botToken: "root", dmPolicy: "allowlist", allowFrom: ["1"], groups: {"-1": {}}, historyLimit: 500,
+				accounts: {Zed: {allowFrom: ["*", "2"]}, alpha: {botToken: "a", dmPolicy: "pairing", groups: {}}, off: {enabled: false}}},
+			slack: {mode: "http", botToken: "x", signingSecret: "s"},
+			discord: {enabled: false, token: "d"},
+		}}`)
+	accts := Accounts(cfg, "telegram")
+	var ids []string
+	for _, a := range accts {
+		ids = append(ids, a.ID)
+	}
+	if diff := cmp.Diff([]string{"alpha", "zed"}, ids); diff != "" {
+		t.Fatalf("ids (-want +got):\n%s", diff)
+	}
+	alpha, zed := accts[0], accts[1]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"alpha's own token", alpha.BotToken.Text, "a"},
+		{"zed inherits the root token", zed.BotToken.Text, "root"},
+		{"alpha's policy", alpha.DMPolicy, "pairing"},
+		{"zed inherits the root policy", zed.DMPolicy, "allowlist"},
+		{"the root list bounds zed's star", zed.AllowFrom, []string{"1", "2"}},
+		{"an empty account map isolates", len(alpha.Groups), 0},
+		{"zed inherits the root groups", len(zed.Groups), 1},
+		{"history capped at 200", zed.HistoryLimit, 200},
+		{"telegram DM history default", zed.DMHistoryLimit, 10},
+		{"default api root", zed.APIRoot, "https://api.telegram.org"},
+		{"group policy default", zed.GroupPolicy, "allowlist"},
+		{"key as written", zed.Key, "Zed"},
+	}
+	for _, c := range checks {
+		if diff := cmp.Diff(c.want, c.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	sl := Accounts(cfg, "slack")
+	if len(sl) != 1 || sl[0].ID != "default" || sl[0].Mode != "http" || sl[0].TextChunkLimit != 8000 || sl[0].HistoryLimit != 30 ||
+		!sl[0].DMEnabled || sl[0].GroupDMEnabled || sl[0].ThreadInitialHistory != 20 || sl[0].APIURL != "https://slack.com/api" {
+		t.Errorf("slack: %+v", sl)
+	}
+	if got := Accounts(cfg, "discord"); got != nil {
+		t.Errorf("disabled discord: %+v", got)
+	}
+	cfg = cfgOf(t, `{channels: {discord: {token: "d", accounts: {b: {}, c: {}}}, slack: {defaultAccount: "C", accounts: {b: {}, c: {}}}}}`)
+	dc := Accounts(cfg, "discord")[0]
+	if dc.TextChunkLimit != 2000 || dc.MaxLines != 17 || dc.HistoryLimit != 20 || !dc.MessageContent || dc.GuildMembers || !dc.SuppressEmbeds {
+		t.Errorf("discord defaults: %+v", dc)
+	}
+	for _, tc := range []struct {
+		ch, want  string
+		ambiguous bool
+	}{{"discord", "b", true}, {"slack", "c", false}, {"telegram", "", false}} {
+		if id, amb := DefaultAccountID(cfg, tc.ch); id != tc.want || amb != tc.ambiguous {
+			t.Errorf("DefaultAccountID(%s) = %q, %v", tc.ch, id, amb)
+		}
+	}
+}
+
+func TestPairingCode(t *testing.T) {
+	random := []byte{0, 31, 32, 255, 8, 13, 100, 200}
+	code := PairingCode(random)
+	if code != "A9A9JPEJ" {
+		t.Errorf("code %q", code)
+	}
+	for _, r := range code {
+		if !strings.ContainsRune(PairingAlphabet, r) || strings.ContainsRune("01OI", r) {
+			t.Errorf("letter %q not allowed", r)
+		}
+	}
+	if PairingCode(random[:7]) != "" {
+		t.Error("a code from too few bytes")
+	}
+	if NormalizeCode(" a9a9jpej ") != code {
+		t.Error("NormalizeCode")
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	at := time.Date(2026, 11, 27, 3, 0, 0, 123456789, time.UTC)
+	// base64url(sha256("telegram\0default\058466\02026-11-27T03:00:00.123Z"))[:32], by Python's hashlib.
+	if got := RequestID("telegram", "default", "58466", at.In(time.FixedZone("x", 3600))); got != "dO32dmp0IC0uzqMIZCV88GsCB4JC4jfi" {
+		t.Errorf("RequestID = %q", got)
+	}
+}
+
+func TestPairingReply(t *testing.T) {
+	msg := PairingReply("telegram", "58466", "ABCD2345", time.Date(2026, 11, 27, 4, 5, 0, 0, time.FixedZone("x", 3600)))
+	for _, want := range []string{"not configured", "Your Telegram user id:\n```\n58466\n```",
+		"```\nABCD2345\n```", "```\ntalon pairing approve telegram ABCD2345\n```", "03:05 UTC on 2026-11-27"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("reply lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+func TestSharedDMIssues(t *testing.T) {
+	tests := []struct {
+		name, cfg string
+		want      int
+	}{
+		{"pairing under main", `{channels: {telegram: {}}}`, 1},
+		{"one owner", `{channels: {telegram: {dmPolicy: "allowlist", allowFrom: ["1"]}, slack: {dmPolicy: "allowlist", allowFrom: ["U1"]}}}`, 0},
+		{"two allowed", `{channels: {discord: {dmPolicy: "allowlist", allowFrom: ["1", "2"]}}}`, 1},
+		{"open", `{channels: {slack: {dmPolicy: "open", allowFrom: ["*"]}}}`, 1},
+		{"DMs disabled", `{channels: {telegram: {dmPolicy: "disabled"}, slack: {dm: {enabled: false}}}}`, 0},
+		{"per-channel-peer", `{session: {dmScope: "per-channel-peer"}, channels: {telegram: {}}}`, 0},
+		{"per account", `{channels: {telegram: {accounts: {a: {}, b: {dmPolicy: "allowlist", allowFrom: ["1"]}}}}}`, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SharedDMIssues(cfgOf(t, tc.cfg))
+			if len(got) != tc.want {
+				t.Fatalf("got %+v", got)
+			}
+			for _, is := range got {
+				if is.Kind != "config" || !strings.Contains(is.Message, "session.dmScope") || !strings.Contains(is.Fix, "per-channel-peer") {
+					t.Errorf("issue %+v", is)
+				}
+			}
+		})
+	}
+}
