@@ -31,7 +31,12 @@ type Context struct {
 	Sender          Sender
 	GroupID         string
 	AccountID       string
-	SpawnedBy       string
+	// GuildID is the Discord server a message came from, whose
+	// guilds.<id> entry holds the group tool policy; ParentID is a
+	// thread's parent channel, whose entry a thread falls back to.
+	GuildID   string
+	ParentID  string
+	SpawnedBy string
 	// Sessions is the session store, for subagent depth and role.
 	Sessions Sessions
 	// Sandboxed, WorkspaceAccess, SubagentDepth and SubagentRole override

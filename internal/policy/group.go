@@ -63,37 +63,145 @@ func groupPolicy(cfg *config.Config, ctx *Context) (config.ToolPolicy, string, b
 	if groupID == "" || channel == "" {
 		return config.ToolPolicy{}, "", false
 	}
-	if channel == "telegram" {
-		if i := strings.Index(strings.ToLower(groupID), ":topic:"); i >= 0 {
-			groupID = groupID[:i]
-		}
-	}
 	ch, ok := cfg.Channels[channel]
 	if !ok {
 		return config.ToolPolicy{}, "", false
 	}
-	groups, base := ch.Groups, "channels"+keySegment(channel)+".groups"
-	if key, acct, ok := account(ch.Accounts, ctx.AccountID); ok && acct.Groups != nil {
-		groups, base = acct.Groups, "channels"+keySegment(channel)+".accounts"+keySegment(key)+".groups"
-	}
-	try := func(id string) (config.ToolPolicy, string, bool) {
-		g, ok := groups[id]
-		if !ok {
-			return config.ToolPolicy{}, "", false
+	root := "channels" + keySegment(channel)
+	settings := &ch.ChannelSettings
+	if key, acct, ok := account(ch.Accounts, ctx.AccountID); ok {
+		// Account maps replace the channel's, never merge (R10.3).
+		if acct.Groups != nil && channel != "slack" && channel != "discord" ||
+			channel == "slack" && acct.Channels != nil || channel == "discord" && acct.Guilds != nil {
+			settings, root = &acct.ChannelSettings, root+".accounts"+keySegment(key)
 		}
-		gk := base + keySegment(id)
-		if p, key, ok := senderPolicy(g.ToolsBySender, &ctx.Sender); ok {
-			return p, gk + ".toolsBySender" + keySegment(key), true
-		}
-		if hasPolicy(g.Tools) {
-			return g.Tools, gk + ".tools", true
-		}
-		return config.ToolPolicy{}, "", false
 	}
-	if p, key, ok := try(groupID); ok {
-		return p, key, true
+	var rooms []room
+	switch channel {
+	case "slack":
+		rooms = slackRooms(settings, root, groupID)
+	case "discord":
+		rooms = discordRooms(settings, root, ctx.GuildID, groupID, ctx.ParentID)
+	case "telegram":
+		rooms = telegramRooms(settings, root, groupID, topicOf(ctx))
+	default:
+		rooms = groupRooms(settings.Groups, root+".groups", groupID, "")
 	}
-	return try("*")
+	for _, r := range rooms {
+		if p, key, ok := senderPolicy(r.bySender, &ctx.Sender); ok {
+			return p, r.key + ".toolsBySender" + keySegment(key), true
+		}
+		if hasPolicy(r.tools) {
+			return r.tools, r.key + ".tools", true
+		}
+	}
+	return config.ToolPolicy{}, "", false
+}
+
+// room is one entry of a channel's room maps that may hold a group tool
+// policy, and its config key.
+type room struct {
+	key      string
+	tools    config.ToolPolicy
+	bySender map[string]config.ToolPolicy
+}
+
+// groupRooms are the generic entries: the exact group id (case-sensitive,
+// as in OpenClaw), then "*".
+func groupRooms(groups map[string]config.Group, base, id, _ string) []room {
+	var out []room
+	for _, k := range []string{id, "*"} {
+		if g, ok := groups[k]; ok {
+			out = append(out, room{base + keySegment(k), g.Tools, g.ToolsBySender})
+		}
+	}
+	return out
+}
+
+// telegramRooms: the topic entry, then the group entry, then "*"; the
+// group id is the chat id without its :topic: suffix.
+func telegramRooms(s *config.ChannelSettings, root, id, topic string) []room {
+	if i := strings.Index(strings.ToLower(id), ":topic:"); i >= 0 {
+		id = id[:i]
+	}
+	base := root + ".groups"
+	var out []room
+	if g, ok := s.Groups[id]; ok && topic != "" {
+		if t, ok := g.Topics[topic]; ok {
+			out = append(out, room{base + keySegment(id) + ".topics" + keySegment(topic), t.Tools, t.ToolsBySender})
+		}
+	}
+	return append(out, groupRooms(s.Groups, base, id, "")...)
+}
+
+// topicOf is a Telegram forum topic id named by the run's group id or
+// session key.
+func topicOf(ctx *Context) string {
+	for _, k := range []string{ctx.GroupID, ctx.SessionKey} {
+		lk := strings.ToLower(k)
+		if i := strings.LastIndex(lk, ":topic:"); i >= 0 {
+			t := k[i+len(":topic:"):]
+			if j := strings.IndexByte(t, ':'); j >= 0 {
+				t = t[:j]
+			}
+			return strings.TrimSpace(t)
+		}
+	}
+	return ""
+}
+
+// slackRooms: channels.<C…> (ids compared without case: session keys
+// are lower-case, Slack ids upper), then channels."*".
+func slackRooms(s *config.ChannelSettings, root, id string) []room {
+	base := root + ".channels"
+	var out []room
+	if k, ok := foldKey(s.Channels, id); ok {
+		out = append(out, room{base + keySegment(k), s.Channels[k].Tools, s.Channels[k].ToolsBySender})
+	}
+	if c, ok := s.Channels["*"]; ok {
+		out = append(out, room{base + keySegment("*"), c.Tools, c.ToolsBySender})
+	}
+	return out
+}
+
+// discordRooms: guilds.<g>.channels.<c> (a thread: its own entry, then
+// its parent channel's), then guilds.<g>, then guilds."*".
+func discordRooms(s *config.ChannelSettings, root, guild, id, parent string) []room {
+	base := root + ".guilds"
+	var out []room
+	if gk, ok := foldKey(s.Guilds, guild); ok && guild != "" {
+		g := s.Guilds[gk]
+		for _, c := range []string{id, parent} {
+			if ck, ok := foldKey(g.Channels, c); ok && c != "" {
+				out = append(out, room{base + keySegment(gk) + ".channels" + keySegment(ck), g.Channels[ck].Tools, g.Channels[ck].ToolsBySender})
+				break
+			}
+		}
+		out = append(out, room{base + keySegment(gk), g.Tools, g.ToolsBySender})
+	}
+	if g, ok := s.Guilds["*"]; ok {
+		out = append(out, room{base + keySegment("*"), g.Tools, g.ToolsBySender})
+	}
+	return out
+}
+
+// foldKey finds a map key equal to id, exactly first, then ignoring case
+// (in sorted order, so the choice is stable).
+func foldKey[V any](m map[string]V, id string) (string, bool) {
+	if _, ok := m[id]; ok {
+		return id, true
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.EqualFold(k, id) {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // account finds a channel account by its normalised id ("default" when the
