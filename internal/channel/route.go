@@ -19,6 +19,11 @@ type Route struct {
 	AgentID, SessionKey, MainSessionKey, MatchedBy, LastRoutePolicy, ParentSessionKey string
 
 	Channel, AccountID, DMScope, GroupScope string
+	// SkipLastRoute says not to move the main session's lastRoute to this
+	// conversation (R4.5): a DM under dmScope main, on an account whose
+	// allowFrom names one owner, from someone else — so that heartbeats
+	// and cron keep answering the owner.
+	SkipLastRoute bool
 }
 
 // What chose the agent (R3.7), and Talon's "topic" for a Telegram forum
@@ -75,6 +80,7 @@ func Resolve(cfg *config.Config, e Envelope, defaultAgent string) (Route, error)
 	if r.SessionKey == r.MainSessionKey {
 		r.LastRoutePolicy = "main"
 	}
+	r.SkipLastRoute = e.Peer.Kind == Direct && r.DMScope == "main" && !isPinnedOwner(cfg, e)
 	return r, nil
 }
 
@@ -310,4 +316,21 @@ func linkedIdentity(cfg *config.Config, channel, id string) string {
 		}
 	}
 	return id
+}
+
+// isPinnedOwner reports whether a DM's sender may move the main
+// session's lastRoute: always, unless the account's allowFrom names
+// exactly one sender (no "*") and this is someone else.
+func isPinnedOwner(cfg *config.Config, e Envelope) bool {
+	a, ok := FindAccount(cfg, strings.ToLower(e.Channel), e.AccountID)
+	if !ok || slices.Contains(a.AllowFrom, "*") {
+		return true
+	}
+	owners := map[string]bool{}
+	for _, entry := range a.AllowFrom {
+		if id := strings.ToLower(entryID(a.Channel, entry)); id != "" {
+			owners[id] = true
+		}
+	}
+	return len(owners) != 1 || owners[strings.ToLower(strings.TrimSpace(e.Sender.ID))]
 }

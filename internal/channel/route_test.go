@@ -112,3 +112,25 @@ func TestSessionKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestSkipLastRoute(t *testing.T) {
+	tests := []struct {
+		name, cfg, sender string
+		want              bool
+	}{
+		{"owner", `{channels: {telegram: {allowFrom: ["tg:1"]}}}`, "1", false},
+		{"someone approved by pairing", `{channels: {telegram: {allowFrom: ["tg:1"]}}}`, "2", true},
+		{"two owners", `{channels: {telegram: {allowFrom: ["1", "2"]}}}`, "2", false},
+		{"open", `{channels: {telegram: {dmPolicy: "open", allowFrom: ["*", "1"]}}}`, "2", false},
+		{"per-peer sessions", `{session: {dmScope: "per-peer"}, channels: {telegram: {allowFrom: ["1"]}}}`, "2", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Envelope{Channel: "telegram", Peer: Peer{Kind: Direct, ID: tc.sender}, Sender: Sender{ID: tc.sender}}
+			r, err := Resolve(cfgOf(t, tc.cfg), e, "")
+			if err != nil || r.SkipLastRoute != tc.want {
+				t.Errorf("got %+v, %v; want SkipLastRoute %v", r, err, tc.want)
+			}
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 // cfgOf decodes a JSON5 config the way the gateway does, validation
 // included.
-func cfgOf(t *testing.T, src string) *config.Config {
+func cfgOf(t testing.TB, src string) *config.Config {
 	t.Helper()
 	tree, err := config.ParseJSON5([]byte(src))
 	if err != nil {
