@@ -47,7 +47,8 @@ type Account struct {
 	ReplyByChatType config.ReplyToModeByChatType
 	ResponsePrefix  string
 
-	// Connection settings.
+	// Connection settings. TokenFile names a file on the gateway's host:
+	// the runtime must refuse it for a tenant, whose config is untrusted.
 	BotToken, AppToken, SigningSecret, Token, WebhookSecret *config.Secret
 	TokenFile, APIRoot, APIURL, GatewayURL                  string
 	WebhookURL, WebhookPath, Mode, ApplicationID            string
@@ -355,4 +356,24 @@ func lookupFold[V any](m map[string]V, id string) (V, string, bool) {
 	}
 	var zero V
 	return zero, "", false
+}
+
+// FallbackEnv names the environment variables the default account takes
+// its tokens from when the config sets none (R1.2): TELEGRAM_BOT_TOKEN;
+// SLACK_BOT_TOKEN and SLACK_APP_TOKEN; DISCORD_BOT_TOKEN. Other accounts
+// have none. Accounts only exist for a channel block, so the variables
+// alone never start a channel.
+func (a Account) FallbackEnv() (bot, app string) {
+	if a.ID != "default" {
+		return "", ""
+	}
+	switch a.Channel {
+	case "telegram":
+		return "TELEGRAM_BOT_TOKEN", ""
+	case "slack":
+		return "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"
+	case "discord":
+		return "DISCORD_BOT_TOKEN", ""
+	}
+	return "", ""
 }

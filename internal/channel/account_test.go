@@ -61,6 +61,12 @@ func TestAccounts(t *testing.T) {
 	if dc.TextChunkLimit != 2000 || dc.MaxLines != 17 || dc.HistoryLimit != 20 || !dc.MessageContent || dc.GuildMembers || !dc.SuppressEmbeds {
 		t.Errorf("discord defaults: %+v", dc)
 	}
+	if bot, app := Accounts(cfgOf(t, `{channels: {slack: {}}}`), "slack")[0].FallbackEnv(); bot != "SLACK_BOT_TOKEN" || app != "SLACK_APP_TOKEN" {
+		t.Errorf("slack default account env: %q %q", bot, app)
+	}
+	if bot, _ := dc.FallbackEnv(); bot != "" {
+		t.Errorf("account %q takes env %q", dc.ID, bot)
+	}
 	for _, tc := range []struct {
 		ch, want  string
 		ambiguous bool
