@@ -1,0 +1,144 @@
+package discord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"talon/internal/channel"
+)
+
+// maxNonce is the longest nonce Discord takes.
+const maxNonce = 25
+
+// Send posts one chunk (spec R13.6). The chunk carries a nonce derived
+// from m.Key with enforce_nonce, so Discord itself refuses to post the
+// same chunk twice within its nonce window (a few minutes): a send whose
+// answer was lost is repeated once here and Discord answers with the
+// message it already posted. An outcome still unknown after that is
+// returned wrapped in ErrUnconfirmed and never repeated again.
+func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error) {
+	if strings.TrimSpace(m.Text) == "" {
+		return channel.Sent{}, errors.New("discord send: empty message")
+	}
+	if m.ReplyTo != "" && !snowflake(m.ReplyTo) {
+		return channel.Sent{}, fmt.Errorf("discord send: reply-to id %q is not a snowflake", m.ReplyTo)
+	}
+	chID, err := b.channelFor(ctx, m.Target)
+	if err != nil {
+		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
+	}
+	body := createMessage{
+		Content:         m.Text,
+		AllowedMentions: allowedMentions{Parse: []string{"users"}, RepliedUser: true},
+	}
+	if b.suppressEmbeds {
+		body.Flags = flagSuppressEmbeds
+	}
+	if m.ReplyTo != "" {
+		no := false
+		body.MessageReference = &messageRef{MessageID: m.ReplyTo, FailIfNotExists: &no}
+	}
+	if m.Key != "" {
+		body.Nonce, body.EnforceNonce = Nonce(m.Key), true
+	}
+	var got message
+	path := "/channels/" + chID + "/messages"
+	err = b.call(ctx, http.MethodPost, path, body, &got)
+	if err != nil && body.EnforceNonce && unknownOutcome(err) && ctx.Err() == nil {
+		b.log.Warn("discord send outcome unknown, repeating with the same nonce", "err", err)
+		got = message{}
+		err = b.call(ctx, http.MethodPost, path, body, &got)
+	}
+	if err != nil {
+		b.setError(err)
+		if unknownOutcome(err) {
+			return channel.Sent{}, fmt.Errorf("discord send to %s: %w: %w", chID, ErrUnconfirmed, err)
+		}
+		return channel.Sent{}, fmt.Errorf("discord send to %s: %w", chID, err)
+	}
+	if !snowflake(got.ID) {
+		return channel.Sent{}, fmt.Errorf("discord send to %s: %w: the answer has no message id", chID, ErrUnconfirmed)
+	}
+	b.update(func(s *channel.Status) { s.LastOutboundAt = b.now() })
+	return channel.Sent{MessageID: got.ID}, nil
+}
+
+// unknownOutcome says Discord may have acted on a request that failed:
+// the answer was lost or unreadable, or Discord failed with a 5xx. A 4xx
+// (429 included) is a refusal: nothing was posted.
+func unknownOutcome(err error) bool {
+	var api *APIError
+	if errors.As(err, &api) {
+		return api.Status >= 500
+	}
+	var lost *answerLost
+	return errors.As(err, &lost)
+}
+
+// Typing shows "bot is typing" in t for about ten seconds (Discord's
+// own duration); the caller repeats it.
+func (b *Bot) Typing(ctx context.Context, t channel.Target) error {
+	chID, err := b.channelFor(ctx, t)
+	if err != nil {
+		return fmt.Errorf("discord typing: %w", err)
+	}
+	if err := b.call(ctx, http.MethodPost, "/channels/"+chID+"/typing", nil, nil); err != nil {
+		return fmt.Errorf("discord typing in %s: %w", chID, err)
+	}
+	return nil
+}
+
+// Nonce is the ≤25-character form of an outbound key Discord dedupes
+// on: the key itself when it fits, else a hash of it.
+func Nonce(key string) string {
+	if len(key) <= maxNonce && !strings.ContainsFunc(key, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return base64.RawURLEncoding.EncodeToString(sum[:])[:maxNonce]
+}
+
+// channelFor is the channel id a target posts into: a room's (or a
+// thread's, which is a channel of its own) id, or the DM channel with a
+// user, opened once and cached.
+func (b *Bot) channelFor(ctx context.Context, t channel.Target) (string, error) {
+	switch t.Peer.Kind {
+	case channel.Room:
+		id := t.Peer.ID
+		if t.ThreadID != "" {
+			id = t.ThreadID // a Discord thread is a channel
+		}
+		if !snowflake(id) {
+			return "", fmt.Errorf("channel id %q is not a snowflake", id)
+		}
+		return id, nil
+	case channel.Direct:
+		if !snowflake(t.Peer.ID) {
+			return "", fmt.Errorf("user id %q is not a snowflake", t.Peer.ID)
+		}
+		return b.openDM(ctx, t.Peer.ID)
+	default:
+		return "", fmt.Errorf("discord has no %q conversations", t.Peer.Kind)
+	}
+}
+
+func (b *Bot) openDM(ctx context.Context, userID string) (string, error) {
+	if id, ok := b.cache.dm(userID); ok {
+		return id, nil
+	}
+	var ch channelObj
+	err := b.call(ctx, http.MethodPost, "/users/@me/channels", map[string]string{"recipient_id": userID}, &ch)
+	if err != nil {
+		return "", fmt.Errorf("opening the DM with %s: %w", userID, err)
+	}
+	if !snowflake(ch.ID) {
+		return "", fmt.Errorf("opening the DM with %s: the answer has no channel id", userID)
+	}
+	b.cache.setDM(userID, ch.ID)
+	return ch.ID, nil
+}

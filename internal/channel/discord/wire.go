@@ -1,0 +1,185 @@
+package discord
+
+import (
+	"encoding/json"
+)
+
+// The gateway opcodes Talon speaks (Discord API v10, "Gateway Opcodes").
+const (
+	opDispatch       = 0
+	opHeartbeat      = 1
+	opIdentify       = 2
+	opResume         = 6
+	opReconnect      = 7
+	opInvalidSession = 9
+	opHello          = 10
+	opHeartbeatACK   = 11
+)
+
+// Gateway intents (bit positions from Discord's "Gateway Intents").
+const (
+	intentGuilds                 = 1 << 0
+	intentGuildMembers           = 1 << 1
+	intentGuildMessages          = 1 << 9
+	intentGuildMessageReactions  = 1 << 10
+	intentDirectMessages         = 1 << 12
+	intentDirectMessageReactions = 1 << 13
+	intentMessageContent         = 1 << 15
+)
+
+// Application flags that say a privileged intent is enabled in the
+// Developer Portal (the _LIMITED form is the unverified-bot one).
+const (
+	appFlagGuildMembers          = 1 << 14
+	appFlagGuildMembersLimited   = 1 << 15
+	appFlagMessageContent        = 1 << 18
+	appFlagMessageContentLimited = 1 << 19
+)
+
+// Channel types (Discord "Channel Types") that decide a peer's shape.
+const (
+	chanGuildText          = 0
+	chanDM                 = 1
+	chanGroupDM            = 3
+	chanAnnouncementThread = 10
+	chanPublicThread       = 11
+	chanPrivateThread      = 12
+)
+
+// Message types a person writes; the rest (joins, pins, thread
+// starters, slash-command echoes) are not conversation.
+const (
+	msgDefault = 0
+	msgReply   = 19
+)
+
+// flagSuppressEmbeds is the message flag that hides link previews.
+const flagSuppressEmbeds = 1 << 2
+
+// payload is one gateway frame.
+type payload struct {
+	Op int             `json:"op"`
+	D  json.RawMessage `json:"d,omitempty"`
+	S  *int64          `json:"s,omitempty"`
+	T  string          `json:"t,omitempty"`
+}
+
+type hello struct {
+	HeartbeatInterval int64 `json:"heartbeat_interval"`
+}
+
+type identify struct {
+	Token      string             `json:"token"`
+	Intents    int                `json:"intents"`
+	Properties identifyProperties `json:"properties"`
+}
+
+type identifyProperties struct {
+	OS      string `json:"os"`
+	Browser string `json:"browser"`
+	Device  string `json:"device"`
+}
+
+type resume struct {
+	Token     string `json:"token"`
+	SessionID string `json:"session_id"`
+	Seq       int64  `json:"seq"`
+}
+
+type ready struct {
+	User             user   `json:"user"`
+	SessionID        string `json:"session_id"`
+	ResumeGatewayURL string `json:"resume_gateway_url"`
+}
+
+type user struct {
+	ID         string `json:"id"`
+	Username   string `json:"username"`
+	GlobalName string `json:"global_name"`
+	Bot        bool   `json:"bot"`
+}
+
+type member struct {
+	User  *user    `json:"user,omitempty"`
+	Nick  string   `json:"nick"`
+	Roles []string `json:"roles"`
+}
+
+type channelObj struct {
+	ID       string `json:"id"`
+	Type     int    `json:"type"`
+	GuildID  string `json:"guild_id"`
+	ParentID string `json:"parent_id"`
+	Name     string `json:"name"`
+}
+
+type guildCreate struct {
+	ID          string       `json:"id"`
+	Unavailable bool         `json:"unavailable"`
+	Channels    []channelObj `json:"channels"`
+	Threads     []channelObj `json:"threads"`
+	Members     []member     `json:"members"`
+}
+
+type memberUpdate struct {
+	GuildID string   `json:"guild_id"`
+	User    user     `json:"user"`
+	Roles   []string `json:"roles"`
+}
+
+type threadListSync struct {
+	GuildID string       `json:"guild_id"`
+	Threads []channelObj `json:"threads"`
+}
+
+type messageRef struct {
+	MessageID string `json:"message_id,omitempty"`
+	ChannelID string `json:"channel_id,omitempty"`
+	// FailIfNotExists false posts the reply even when the replied-to
+	// message was deleted meanwhile, rather than losing the chunk.
+	FailIfNotExists *bool `json:"fail_if_not_exists,omitempty"`
+}
+
+type message struct {
+	ID                string      `json:"id"`
+	ChannelID         string      `json:"channel_id"`
+	GuildID           string      `json:"guild_id"`
+	Author            user        `json:"author"`
+	Member            *member     `json:"member"`
+	Content           string      `json:"content"`
+	Timestamp         string      `json:"timestamp"`
+	Type              int         `json:"type"`
+	WebhookID         string      `json:"webhook_id"`
+	Mentions          []user      `json:"mentions"`
+	MentionRoles      []string    `json:"mention_roles"`
+	MentionEveryone   bool        `json:"mention_everyone"`
+	MessageReference  *messageRef `json:"message_reference"`
+	ReferencedMessage *message    `json:"referenced_message"`
+}
+
+// createMessage is the body of POST /channels/{id}/messages.
+type createMessage struct {
+	Content          string          `json:"content"`
+	Nonce            string          `json:"nonce,omitempty"`
+	EnforceNonce     bool            `json:"enforce_nonce,omitempty"`
+	Flags            int             `json:"flags,omitempty"`
+	MessageReference *messageRef     `json:"message_reference,omitempty"`
+	AllowedMentions  allowedMentions `json:"allowed_mentions"`
+}
+
+type allowedMentions struct {
+	Parse       []string `json:"parse"`
+	RepliedUser bool     `json:"replied_user"`
+}
+
+type gatewayBot struct {
+	URL               string `json:"url"`
+	SessionStartLimit struct {
+		Remaining  int   `json:"remaining"`
+		ResetAfter int64 `json:"reset_after"`
+	} `json:"session_start_limit"`
+}
+
+type application struct {
+	Flags int `json:"flags"`
+}
