@@ -102,14 +102,17 @@ func (b *Bot) loop(ctx context.Context, accept channel.Accept) error {
 			return err
 		}
 		if errors.Is(err, errAgain) {
-			continue
+			// Discord asked for it: no failure, but still a pause, so
+			// a gateway that asks again and again cannot make us spin.
+			b.update(func(s *channel.Status) { s.Connected = false })
+		} else {
+			b.log.Warn("discord gateway failed, reconnecting", "err", err, "in", wait)
+			b.update(func(s *channel.Status) {
+				s.Connected = false
+				s.ReconnectAttempts++
+				s.LastError = err.Error()
+			})
 		}
-		b.log.Warn("discord gateway failed, reconnecting", "err", err, "in", wait)
-		b.update(func(s *channel.Status) {
-			s.Connected = false
-			s.ReconnectAttempts++
-			s.LastError = err.Error()
-		})
 		if err := b.sleep(ctx, jitter(wait)); err != nil {
 			return err
 		}

@@ -1,0 +1,31 @@
+// Package discord connects one Discord bot account to Talon: a
+// channel.Transport over Discord's gateway WebSocket (API v10) for
+// inbound messages and its REST API for replies and typing (spec
+// channels.md §13).
+//
+// The client is Talon's own, not discordgo: every request and the
+// gateway dial go through the *http.Client the caller passes (netguard
+// for a tenant's apiUrl and gatewayUrl), the sequence number a RESUME
+// sends advances only after accept stored a message, and nothing but a
+// bounded cache of channel shapes and the bot's roles is kept.
+//
+// Run connects: it checks the token (GET /users/@me), finds the gateway
+// (GET /gateway/bot unless gatewayUrl is set), IDENTIFYs with the
+// intents of spec R13.1, heartbeats, and RESUMEs after a drop with
+// backoff. A 401 or close 4004 (bad token), 4014 (a privileged intent the
+// Developer Portal has not enabled) and the sharding and version codes
+// end Run with an error and a Status issue that says the fix.
+//
+// Inbound: MESSAGE_CREATE becomes a channel.Envelope — a DM is a direct
+// peer (the author), a guild channel a room, a thread a room whose
+// ParentPeer is its channel. The bot's own messages and group DMs are
+// not accepted.
+//
+// Outbound: Send posts a chunk with a nonce derived from its key and
+// enforce_nonce, so Discord posts a chunk once however often it is sent
+// within Discord's nonce window (minutes); 429s are waited out (they
+// post nothing); an outcome that stays unknown is ErrUnconfirmed.
+//
+// A Bot is safe for concurrent use: Run once at a time, Send, Typing and
+// Status from any goroutine.
+package discord
