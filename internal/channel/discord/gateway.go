@@ -34,6 +34,14 @@ const (
 	closeDisallowedIntents = 4014
 )
 
+// The heartbeat interval HELLO names is held to these bounds (Discord's
+// is 41.25 s): a gateway cannot make the bot beat more than ten times a
+// second, nor so rarely that a dead connection goes unnoticed.
+const (
+	minHeartbeat = 100 * time.Millisecond
+	maxHeartbeat = 5 * time.Minute
+)
+
 // permanent marks a failure no retry can fix: Run returns it.
 type permanent struct{ err error }
 
@@ -207,10 +215,12 @@ func (b *Bot) connect(ctx context.Context, sess *session, accept channel.Accept,
 	if err != nil {
 		return fmt.Errorf("waiting for HELLO: %w", err)
 	}
+	cancel() // the dial's deadline ends here; cctx governs the connection
 	var h hello
 	if p.Op != opHello || json.Unmarshal(p.D, &h) != nil || h.HeartbeatInterval <= 0 {
 		return fmt.Errorf("waiting for HELLO: got op %d", p.Op)
 	}
+	every := min(max(time.Duration(h.HeartbeatInterval)*time.Millisecond, minHeartbeat), maxHeartbeat)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g := &gwConn{bot: b, conn: conn, sess: sess, accept: accept, wait: wait}
@@ -218,7 +228,7 @@ func (b *Bot) connect(ctx context.Context, sess *session, accept channel.Accept,
 	if err := g.hello(cctx); err != nil {
 		return err
 	}
-	go g.heartbeat(cctx, stop, time.Duration(h.HeartbeatInterval)*time.Millisecond)
+	go g.heartbeat(cctx, stop, every)
 	return g.read(cctx)
 }
 

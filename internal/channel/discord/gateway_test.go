@@ -52,12 +52,23 @@ func TestIdentify(t *testing.T) {
 	}
 }
 
+// TestHeartbeats: the bot beats at the interval HELLO names, each beat
+// carrying the last sequence number it handled.
 func TestHeartbeats(t *testing.T) {
+	ctx := testCtx(t)
 	fake := discordtest.Start(t)
-	fake.SetHeartbeat(10 * time.Millisecond)
-	run(t, newBot(t, fake, nil))
-	if err := fake.WaitHeartbeats(testCtx(t), 3); err != nil {
+	fake.SetHeartbeat(minHeartbeat)
+	r := run(t, newBot(t, fake, nil))
+	if err := fake.WaitReady(ctx, 1); err != nil {
 		t.Fatal(err)
+	}
+	settle(t, fake, r)
+	n, _ := fake.Heartbeats()
+	if err := fake.WaitHeartbeats(ctx, n+2); err != nil {
+		t.Fatal(err)
+	}
+	if _, seq := fake.Heartbeats(); seq == nil || *seq != fake.Seq() {
+		t.Errorf("heartbeat carried %v, want the last sequence %d", seq, fake.Seq())
 	}
 }
 
@@ -279,5 +290,73 @@ func TestRunRetriesAnUnreachableAPI(t *testing.T) {
 	want := []string{"GET /users/@me", "GET /users/@me", "GET /users/@me"}
 	if diff := cmp.Diff(want, fake.Requests()[:3]); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestMalformedEvents: dispatches with invalid fields are dropped
+// without ending the connection; the next message arrives.
+func TestMalformedEvents(t *testing.T) {
+	tests := []struct {
+		name, t, d string
+	}{
+		{"message id not a snowflake", "MESSAGE_CREATE", `{"id":"abc","channel_id":"1","author":{"id":"2"},"content":"x"}`},
+		{"path in channel id", "MESSAGE_CREATE", `{"id":"1","channel_id":"../users/@me","author":{"id":"2"},"content":"x"}`},
+		{"no author", "MESSAGE_CREATE", `{"id":"1","channel_id":"1","content":"x"}`},
+		{"message is an array", "MESSAGE_CREATE", `[1,2,3]`},
+		{"message is null", "MESSAGE_CREATE", `null`},
+		{"content is a number", "MESSAGE_CREATE", `{"id":"1","channel_id":"1","author":{"id":"2"},"content":5}`},
+		{"guild create garbage", "GUILD_CREATE", `{"id":{"x":1},"channels":"no"}`},
+		{"thread with a path parent", "THREAD_CREATE", `{"id":"` + discordtest.ChannelID + `","type":11,"parent_id":"../x"}`},
+		{"member update garbage", "GUILD_MEMBER_UPDATE", `"x"`},
+		{"unknown event", "SOMETHING_NEW", `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			fake, r := startReady(t, nil)
+			fake.Dispatch(tt.t, []byte(tt.d))
+			id := fake.UserSays(discordtest.Say{ChannelID: discordtest.ChannelID, Text: "next", MentionBot: true})
+			all := r.in.waitFor(t, ctx, "the valid message", func(g []channel.Envelope, _ int) bool { return find(g, id) >= 0 })
+			got := all[find(all, id)]
+			if got.Peer.ID != discordtest.ChannelID || got.ParentPeer != nil {
+				t.Errorf("peer = %+v parent %+v", got.Peer, got.ParentPeer)
+			}
+			if n := len(all); n != 1 {
+				t.Errorf("accepted %d envelopes, want only the valid one", n)
+			}
+			if n, d := len(fake.Identifies()), len(fake.Dials()); n != 1 || d != 1 {
+				t.Errorf("identifies %d, dials %d: the connection was dropped", n, d)
+			}
+		})
+	}
+}
+
+// TestBrokenFrames: a frame that is no gateway payload ends the
+// connection; the bot resumes and loses nothing.
+func TestBrokenFrames(t *testing.T) {
+	for _, frame := range []string{`{{{`, `"just a string"`, `{"op":0,"s":"seven","t":"MESSAGE_CREATE","d":{}}`} {
+		t.Run(frame, func(t *testing.T) {
+			ctx := testCtx(t)
+			fake, r := startReady(t, nil)
+			fake.SendRaw(frame)
+			if err := fake.WaitResumed(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, fake, r)
+		})
+	}
+}
+
+// TestResumeURL: a RESUME dials READY's resume_gateway_url.
+func TestResumeURL(t *testing.T) {
+	ctx := testCtx(t)
+	fake, r := startReady(t, nil)
+	settle(t, fake, r)
+	fake.Kick()
+	if err := fake.WaitResumed(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/gateway", "/gateway-resume"}, fake.Dials()); diff != "" {
+		t.Errorf("dials (-want +got):\n%s", diff)
 	}
 }

@@ -82,6 +82,8 @@ type Server struct {
 	sess       *session
 	identify   []Identify
 	resumes    int
+	dials      []string
+	beatSeq    *int64
 	readyCount int
 	beats      int
 	connected  bool

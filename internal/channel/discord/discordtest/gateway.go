@@ -51,6 +51,9 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	case <-s.ctx.Done():
 		return
 	}
+	s.mu.Lock()
+	s.dials = append(s.dials, r.URL.Path)
+	s.mu.Unlock()
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -100,8 +103,11 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handle(c *websocket.Conn, f frame) bool {
 	switch f.Op {
 	case 1:
+		var seq *int64
+		json.Unmarshal(f.D, &seq) // null or a number; anything else counts as null
 		s.mu.Lock()
 		s.beats++
+		s.beatSeq = seq
 		noACK := s.noACK
 		s.change()
 		s.mu.Unlock()
@@ -153,7 +159,7 @@ func (s *Server) identified(c *websocket.Conn, d json.RawMessage) bool {
 		"v":                  10,
 		"user":               user{ID: BotID, Username: BotName, Bot: true},
 		"session_id":         s.sess.id,
-		"resume_gateway_url": s.GatewayURL,
+		"resume_gateway_url": s.GatewayURL + "-resume",
 		"guilds":             []map[string]any{{"id": GuildID, "unavailable": true}},
 		"application":        map[string]any{"id": BotID, "flags": s.appFlags()},
 	})
@@ -335,6 +341,53 @@ func (s *Server) InvalidateSession(resumable bool) {
 		write(s.ctx, s.conn, 9, resumable, nil, "")
 		s.change()
 	}
+}
+
+// SendRaw writes a text frame as it is to the bot's connection, for
+// tests of what the bot does with a malformed one. With seq > 0 it is
+// also kept in the session as a dispatch of type t for RESUME.
+func (s *Server) SendRaw(frame string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		defer cancel()
+		s.conn.Write(ctx, websocket.MessageText, []byte(frame))
+	}
+}
+
+// Dispatch sends an event of type t with data d (any JSON, valid for
+// Discord or not) in the live session, with the next sequence number.
+func (s *Server) Dispatch(t string, d json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit(t, d)
+}
+
+// Heartbeats is how many heartbeats the gateway received, and the
+// sequence number the last one carried (nil for null).
+func (s *Server) Heartbeats() (int, *int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.beats, s.beatSeq
+}
+
+// Seq is the sequence number of the live session's last event.
+func (s *Server) Seq() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == nil {
+		return 0
+	}
+	return s.sess.seq
+}
+
+// Dials is the path of every gateway connection the bot opened
+// ("/gateway", or "/gateway-resume" for READY's resume_gateway_url).
+func (s *Server) Dials() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.dials...)
 }
 
 // Reconnect sends op 7 RECONNECT.

@@ -13,6 +13,7 @@ import (
 
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /gateway", s.gateway)
+	mux.HandleFunc("GET /gateway-resume", s.gateway) // READY's resume_gateway_url
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" /api/v10"+path, s.api(h))
