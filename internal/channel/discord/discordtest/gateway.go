@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,7 +53,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.dials = append(s.dials, r.URL.Path)
+	s.dials = append(s.dials, strings.TrimSuffix(r.URL.Path, "/"))
 	s.mu.Unlock()
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -138,7 +139,7 @@ func (s *Server) identified(c *websocket.Conn, d json.RawMessage) bool {
 	s.change()
 	s.mu.Unlock()
 	switch {
-	case id.Token != Token:
+	case !tokenOK(id.Token):
 		c.Close(4004, "Authentication failed.")
 		return false
 	case *id.Intents&^allIntents != 0 || *id.Intents < 0:
@@ -179,7 +180,7 @@ func (s *Server) resumed(c *websocket.Conn, d json.RawMessage) bool {
 		c.Close(4002, "Error while decoding payload.")
 		return false
 	}
-	if rs.Token != Token {
+	if !tokenOK(rs.Token) {
 		c.Close(4004, "Authentication failed.")
 		return false
 	}
@@ -243,6 +244,12 @@ func write(ctx context.Context, c *websocket.Conn, op int, d any, seq *int64, t 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return c.Write(ctx, websocket.MessageText, data)
+}
+
+// tokenOK checks a gateway token; Discord takes it with or without the
+// "Bot " prefix the REST header needs (discordgo sends it).
+func tokenOK(t string) bool {
+	return strings.TrimPrefix(t, "Bot ") == Token
 }
 
 func newSessionID() string {

@@ -12,8 +12,10 @@ import (
 )
 
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /gateway", s.gateway)
-	mux.HandleFunc("GET /gateway-resume", s.gateway) // READY's resume_gateway_url
+	// Clients add "/?v=10…" or "?v=10…" to the URL: serve both paths.
+	for _, p := range []string{"/gateway", "/gateway/{$}", "/gateway-resume", "/gateway-resume/{$}"} {
+		mux.HandleFunc("GET "+p, s.gateway) // -resume is READY's resume_gateway_url
+	}
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" /api/v10"+path, s.api(h))
@@ -21,6 +23,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("GET /users/@me", s.me)
 	api("GET /applications/@me", s.application)
 	api("GET /gateway/bot", s.gatewayBot)
+	mux.HandleFunc("GET /api/v10/gateway", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusOK, map[string]string{"url": s.GatewayURL}) // needs no token, as on Discord
+	})
 	api("GET /channels/{id}", s.channel)
 	api("POST /channels/{id}/messages", s.post)
 	api("POST /channels/{id}/typing", s.typingIn)
