@@ -206,6 +206,7 @@ func (b *Bot) connect(ctx context.Context, sess *session, accept channel.Accept,
 	defer cancel()
 	conn, _, err := websocket.Dial(dctx, addr, &websocket.DialOptions{HTTPClient: b.client})
 	if err != nil {
+		sess.resumeURL = "" // the next try resumes through the main gateway
 		return fmt.Errorf("dialing the gateway: %w", redact(err, b.token))
 	}
 	defer conn.CloseNow()

@@ -347,16 +347,35 @@ func TestBrokenFrames(t *testing.T) {
 	}
 }
 
-// TestResumeURL: a RESUME dials READY's resume_gateway_url.
+// TestResumeURL: a RESUME dials READY's resume_gateway_url, and the main
+// gateway when that one cannot be reached.
 func TestResumeURL(t *testing.T) {
-	ctx := testCtx(t)
-	fake, r := startReady(t, nil)
-	settle(t, fake, r)
-	fake.Kick()
-	if err := fake.WaitResumed(ctx, 1); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		broken bool
+		want   []string
+	}{
+		{"resume url", false, []string{"/gateway", "/gateway-resume"}},
+		{"resume url down", true, []string{"/gateway", "/gateway-resume", "/gateway"}},
 	}
-	if diff := cmp.Diff([]string{"/gateway", "/gateway-resume"}, fake.Dials()); diff != "" {
-		t.Errorf("dials (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			fake, r := startReady(t, nil)
+			settle(t, fake, r)
+			if tt.broken {
+				fake.BreakResumeURL()
+			}
+			fake.Kick()
+			if err := fake.WaitResumed(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, fake.Dials()); diff != "" {
+				t.Errorf("dials (-want +got):\n%s", diff)
+			}
+			if n := len(fake.Identifies()); n != 1 {
+				t.Errorf("identifies = %d, want 1", n)
+			}
+		})
 	}
 }

@@ -84,6 +84,7 @@ type Server struct {
 	resumes    int
 	dials      []string
 	beatSeq    *int64
+	resumeDown bool
 	readyCount int
 	beats      int
 	connected  bool

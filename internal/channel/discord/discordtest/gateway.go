@@ -52,9 +52,15 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	case <-s.ctx.Done():
 		return
 	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
 	s.mu.Lock()
-	s.dials = append(s.dials, strings.TrimSuffix(r.URL.Path, "/"))
+	s.dials = append(s.dials, path)
+	broken := s.resumeDown && path == "/gateway-resume"
 	s.mu.Unlock()
+	if broken {
+		http.Error(w, "upstream unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -387,6 +393,14 @@ func (s *Server) Seq() int64 {
 		return 0
 	}
 	return s.sess.seq
+}
+
+// BreakResumeURL makes READY's resume_gateway_url refuse connections
+// (503), as a gateway node that went away would.
+func (s *Server) BreakResumeURL() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resumeDown = true
 }
 
 // Dials is the path of every gateway connection the bot opened
