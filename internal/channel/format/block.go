@@ -159,15 +159,18 @@ func (p *blockParser) fence(i int, c byte, n int, info string) int {
 	p.b.d.blocks = append(p.b.d.blocks, language(info))
 	blk := int32(len(p.b.d.blocks))
 	var body []string
-	j := i + 1
+	j, closed := i+1, false
 	for ; j < len(p.lines); j++ {
 		line := p.lines[j]
 		if fenceClose(line, c, n) {
-			j++
+			j, closed = j+1, true
 			break
 		}
 		k := indentOf(line, ind-1)
 		body = append(body, line[min(k, ind):])
+	}
+	if !closed && len(body) > 0 && body[len(body)-1] == "" {
+		body = body[:len(body)-1] // the reply's final newline
 	}
 	p.b.add(run{text: strings.Join(body, "\n"), block: blk})
 	return j

@@ -47,7 +47,11 @@ const (
 )
 
 func atomize(d *doc) []atom {
-	var as []atom
+	size := 0
+	for _, r := range d.runs {
+		size += len(r.text)
+	}
+	as := make([]atom, 0, size/4+len(d.runs)) // about two atoms per word
 	for ri := range d.runs {
 		r := &d.runs[ri]
 		s := r.text

@@ -63,7 +63,7 @@ type inlineParser struct {
 // inline parses s and adds its runs to b, each with base's styles and
 // the given link.
 func (b *builder) inline(s string, base style, link int32) {
-	p := &inlineParser{s: s, noLinks: link != 0, rb: -1, paren: -1}
+	p := &inlineParser{s: s, noLinks: link != 0, rb: -1, paren: -1, toks: make([]itok, 0, len(s)/32+1)}
 	p.scan()
 	p.emphasis()
 	p.emit(b, base, link)

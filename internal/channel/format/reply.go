@@ -58,7 +58,10 @@ func takeLine(line string, d *Directives) string {
 		}
 		before, rest := line[:i], line[i+n:]
 		b.WriteString(before)
-		if before != "" && rest != "" && !isSpace(before[len(before)-1]) && !isSpace(rest[0]) {
+		switch {
+		case before == "" || isSpace(before[len(before)-1]):
+			rest = strings.TrimLeft(rest, " \t")
+		case rest != "" && !isSpace(rest[0]):
 			b.WriteByte(' ')
 		}
 		line = rest
@@ -130,7 +133,7 @@ func StripHeartbeat(s string) string {
 	}
 	t := strings.TrimSpace(s)
 	for {
-		if rest, ok := strings.CutPrefix(t, heartbeatToken); ok {
+		if rest, ok := strings.CutPrefix(t, heartbeatToken); ok && !wordStart(rest) {
 			t = strings.TrimSpace(rest)
 			continue
 		}
@@ -140,6 +143,15 @@ func StripHeartbeat(s string) string {
 		}
 		return t
 	}
+}
+
+// wordStart reports whether s starts with a letter, digit or "_": the
+// token was only the start of a longer word.
+func wordStart(s string) bool {
+	for _, r := range s {
+		return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
+	}
+	return false
 }
 
 // trailingPunct reports whether s is at most four characters, none a
