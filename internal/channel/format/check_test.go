@@ -29,7 +29,7 @@ func invariants(in string, o Options, chunks []Chunk) error {
 		return err
 	}
 	for i, c := range chunks {
-		if strings.TrimSpace(c.Text) == "" {
+		if strings.TrimSpace(c.Text) == "" || strings.TrimSpace(c.Plain) == "" {
 			return fmt.Errorf("chunk %d has no visible text", i)
 		}
 		// Only markup open around one character can outgrow the limit.
@@ -131,8 +131,11 @@ func telegramHTML(s string) error {
 					return fmt.Errorf("attributes %q not quoted", attrs)
 				}
 			}
-			if name == "code" && len(stack) > 0 && stack[len(stack)-1] == "a" {
-				return fmt.Errorf("code inside a link")
+			if (name == "code" || name == "pre") && len(stack) > 0 && !(name == "code" && stack[len(stack)-1] == "pre") {
+				return fmt.Errorf("<%s> inside %v: Telegram nests nothing with code", name, stack)
+			}
+			if len(stack) > 0 && (stack[len(stack)-1] == "code" || stack[len(stack)-1] == "pre" && name != "code") {
+				return fmt.Errorf("<%s> inside %v: Telegram nests nothing in code", name, stack)
 			}
 			stack = append(stack, name)
 		}

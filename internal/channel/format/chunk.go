@@ -280,20 +280,20 @@ func joined(before, after string) bool {
 		next >= 0xfe00 && next <= 0xfe0f || next >= 0x1f3fb && next <= 0x1f3ff
 }
 
-// settle keeps every chunk sendable: a chunk with no visible text (only a
+// settle keeps every chunk sendable: a chunk of whitespace only (spaces
+// in a code block) is dropped, and a chunk with no visible text (only a
 // link's plain-text target, which the markup shows in the link) gives
 // its plain text to the chunk before it.
 func settle(out []Chunk, f Flavor) []Chunk {
-	if f == Plain {
-		return out
-	}
 	kept := out[:0]
 	for _, c := range out {
-		if strings.TrimSpace(c.Text) == "" && len(kept) > 0 {
+		switch {
+		case strings.TrimSpace(c.Plain) == "":
+		case f != Plain && strings.TrimSpace(c.Text) == "" && len(kept) > 0:
 			kept[len(kept)-1].Plain += c.Plain
-			continue
+		default:
+			kept = append(kept, c)
 		}
-		kept = append(kept, c)
 	}
 	return kept
 }

@@ -181,6 +181,13 @@ func (w *writer) elems(ri int, out *[maxDepth]elem) int {
 		out[0] = elem{kind: eBlock, idx: r.block}
 		return 1
 	}
+	// Telegram's styles may neither contain nor be part of code, and a
+	// link may not contain code: there code stands alone, or yields.
+	tgCode := w.f == Telegram && r.style&code != 0
+	if tgCode && r.link == 0 {
+		out[0] = elem{kind: eStyle, style: code, idx: int32(ri) + 1}
+		return 1
+	}
 	n := 0
 	for _, st := range [...]style{bold, italic, strike, spoiler} {
 		if r.style&st != 0 && (w.f != Slack || st != spoiler) {
@@ -192,7 +199,7 @@ func (w *writer) elems(ri int, out *[maxDepth]elem) int {
 		out[n] = elem{kind: eLink, idx: r.link}
 		n++
 	}
-	// Telegram refuses code inside a link, and Slack does not render it.
+	// Slack does not render code inside a link either.
 	if r.style&code != 0 && (r.link == 0 || w.f == Discord) {
 		out[n] = elem{kind: eStyle, style: code, idx: int32(ri) + 1}
 		n++
