@@ -50,10 +50,8 @@ func invariants(in string, o Options, chunks []Chunk) error {
 		}
 		// Slack has no escape for a literal "```", so only Discord's
 		// fences can be counted.
-		if n.Flavor == Discord {
-			if k := strings.Count(c.Text, "\n```"); strings.HasPrefix(c.Text, "```") && k%2 == 0 || !strings.HasPrefix(c.Text, "```") && k%2 == 1 {
-				return fmt.Errorf("chunk %d: an unbalanced code fence", i)
-			}
+		if n.Flavor == Discord && fenceOpenAtEnd(c.Text) {
+			return fmt.Errorf("chunk %d: a code fence left open", i)
 		}
 	}
 	return nil
@@ -144,4 +142,21 @@ func telegramHTML(s string) error {
 		return fmt.Errorf("tags left open: %v", stack)
 	}
 	return nil
+}
+
+// fenceOpenAtEnd reads text's lines as CommonMark reads fences: a run of
+// three or more backticks at a line's start opens a block, which only a
+// line of at least as many backticks alone closes.
+func fenceOpenAtEnd(text string) bool {
+	open := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		n := len(line) - len(strings.TrimLeft(line, "`"))
+		switch {
+		case open == 0 && n >= 3:
+			open = n
+		case open > 0 && n >= open && strings.TrimSpace(line[n:]) == "":
+			open = 0
+		}
+	}
+	return open > 0
 }

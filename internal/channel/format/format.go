@@ -20,7 +20,7 @@ type Options struct {
 	// default; it is held to the platform's hard limit and to minLimit.
 	Limit int
 	// MaxLines is a chunk's largest number of lines (Discord's
-	// maxLinesPerMessage, 17); 0 means no limit.
+	// maxLinesPerMessage, 17); 0 means no limit, and less than 3 is 3.
 	MaxLines int
 	// Newline is streaming.chunkMode "newline": cut at a paragraph break
 	// wherever one fits, rather than filling each chunk first.
@@ -68,7 +68,8 @@ func (o Options) normalize() Options {
 	o.Limit = max(o.Limit, minLimit)
 	o.MaxLines = max(o.MaxLines, 0)
 	if o.MaxLines > 0 {
-		o.MaxLines = max(o.MaxLines, 2) // a reopened code fence takes a line
+		// A code block's piece takes three lines: its fences and a line.
+		o.MaxLines = max(o.MaxLines, 3)
 	}
 	switch o.Tables {
 	case "bullets", "off":
