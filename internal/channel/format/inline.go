@@ -1,6 +1,7 @@
 package format
 
 import (
+	"html"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -95,6 +96,17 @@ func (p *inlineParser) scan() {
 			if !p.noLinks {
 				next, ok = p.link(i, flush)
 			}
+		case '!':
+			// An image is shown as a link to it; sending it as media
+			// is the channel's business.
+			if !p.noLinks && i+1 < len(s) && s[i+1] == '[' {
+				next, ok = p.link(i+1, func(int) { flush(i) })
+				if !ok {
+					next = i + 1
+				}
+			}
+		case '&':
+			next, ok = p.entity(i, flush)
 		case '<':
 			next, ok = p.angle(i, flush)
 		case 'h', 'H':
@@ -108,6 +120,32 @@ func (p *inlineParser) scan() {
 		i = next
 	}
 	flush(len(s))
+}
+
+// entity decodes an HTML character reference with its semicolon
+// (&amp;, &#233;, &#x1F600;), as CommonMark does; the text it stands for
+// is then escaped again for the platform like any other.
+func (p *inlineParser) entity(i int, flush func(int)) (int, bool) {
+	s := p.s
+	j := i + 1
+	for j < len(s) && j-i <= 32 && (isAlnum(s[j]) || s[j] == '#') {
+		j++
+	}
+	if j >= len(s) || s[j] != ';' || j == i+1 {
+		return i + 1, false
+	}
+	ref := s[i : j+1]
+	text := html.UnescapeString(ref)
+	if text == ref {
+		return i + 1, false
+	}
+	flush(i)
+	p.toks = append(p.toks, itok{kind: tText, text: text})
+	return j + 1, true
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func isASCIIPunct(c byte) bool {
@@ -279,8 +317,7 @@ func isMention(inner string) bool {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+		if !isAlnum(id[i]) {
 			return false
 		}
 	}
