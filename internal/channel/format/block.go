@@ -130,11 +130,13 @@ func indentOf(line string, max int) int {
 	return n
 }
 
-// fenceOpen matches an opening code fence: up to three spaces, three or
-// more "`" or "~", and an info string (no "`" in it for a "`" fence).
+// fenceOpen matches an opening code fence: three or more "`" or "~" and
+// an info string (no "`" in it for a "`" fence). Any indentation is
+// taken, not only CommonMark's three spaces: models indent fences under
+// list items, and an indented code block is not parsed anyway.
 func fenceOpen(line string) (c byte, n int, info string, ok bool) {
-	ind := indentOf(line, 3)
-	if ind > 3 || ind >= len(line) || line[ind] != '`' && line[ind] != '~' {
+	ind := indentOf(line, len(line))
+	if ind >= len(line) || line[ind] != '`' && line[ind] != '~' {
 		return 0, 0, "", false
 	}
 	c = line[ind]
@@ -155,7 +157,7 @@ func fenceOpen(line string) (c byte, n int, info string, ok bool) {
 // fence writes a fenced code block and returns the line after its
 // closing fence (or the end of the reply when it is never closed).
 func (p *blockParser) fence(i int, c byte, n int, info string) int {
-	ind := indentOf(p.lines[i], 3)
+	ind := indentOf(p.lines[i], len(p.lines[i]))
 	p.b.d.blocks = append(p.b.d.blocks, language(info))
 	blk := int32(len(p.b.d.blocks))
 	var body []string
@@ -193,10 +195,7 @@ func language(info string) string {
 }
 
 func fenceClose(line string, c byte, n int) bool {
-	ind := indentOf(line, 3)
-	if ind > 3 {
-		return false
-	}
+	ind := indentOf(line, len(line))
 	j := ind
 	for j < len(line) && line[j] == c {
 		j++

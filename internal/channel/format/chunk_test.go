@@ -124,6 +124,12 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("%+v: limit %d, want %d", l.o, got, l.want)
 		}
 	}
+	if got := (Options{Flavor: Discord, MaxLines: 1}).normalize().MaxLines; got != 3 {
+		t.Errorf("a line limit of 1 became %d, want the floor 3", got)
+	}
+	if got := (Options{Flavor: Telegram, Tables: "block"}).normalize().Tables; got != "code" {
+		t.Errorf("tables block became %q, want code", got)
+	}
 }
 
 // TestPathological feeds 1 MB replies built to defeat a naive parser or

@@ -64,6 +64,8 @@ func TestRender(t *testing.T) {
 			"<pre><code class=\"language-md\">```\nx\n```</code></pre>", "````\n```\nx\n```\n````", "````md\n```\nx\n```\n````", "```\nx\n```"},
 		{"unclosed fence runs to the end", "text\n```\ncode **not bold**",
 			"text\n<pre>code **not bold**</pre>", "text\n```\ncode **not bold**\n```", "text\n```\ncode **not bold**\n```", "text\ncode **not bold**"},
+		{"fence under a list item", "1. Run:\n    ```sh\n    make test\n      --verbose\n    ```\n2. Done",
+			"1. Run:\n<pre><code class=\"language-sh\">make test\n  --verbose</code></pre>\n2. Done", "", "1. Run:\n```sh\nmake test\n  --verbose\n```\n2. Done", ""},
 		{"hostile language", "```\"><b>\nx\n```", "<pre>x</pre>", "```\nx\n```", "```\nx\n```", "x"},
 		{"table as code", "| a | b |\n|---|:-:|\n| 1 | **2** |",
 			"<pre>| a   | b   |\n| --- | --- |\n| 1   | 2   |</pre>", "", "", "| a   | b   |\n| --- | --- |\n| 1   | 2   |"},
