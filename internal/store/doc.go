@@ -39,6 +39,22 @@
 // missing migrations in one transaction and refuses a database whose
 // version is newer than this binary knows.
 //
+// # Channels
+//
+// The channel runtime (package channel/hub) keeps its durable state here
+// too (channels.go, pairing.go): the inbox stores each inbound chat
+// message before its platform is acknowledged and deduplicates it by
+// conversation and message id and by delivery id; its state only moves
+// forward, one transaction per step, so a restart resumes every message
+// where it stopped. The outbox holds one row per reply chunk, marked
+// sending before the platform is called: a chunk with a platform message
+// id is never sent again, and one in flight at a crash becomes
+// unconfirmed rather than being re-sent. Pairing requests and approvals
+// (spec channels.md R7.7) apply the TTL and the cap in one transaction and
+// are read per message, so an approval from another process applies at
+// once. Finished inbox rows are kept 30 days or 1,000 per account
+// (PruneInbox), what a replayed delivery is recognised by.
+//
 // # Concurrency
 //
 // A DB is safe for concurrent use by many goroutines. Writes go through a

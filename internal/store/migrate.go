@@ -69,6 +69,78 @@ CREATE INDEX sessions_by_label ON sessions (agent_id, label) WHERE label IS NOT 
 ALTER TABLE transcripts ADD COLUMN usage TEXT;
 CREATE INDEX transcripts_boundaries ON transcripts (session_id, seq) WHERE role IN ('compaction', 'reset');
 `,
+	// 4: channels (spec channels.md). The inbox holds each inbound
+	// message from before its platform is acknowledged until it is
+	// answered; the outbox one row per reply chunk, so a chunk the
+	// platform confirmed is never sent again; pairing holds the pending
+	// requests and the senders approved (R7.7). Inbox ids are
+	// AUTOINCREMENT because outbox keys are derived from them and a
+	// pruned id must never come back.
+	`
+CREATE TABLE channel_inbox (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	channel     TEXT    NOT NULL,
+	account_id  TEXT    NOT NULL,
+	conv        TEXT    NOT NULL,
+	message_key TEXT    NOT NULL,
+	delivery_id TEXT    NOT NULL,
+	envelope    TEXT    NOT NULL,
+	state       TEXT    NOT NULL,
+	reason      TEXT    NOT NULL DEFAULT '',
+	agent_id    TEXT    NOT NULL DEFAULT '',
+	session_key TEXT    NOT NULL DEFAULT '',
+	attempts    INTEGER NOT NULL DEFAULT 0,
+	received_at INTEGER NOT NULL,
+	updated_at  INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX channel_inbox_message  ON channel_inbox (channel, account_id, message_key);
+CREATE UNIQUE INDEX channel_inbox_delivery ON channel_inbox (channel, account_id, delivery_id) WHERE delivery_id <> '';
+CREATE INDEX channel_inbox_open    ON channel_inbox (channel, account_id, conv, id) WHERE state IN ('received', 'running', 'answered');
+CREATE INDEX channel_inbox_history ON channel_inbox (channel, account_id, conv, id) WHERE state = 'history';
+CREATE INDEX channel_inbox_age     ON channel_inbox (channel, account_id, updated_at);
+
+CREATE TABLE channel_outbox (
+	batch      TEXT    NOT NULL,
+	idx        INTEGER NOT NULL CHECK (idx >= 0),
+	inbox_id   INTEGER REFERENCES channel_inbox (id) ON DELETE CASCADE,
+	key        TEXT    NOT NULL,
+	channel    TEXT    NOT NULL,
+	account_id TEXT    NOT NULL,
+	target     TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	plain      TEXT    NOT NULL,
+	reply_to   TEXT    NOT NULL DEFAULT '',
+	state      TEXT    NOT NULL,
+	message_id TEXT    NOT NULL DEFAULT '',
+	error      TEXT    NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (batch, idx)
+) WITHOUT ROWID;
+CREATE INDEX channel_outbox_inbox   ON channel_outbox (inbox_id) WHERE inbox_id IS NOT NULL;
+CREATE INDEX channel_outbox_sending ON channel_outbox (channel, account_id) WHERE state = 'sending';
+CREATE INDEX channel_outbox_age     ON channel_outbox (channel, account_id, created_at) WHERE inbox_id IS NULL;
+
+CREATE TABLE channel_pairing_requests (
+	channel      TEXT    NOT NULL,
+	account_id   TEXT    NOT NULL,
+	sender_id    TEXT    NOT NULL,
+	code         TEXT    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	last_seen_at INTEGER NOT NULL,
+	meta_json    TEXT    NOT NULL DEFAULT '{}',
+	PRIMARY KEY (channel, account_id, sender_id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX channel_pairing_codes ON channel_pairing_requests (channel, code);
+
+CREATE TABLE channel_pairing_allow_entries (
+	channel     TEXT    NOT NULL,
+	account_id  TEXT    NOT NULL,
+	sender_id   TEXT    NOT NULL,
+	approved_at INTEGER NOT NULL,
+	PRIMARY KEY (channel, account_id, sender_id)
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.
