@@ -467,9 +467,9 @@ type InboxBounds struct {
 var DefaultInboxBounds = InboxBounds{MaxAge: 30 * 24 * time.Hour, PerAccount: 1000}
 
 // PruneInbox deletes an account's finished messages (and their chunks)
-// older than b.MaxAge or beyond the newest b.PerAccount, and its sends
-// older than b.MaxAge. Open messages (received, running, answered) are
-// never pruned, nor is pending history younger than b.MaxAge.
+// older than b.MaxAge or beyond the newest b.PerAccount. Open messages (received, running, answered) are
+// never pruned, nor is pending history younger than b.MaxAge. Sends
+// (QueueSend) are kept as long and as many (in chunks).
 func (db *DB) PruneInbox(ctx context.Context, ch, account string, b InboxBounds) (int, error) {
 	cutoff := ms(db.now().Add(-b.MaxAge))
 	var n int64
@@ -482,8 +482,11 @@ func (db *DB) PruneInbox(ctx context.Context, ch, account string, b InboxBounds)
 			return err
 		}
 		n, _ = res.RowsAffected()
-		_, err = tx.ExecContext(ctx, `DELETE FROM channel_outbox WHERE inbox_id IS NULL AND channel = ? AND account_id = ?
-			AND created_at < ?`, ch, account, cutoff)
+		// Sends (their idempotency keys) are kept as long, and as many
+		// chunks; a batch's chunks share created_at, so none is cut in two.
+		_, err = tx.ExecContext(ctx, `DELETE FROM channel_outbox WHERE inbox_id IS NULL AND channel = ?1 AND account_id = ?2
+			AND (created_at < ?3 OR created_at < (SELECT created_at FROM channel_outbox WHERE inbox_id IS NULL
+				AND channel = ?1 AND account_id = ?2 ORDER BY created_at DESC LIMIT 1 OFFSET ?4))`, ch, account, cutoff, b.PerAccount)
 		return err
 	})
 	if err != nil {

@@ -269,6 +269,23 @@ func TestPruneInbox(t *testing.T) {
 	if _, fresh, _ := db.AcceptInbound(ctx, env("4", "d4")); fresh {
 		t.Error("a remembered message was accepted again")
 	}
+
+	// Sends: the newest PerAccount chunks stay, and the rest of their batches.
+	for i := range 4 {
+		db.Now = fixedClock(now.Add(time.Duration(i) * time.Second))
+		chunks := []Chunk{{Channel: "telegram", AccountID: "default"}, {Channel: "telegram", AccountID: "default"}}
+		if _, _, err := db.QueueSend(ctx, fmt.Sprint("send-", i), chunks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.PruneInbox(ctx, "telegram", "default", InboxBounds{MaxAge: 30 * 24 * time.Hour, PerAccount: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{0, 0, 2, 2} { // the newest 3 chunks, rounded up to whole batches
+		if c, _ := db.Chunks(ctx, "send:"+fmt.Sprint("send-", i)); len(c) != want {
+			t.Errorf("send %d: %d chunks kept, want %d", i, len(c), want)
+		}
+	}
 }
 
 // TestAcceptInboundConcurrently races redeliveries of the same messages
