@@ -73,13 +73,6 @@ type Prober interface {
 	Probe(ctx context.Context) error
 }
 
-// GroupPrivacy is implemented by a Transport that knows whether the
-// platform hides group messages from the bot (Telegram privacy mode:
-// getMe.can_read_all_group_messages false). known is false until checked.
-type GroupPrivacy interface {
-	GroupPrivacy() (restricted, known bool)
-}
-
 // Options configure a Hub.
 type Options struct {
 	Tenant string // for messages and the token registry; "_" for the operator's

@@ -466,7 +466,7 @@ func TestStatusIssues(t *testing.T) {
 	ctx := testCtx(t)
 	r := newRig(t)
 	r.private = true
-	r.apply(`{channels: {telegram: {accounts: {a: {botToken: "x"}, bad: {botToken: "bad"}}, groups: {"-1": {requireMention: false}}}}}`)
+	r.apply(`{channels: {telegram: {accounts: {a: {botToken: "x"}, bad: {botToken: "bad"}}}}}`)
 	rep := r.hub.Status(ctx, true)
 	var kinds []string
 	for _, i := range rep.Issues {
@@ -475,12 +475,6 @@ func TestStatusIssues(t *testing.T) {
 	slices.Sort(kinds)
 	if !slices.Equal(kinds, []string{"a:permissions", "bad:runtime"}) {
 		t.Errorf("issues %v", kinds)
-	}
-	// Privacy mode is not reported when no group reads unmentioned
-	// messages (#17405).
-	r.apply(`{channels: {telegram: {accounts: {a: {botToken: "x"}}, groups: {"-1": {requireMention: true}}}}}`)
-	if rep := r.hub.Status(ctx, true); len(rep.Issues) != 0 {
-		t.Errorf("issues %+v", rep.Issues)
 	}
 }
 

@@ -86,7 +86,7 @@ type transport struct {
 	running    chan struct{}
 	idempotent bool
 	botID      string
-	private    bool // Telegram privacy mode on
+	private    bool // reports a privacy-mode issue, as the Telegram adapter does
 }
 
 func (tr *transport) Run(ctx context.Context, accept channel.Accept) error {
@@ -132,12 +132,14 @@ func (tr *transport) Typing(ctx context.Context, t channel.Target) error {
 }
 
 func (tr *transport) Status() channel.Status {
-	return channel.Status{Mode: "test", Connected: true, BotID: tr.botID}
+	st := channel.Status{Mode: "test", Connected: true, BotID: tr.botID}
+	if tr.private {
+		st.Issues = []channel.Issue{{Kind: "permissions", Message: "privacy mode is on"}}
+	}
+	return st
 }
 
 func (tr *transport) IdempotentSends() bool { return tr.idempotent }
-
-func (tr *transport) GroupPrivacy() (bool, bool) { return tr.private, true }
 
 // inject delivers an inbound message as the platform would: it is
 // acknowledged when accept returns nil.

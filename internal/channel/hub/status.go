@@ -37,9 +37,9 @@ const maxIssues = 50
 
 // Status reports every configured account, sorted, and what is wrong:
 // the config's issues (the shared-DM warning among them), each adapter's
-// own, an account that could not start, and Telegram privacy mode when a
-// group needs to read unmentioned messages (R11.8). With probe, adapters
-// that can check their account (Prober) do so first.
+// own (Telegram's privacy mode when a group reads unmentioned messages,
+// R11.8, is the Telegram adapter's), and an account that could not start.
+// With probe, adapters that can check their account (Prober) do so first.
 func (h *Hub) Status(ctx context.Context, probe bool) Report {
 	h.mu.Lock()
 	accs := make([]*account, 0, len(h.accounts))
@@ -85,13 +85,6 @@ func (acc *account) report(ctx context.Context, probe bool) (AccountReport, []Is
 		for _, i := range rep.Status.Issues {
 			add(i)
 		}
-		if g, ok := t.(GroupPrivacy); ok {
-			if restricted, known := g.GroupPrivacy(); known && restricted && readsUnmentioned(acc.a) {
-				add(channel.Issue{Kind: "permissions",
-					Message: "Telegram privacy mode is on: the bot does not see group messages that do not mention it, but a group has requireMention false",
-					Fix:     "in @BotFather: /setprivacy → Disable for this bot, then remove and re-add it to the group"})
-			}
-		}
 	}
 	if err != nil {
 		rep.LastError = err.Error()
@@ -102,14 +95,4 @@ func (acc *account) report(ctx context.Context, probe bool) (AccountReport, []Is
 		add(channel.Issue{Kind: kind, Message: err.Error()})
 	}
 	return rep, issues
-}
-
-// readsUnmentioned says a group of a is set to answer without a mention.
-func readsUnmentioned(a Account) bool {
-	for _, req := range a.RequireMention {
-		if !req {
-			return true
-		}
-	}
-	return false
 }
