@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -107,6 +108,12 @@ type Outbound struct {
 type Sent struct {
 	MessageID string `json:"messageId"`
 }
+
+// ErrUnconfirmed is wrapped by a Send error when the request may have
+// reached the platform (sent, but no answer came): the chunk is recorded
+// unconfirmed, not failed, is never sent again blindly (R8.12), and the
+// chunks after it are still delivered.
+var ErrUnconfirmed = errors.New("send unconfirmed: the platform may have delivered it")
 
 // Accept takes an inbound message. It returns once the message is stored
 // durably; a Transport acknowledges the event to the platform (advances

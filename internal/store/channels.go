@@ -416,10 +416,12 @@ func (db *DB) BeginSend(ctx context.Context, batch string, idx int) error {
 }
 
 // EndSend records what the platform answered to a chunk being sent: its
-// message id (sent), no id (unconfirmed: R8.12, it may have been posted)
-// or an error (failed).
+// message id (sent), no id or an error wrapping channel.ErrUnconfirmed
+// (unconfirmed: R8.12, it may have been posted) or another error (failed).
 func (db *DB) EndSend(ctx context.Context, batch string, idx int, messageID string, sendErr error) error {
 	switch {
+	case errors.Is(sendErr, channel.ErrUnconfirmed):
+		return db.setChunk(ctx, batch, idx, SendSending, SendUnconfirmed, "", sendErr.Error())
 	case sendErr != nil:
 		return db.setChunk(ctx, batch, idx, SendSending, SendFailed, "", sendErr.Error())
 	case messageID == "":

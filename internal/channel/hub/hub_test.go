@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -540,6 +541,55 @@ func TestPrompt(t *testing.T) {
 				if strings.Contains(got, w) {
 					t.Errorf("prompt has %q:\n%s", w, got)
 				}
+			}
+		})
+	}
+}
+
+// TestSendErrors: a chunk the platform may have taken (an error wrapping
+// channel.ErrUnconfirmed) is not resent and the rest follow; a chunk that
+// failed ends the answer.
+func TestSendErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		posted []string
+		final  store.InboxState
+		states []store.SendState
+	}{
+		{"unconfirmed", fmt.Errorf("telegram: no answer: %w", channel.ErrUnconfirmed),
+			[]string{"aaaaaaaaaa", "bbbbbbbbbb", "cccccccccc"}, store.InboxDelivered,
+			[]store.SendState{store.SendSent, store.SendUnconfirmed, store.SendSent}},
+		{"failed", errors.New("400 chat not found"),
+			[]string{"aaaaaaaaaa", "bbbbbbbbbb"}, store.InboxFailed,
+			[]store.SendState{store.SendSent, store.SendFailed, store.SendPending}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			r := newRig(t)
+			r.turns.answer = func(TurnRequest) string { return "aaaaaaaaaabbbbbbbbbbcccccccccc" }
+			r.p.hold = func(ctx context.Context, m channel.Outbound) error {
+				if strings.HasPrefix(m.Text, "b") {
+					return tt.err
+				}
+				return nil
+			}
+			r.apply(`{channels: {telegram: {botToken: "t", dmPolicy: "open", allowFrom: ["*"], textChunkLimit: 10}}}`)
+			r.tr("default").inject(ctx, t, dm("111", "1"))
+			if ev := r.settled(ctx, 1); ev[0].State != tt.final {
+				t.Errorf("message %s, want %s", ev[0].State, tt.final)
+			}
+			if got := r.p.texts(); !slices.Equal(got, tt.posted) {
+				t.Errorf("posted %q, want %q", got, tt.posted)
+			}
+			chunks, _ := r.db.Chunks(ctx, store.AnswerBatch(1))
+			var got []store.SendState
+			for _, c := range chunks {
+				got = append(got, c.State)
+			}
+			if !slices.Equal(got, tt.states) {
+				t.Errorf("chunk states %v, want %v", got, tt.states)
 			}
 		})
 	}

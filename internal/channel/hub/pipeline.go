@@ -230,8 +230,9 @@ func (acc *account) delivered(id int64, err error) error {
 }
 
 // deliver sends the pending chunks of batch in order, each marked sending
-// before the platform is called. A chunk sent or unconfirmed is skipped;
-// a failed one ends the batch (what follows it would read out of order).
+// before the platform is called. A chunk sent or unconfirmed is skipped,
+// and one the platform leaves unconfirmed does not stop the rest; a
+// failed one ends the batch (what follows it would read out of order).
 func (acc *account) deliver(ctx context.Context, batch string) error {
 	st := acc.h.o.Store
 	chunks, err := st.Chunks(ctx, batch)
@@ -262,7 +263,7 @@ func (acc *account) deliver(ctx context.Context, batch string) error {
 		if rerr := st.EndSend(context.WithoutCancel(ctx), batch, c.Index, sent.MessageID, err); rerr != nil {
 			return rerr
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, channel.ErrUnconfirmed) {
 			return fmt.Errorf("chunk %d: %w", c.Index, err)
 		}
 	}
