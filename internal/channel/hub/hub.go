@@ -132,8 +132,11 @@ var ErrClosed = errors.New("channels: the hub is closed")
 // start (a token in use elsewhere, an adapter that refuses its settings)
 // is reported by Status, not returned: the others still run.
 func (h *Hub) Apply(cfg *config.Config) error {
-	if cfg == nil {
+	switch {
+	case cfg == nil:
 		return errors.New("applying channel config: no config")
+	case h.o.Store == nil || h.o.Turns == nil || h.o.Transports == nil:
+		return errors.New("applying channel config: the hub needs a store, turns and transports")
 	}
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
