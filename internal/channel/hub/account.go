@@ -238,7 +238,7 @@ func (acc *account) drain(conv string) bool {
 
 // errStopped says the account stopped while a message was processed: it
 // is left where it was, for the next start.
-var errStopped = errors.New("the account stopped")
+var errStopped = errors.New("cut short: the account stopped or the request ended")
 
 // turnKey names an inbound message across attempts.
 func (acc *account) turnKey(id int64) string {
