@@ -169,7 +169,7 @@ func (h *Hub) Apply(cfg *config.Config) error {
 		a.stop()
 	}
 	for _, a := range start {
-		h.start(a, !a.Enabled)
+		h.start(a, !enabled(a))
 	}
 	return nil
 }
@@ -200,7 +200,7 @@ func (h *Hub) Start(channelID, accountID string) error {
 	if acc.isRunning() {
 		return nil
 	}
-	if !acc.a.Enabled {
+	if !enabled(acc.a) {
 		return fmt.Errorf("channels.start: %s account %q is disabled in the config", channelID, accountID)
 	}
 	acc.stop()

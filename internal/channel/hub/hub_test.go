@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"talon/internal/channel"
 	"talon/internal/store"
@@ -166,8 +166,8 @@ func TestKillMidDelivery(t *testing.T) {
 			ctx := testCtx(t)
 			r := newRig(t)
 			r.idem = idem
-			cfg := `{channels: {telegram: {botToken: "t", dmPolicy: "open", allowFrom: ["*"], textChunkLimit: 10}}}`
-			r.turns.answer = func(TurnRequest) string { return "aaaaaaaaaabbbbbbbbbbcccccccccc" }
+			cfg := `{channels: {telegram: {botToken: "t", dmPolicy: "open", allowFrom: ["*"], textChunkLimit: 100}}}`
+			r.turns.answer = func(TurnRequest) string { return threeParas }
 			inFlight := make(chan struct{})
 			r.p.hold = func(ctx context.Context, m channel.Outbound) error {
 				if strings.HasPrefix(m.Text, "b") && r.turns.count() == 1 {
@@ -182,7 +182,7 @@ func TestKillMidDelivery(t *testing.T) {
 			<-inFlight
 			r.restart(cfg)
 			r.settled(ctx, 1)
-			want := []string{"aaaaaaaaaa", "bbbbbbbbbb", "cccccccccc"}
+			want := []string{para("a"), para("b"), para("c")}
 			if got := r.p.texts(); !slices.Equal(got, want) {
 				t.Errorf("posted %q, want each chunk once: %q", got, want)
 			}
@@ -224,9 +224,29 @@ func TestKillBeforeProcessing(t *testing.T) {
 	}
 }
 
+// para is a paragraph of 80 copies of c; threeParas, cut at 100
+// characters, is one chunk per paragraph.
+func para(c string) string { return strings.Repeat(c, 80) }
+
+var threeParas = para("a") + "\n\n" + para("b") + "\n\n" + para("c")
+
 const pairingCfg = `{channels: {telegram: {botToken: "t", dmPolicy: "pairing"}}}`
 
-var codeRE = regexp.MustCompile("Pairing code: `([A-Z2-9]{8})`")
+// codeOf is the pending code of a sender, as `talon pairing list` reads it.
+func codeOf(ctx context.Context, t *testing.T, db *store.DB, sender string) string {
+	t.Helper()
+	rs, err := db.PairingRequests(ctx, "telegram", "default", time.UnixMilli(1_700_000_000_000), chPairingTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.SenderID == sender {
+			return r.Code
+		}
+	}
+	t.Fatalf("no pending request of %s", sender)
+	return ""
+}
 
 // TestPairing is conformance vector 8 and the approval from another
 // process seen by the next message without a restart.
@@ -244,9 +264,9 @@ func TestPairing(t *testing.T) {
 			t.Fatalf("after sender %s: %d posts", s, n)
 		}
 	}
-	first := codeRE.FindStringSubmatch(r.p.texts()[0])
-	if first == nil || !strings.Contains(r.p.texts()[0], "talon pairing approve telegram "+first[1]) {
-		t.Fatalf("pairing reply without code or command: %q", r.p.texts()[0])
+	code := codeOf(ctx, t, r.db, "1")
+	if reply := r.p.texts()[0]; !strings.Contains(reply, "talon pairing approve telegram "+code) || !strings.Contains(reply, "1") {
+		t.Fatalf("pairing reply without the sender's id, code or command: %q", reply)
 	}
 	// Vector 8: a 4th sender gets nothing; the 1st again gets nothing new.
 	tr.inject(ctx, t, dm("4", "p4"))
@@ -264,7 +284,7 @@ func TestPairing(t *testing.T) {
 	if err != nil || len(list.Requests) != 3 || list.Limits.PendingPerAccount != 3 {
 		t.Fatalf("Pairing list = %+v, %v", list, err)
 	}
-	if b := fmt.Sprint(list); strings.Contains(b, first[1]) {
+	if b := fmt.Sprint(list); strings.Contains(b, code) {
 		t.Errorf("the listing exposes a code: %s", b)
 	}
 
@@ -274,7 +294,7 @@ func TestPairing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	if _, err := cli.ApprovePairing(ctx, store.PairingMatch{Channel: "telegram", Code: first[1]}, r.clock.Now(), chPairingTTL); err != nil {
+	if _, err := cli.ApprovePairing(ctx, store.PairingMatch{Channel: "telegram", Code: code}, r.clock.Now(), chPairingTTL); err != nil {
 		t.Fatal(err)
 	}
 	tr.inject(ctx, t, dm("1", "after"))
@@ -309,7 +329,7 @@ func TestPairing(t *testing.T) {
 	// The freed slots let the 4th sender ask again.
 	tr.inject(ctx, t, dm("4", "p4-again"))
 	r.settled(ctx, 1)
-	if got := r.p.texts(); !codeRE.MatchString(got[len(got)-1]) {
+	if got := r.p.texts(); !strings.Contains(got[len(got)-1], codeOf(ctx, t, r.db, "4")) {
 		t.Errorf("4th sender after slots freed: %q", got[len(got)-1])
 	}
 }
@@ -400,20 +420,21 @@ func TestApplyRestartsOnlyChangedAccounts(t *testing.T) {
 	ctx := testCtx(t)
 	r := newRig(t)
 	two := `{channels: {telegram: {dmPolicy: "open", allowFrom: ["*"], accounts: {a: {botToken: "ta"}, b: {botToken: "tb"}}}}}`
+	r.turns.answer = func(TurnRequest) string { return threeParas }
 	r.apply(two)
 	a, b := r.tr("a"), r.tr("b")
 	r.apply(two) // unchanged: nothing restarts
 	if r.built != 2 {
 		t.Fatalf("%d transports built, want 2", r.built)
 	}
-	changed := `{channels: {telegram: {dmPolicy: "open", allowFrom: ["*"], accounts: {a: {botToken: "ta"}, b: {botToken: "tb", textChunkLimit: 5}}}}}`
+	changed := `{channels: {telegram: {dmPolicy: "open", allowFrom: ["*"], accounts: {a: {botToken: "ta"}, b: {botToken: "tb", textChunkLimit: 100}}}}}`
 	r.apply(changed)
 	if r.built != 3 || r.tr("a") != a || r.tr("b") == b {
 		t.Fatalf("after changing b: built %d, a kept %v, b rebuilt %v", r.built, r.tr("a") == a, r.tr("b") != b)
 	}
 	r.tr("b").inject(ctx, t, dm("1", "x"))
 	r.settled(ctx, 1)
-	if got := r.p.texts(); len(got) < 3 || slices.ContainsFunc(got, func(s string) bool { return len(s) > 5 }) {
+	if got := r.p.texts(); len(got) != 3 {
 		t.Errorf("b's new chunk limit not applied: %q", got)
 	}
 	r.apply(`{channels: {telegram: {dmPolicy: "open", allowFrom: ["*"], accounts: {a: {botToken: "ta"}}}}}`)
@@ -558,24 +579,24 @@ func TestSendErrors(t *testing.T) {
 		states []store.SendState
 	}{
 		{"unconfirmed", fmt.Errorf("telegram: no answer: %w", channel.ErrUnconfirmed),
-			[]string{"aaaaaaaaaa", "bbbbbbbbbb", "cccccccccc"}, store.InboxDelivered,
+			[]string{para("a"), para("b"), para("c")}, store.InboxDelivered,
 			[]store.SendState{store.SendSent, store.SendUnconfirmed, store.SendSent}},
 		{"failed", errors.New("400 chat not found"),
-			[]string{"aaaaaaaaaa", "bbbbbbbbbb"}, store.InboxFailed,
+			[]string{para("a"), para("b")}, store.InboxFailed,
 			[]store.SendState{store.SendSent, store.SendFailed, store.SendPending}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			r := newRig(t)
-			r.turns.answer = func(TurnRequest) string { return "aaaaaaaaaabbbbbbbbbbcccccccccc" }
+			r.turns.answer = func(TurnRequest) string { return threeParas }
 			r.p.hold = func(ctx context.Context, m channel.Outbound) error {
 				if strings.HasPrefix(m.Text, "b") {
 					return tt.err
 				}
 				return nil
 			}
-			r.apply(`{channels: {telegram: {botToken: "t", dmPolicy: "open", allowFrom: ["*"], textChunkLimit: 10}}}`)
+			r.apply(`{channels: {telegram: {botToken: "t", dmPolicy: "open", allowFrom: ["*"], textChunkLimit: 100}}}`)
 			r.tr("default").inject(ctx, t, dm("111", "1"))
 			if ev := r.settled(ctx, 1); ev[0].State != tt.final {
 				t.Errorf("message %s, want %s", ev[0].State, tt.final)

@@ -41,24 +41,19 @@ func (acc *account) process(r store.Inbound) error {
 	return nil
 }
 
-// own says e is the bot's own message, or another bot's the account does
-// not admit (R2.1 step 1).
-func (acc *account) own(e channel.Envelope) (bool, string) {
-	if id := acc.transport().Status().BotID; id != "" && e.Sender.ID == id {
-		return true, "own_message"
-	}
-	if e.Sender.IsBot && !acc.a.AllowBots {
-		return true, "bot_not_allowed"
-	}
-	return false, ""
+// own says e is the bot's own message (R2.1 step 1), which an adapter
+// should have dropped already; other bots are the gates' (allowBots).
+func (acc *account) own(e channel.Envelope) bool {
+	id := acc.transport().Status().BotID
+	return id != "" && e.Sender.ID == id
 }
 
 // gate runs the gates and the route of a received message: dropped,
 // kept as history, a pairing request, or its turn.
 func (acc *account) gate(r store.Inbound) error {
 	st, e := acc.h.o.Store, r.Envelope
-	if drop, why := acc.own(e); drop {
-		return acc.finish(r.ID, store.InboxReceived, store.InboxDropped, why)
+	if acc.own(e) {
+		return acc.finish(r.ID, store.InboxReceived, store.InboxDropped, "own_message")
 	}
 	var paired []string
 	if needsPairingStore(acc.a, e) {
@@ -67,7 +62,7 @@ func (acc *account) gate(r store.Inbound) error {
 			return acc.stopped(err)
 		}
 	}
-	d := admit(acc.a, e, paired)
+	d := admit(acc.h.config(), acc.a, e, paired)
 	switch {
 	case d.Pairing:
 		return acc.pair(r)
@@ -117,7 +112,7 @@ func (acc *account) pair(r store.Inbound) error {
 	}
 	ask := store.PairingAsk{Channel: acc.a.Channel, AccountID: acc.a.ID, SenderID: e.Sender.ID, Meta: meta,
 		Now: h.o.Clock.Now(), TTL: chPairingTTL, Cap: chPendingPerAccount,
-		NewCode: func() (string, error) { return chPairingCode(h.o.Rand) }}
+		NewCode: func() (string, error) { return newCode(h.o.Rand) }}
 	build := func(req store.PairingRequest) ([]store.Chunk, error) {
 		text := chPairingReply(acc.a.Channel, req.SenderID, req.Code, req.CreatedAt.Add(chPairingTTL))
 		chunks := render(acc.a, text, channel.Target{Peer: e.Peer, ThreadID: e.ThreadID})

@@ -3,6 +3,7 @@ package hub
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"io"
 	"strconv"
 
 	"talon/internal/channel"
@@ -23,9 +24,16 @@ type Route = chRoute
 // accountsOf resolves the accounts of cfg and what is wrong with them,
 // the shared-DM warning included (improvement 1).
 func accountsOf(cfg *config.Config) ([]Account, []channel.Issue) {
-	accounts, issues := chAccounts(cfg)
-	return accounts, append(issues, chSharedDMIssues(cfg, accounts)...)
+	var accounts []Account
+	for _, ch := range []string{"telegram", "slack", "discord"} {
+		accounts = append(accounts, chAccounts(cfg, ch)...)
+	}
+	return accounts, chSharedDMIssues(cfg)
 }
+
+// enabled says the account may run: Apply keeps a disabled one listed,
+// stopped.
+func enabled(a Account) bool { return a.Enabled }
 
 // tokenOf is the credential that identifies an account's bot to its
 // platform: one connection per token in the process.
@@ -33,8 +41,8 @@ func tokenOf(a Account) string { return a.Token }
 
 // admit runs the gates of R2.1 steps 3–4 with the pairing store's
 // approved senders.
-func admit(a Account, e channel.Envelope, paired []string) chDecision {
-	return chAdmit(a, e, paired)
+func admit(cfg *config.Config, a Account, e channel.Envelope, paired []string) chDecision {
+	return chAdmit(cfg, a, e, paired)
 }
 
 // needsPairingStore says whether the gate reads the pairing store for e:
@@ -44,7 +52,16 @@ func needsPairingStore(a Account, e channel.Envelope) bool {
 }
 
 func route(cfg *config.Config, a Account, e channel.Envelope) (Route, error) {
-	return chResolve(cfg, a, e)
+	return chResolve(cfg, e, "")
+}
+
+// newCode draws a pairing code from r (crypto/rand in production).
+func newCode(r io.Reader) (string, error) {
+	b := make([]byte, chPairingCodeLen)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	return chPairingCode(b), nil
 }
 
 func historyLimit(a Account) int { return min(max(a.HistoryLimit, 0), 200) }

@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -82,14 +81,14 @@ func rest(r *config.Raw) *config.Value {
 	return r.Value
 }
 
-// chAccounts is channel.Accounts: the configured accounts of the
-// channels the hub knows, sorted, and what is wrong with them.
-func chAccounts(cfg *config.Config) ([]chAccount, []channel.Issue) {
+// chAccounts is channel.Accounts: the configured accounts of a
+// channel, sorted.
+func chAccounts(cfg *config.Config, name string) []chAccount {
 	var out []chAccount
-	for _, name := range []string{"telegram", "slack", "discord"} {
+	{
 		ch, ok := cfg.Channels[name]
 		if !ok {
-			continue
+			return nil
 		}
 		root := rest(ch.Rest)
 		ids := []string{}
@@ -141,7 +140,7 @@ func chAccounts(cfg *config.Config) ([]chAccount, []channel.Issue) {
 			out = append(out, a)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // chDecision is channel.Decision.
@@ -155,7 +154,10 @@ type chDecision struct {
 // chAdmit is channel.Admit: DM policy with the pairing store's entries
 // (R5.1, R5.2), the room and sender gates (R5.7, R5.8) and mention
 // gating (R6.1, R6.2).
-func chAdmit(a chAccount, e channel.Envelope, paired []string) chDecision {
+func chAdmit(cfg *config.Config, a chAccount, e channel.Envelope, paired []string) chDecision {
+	if e.Sender.IsBot && !a.AllowBots {
+		return chDecision{Reason: "bot_not_allowed"}
+	}
 	if e.Peer.Kind == channel.Direct {
 		list := a.AllowFrom
 		if a.DMPolicy == "pairing" {
@@ -215,15 +217,18 @@ type chRoute struct {
 
 // chResolve is channel.Resolve: no bindings here, the default agent and
 // dmScope per-channel-peer.
-func chResolve(cfg *config.Config, a chAccount, e channel.Envelope) (chRoute, error) {
+func chResolve(cfg *config.Config, e channel.Envelope, defaultAgent string) (chRoute, error) {
 	agent := cfg.DefaultAgentID()
+	if defaultAgent != "" {
+		agent = defaultAgent
+	}
 	if agent == "" {
-		return chRoute{}, fmt.Errorf("AGENT_SELECTION_REQUIRED: add a binding for %s", a.Channel)
+		return chRoute{}, fmt.Errorf("AGENT_SELECTION_REQUIRED: add a binding for %s", e.Channel)
 	}
 	main := "agent:" + agent + ":main"
-	key := "agent:" + agent + ":" + a.Channel + ":" + string(e.Peer.Kind) + ":" + strings.ToLower(e.Peer.ID)
+	key := "agent:" + agent + ":" + e.Channel + ":" + string(e.Peer.Kind) + ":" + strings.ToLower(e.Peer.ID)
 	if e.Peer.Kind == channel.Direct {
-		key = "agent:" + agent + ":" + a.Channel + ":direct:" + strings.ToLower(e.Sender.ID)
+		key = "agent:" + agent + ":" + e.Channel + ":direct:" + strings.ToLower(e.Sender.ID)
 	}
 	if e.ThreadID != "" {
 		key += ":thread:" + strings.ToLower(e.ThreadID)
@@ -238,21 +243,17 @@ const (
 	chPairingCodeLen    = 8
 )
 
-// chPairingCode is channel.PairingCode (R7.1).
-func chPairingCode(r io.Reader) (string, error) {
-	var b [chPairingCodeLen]byte
-	var out [chPairingCodeLen]byte
-	for i := 0; i < chPairingCodeLen; {
-		if _, err := io.ReadFull(r, b[:1]); err != nil {
-			return "", err
-		}
-		if int(b[0]) >= 256-256%len(chPairingAlphabet) {
-			continue
-		}
-		out[i] = chPairingAlphabet[int(b[0])%len(chPairingAlphabet)]
-		i++
+// chPairingCode is channel.PairingCode (R7.1): 32 letters divide 256,
+// so a byte picks one without bias.
+func chPairingCode(random []byte) string {
+	if len(random) < chPairingCodeLen {
+		return ""
 	}
-	return string(out[:]), nil
+	out := make([]byte, chPairingCodeLen)
+	for i := range out {
+		out[i] = chPairingAlphabet[int(random[i])%len(chPairingAlphabet)]
+	}
+	return string(out)
 }
 
 // chRequestID is channel.RequestID (R7.8).
@@ -269,7 +270,7 @@ func chPairingReply(ch, senderID, code string, expires time.Time) string {
 
 // chSharedDMIssues is channel.SharedDMIssues (improvement 1): this
 // stand-in has no dmScope, so it finds nothing.
-func chSharedDMIssues(cfg *config.Config, accounts []chAccount) []channel.Issue { return nil }
+func chSharedDMIssues(cfg *config.Config) []channel.Issue { return nil }
 
 // fmtOptions is format.Options.
 type fmtOptions struct {
@@ -291,16 +292,23 @@ func fmtDefaults(ch string) fmtOptions {
 // fmtChunk is format.Chunk.
 type fmtChunk struct{ Text, Plain string }
 
-// fmtChunks is format.Chunks: plain text cut at rune boundaries.
+// fmtChunks is format.Chunks: plain text cut at the last paragraph
+// break that fits, else at a rune boundary.
 func fmtChunks(s string, o fmtOptions) []fmtChunk {
 	var out []fmtChunk
-	for s != "" {
+	for s = strings.TrimSpace(s); s != ""; {
 		n := min(len(s), max(o.Limit, 1))
+		if n < len(s) {
+			if i := strings.LastIndex(s[:n], "\n\n"); i > 0 {
+				n = i
+			}
+		}
 		for n < len(s) && !utf8.RuneStart(s[n]) {
 			n--
 		}
-		out = append(out, fmtChunk{Text: s[:n], Plain: s[:n]})
-		s = s[n:]
+		c := strings.TrimSpace(s[:n])
+		out = append(out, fmtChunk{Text: c, Plain: c})
+		s = strings.TrimSpace(s[n:])
 	}
 	return out
 }
