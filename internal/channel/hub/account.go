@@ -44,7 +44,11 @@ func newAccount(h *Hub, a Account) *account {
 // process left mid-way, and starts receiving and resuming.
 func (acc *account) run() error {
 	h, a := acc.h, acc.a
-	release, err := h.o.Tokens.Claim(a.Channel, tokenOf(a), h.owner(a))
+	token, err := tokenOf(a, h.o.Env)
+	if err != nil {
+		return acc.fail(fmt.Errorf("starting %s: %w", h.owner(a), err))
+	}
+	release, err := h.o.Tokens.Claim(a.Channel, token, h.owner(a))
 	if err != nil {
 		return acc.fail(err)
 	}

@@ -82,9 +82,13 @@ type Options struct {
 	// channel's constructor with its guarded http.Client.
 	Transports func(a Account) (channel.Transport, error)
 	Tokens     *Tokens // the process's; nil for a registry of this hub's own
-	Log        *slog.Logger
-	Clock      Clock     // nil for the real one
-	Rand       io.Reader // pairing codes; nil for crypto/rand
+	// Env is the environment the config's secrets are read from (the
+	// tenant's own config env; the operator's process environment only
+	// for the operator's tenant), for the token registry.
+	Env   func(string) string
+	Log   *slog.Logger
+	Clock Clock     // nil for the real one
+	Rand  io.Reader // pairing codes; nil for crypto/rand
 }
 
 // Hub is one tenant's channel runtime.
@@ -169,7 +173,7 @@ func (h *Hub) Apply(cfg *config.Config) error {
 		a.stop()
 	}
 	for _, a := range start {
-		h.start(a, !enabled(a))
+		h.start(a, false)
 	}
 	return nil
 }
@@ -199,9 +203,6 @@ func (h *Hub) Start(channelID, accountID string) error {
 	}
 	if acc.isRunning() {
 		return nil
-	}
-	if !enabled(acc.a) {
-		return fmt.Errorf("channels.start: %s account %q is disabled in the config", channelID, accountID)
 	}
 	acc.stop()
 	h.start(acc.a, false)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"talon/internal/channel"
 	"talon/internal/store"
@@ -63,20 +64,20 @@ func (h *Hub) view(r store.PairingRequest) PairingRequest {
 	json.Unmarshal(r.Meta, &meta)
 	lbl := label(channel.Sender{ID: r.SenderID, Username: meta.Username, Name: meta.Name})
 	_, err := h.account(r.Channel, r.AccountID)
-	return PairingRequest{RequestID: chRequestID(r.Channel, r.AccountID, r.SenderID, r.CreatedAt),
+	return PairingRequest{RequestID: channel.RequestID(r.Channel, r.AccountID, r.SenderID, r.CreatedAt),
 		Channel: r.Channel, AccountID: r.AccountID, SenderID: r.SenderID, SenderLabel: lbl, Metadata: r.Meta,
 		CreatedAt: r.CreatedAt.UnixMilli(), LastSeenAt: r.LastSeenAt.UnixMilli(),
-		ExpiresAt: r.CreatedAt.Add(chPairingTTL).UnixMilli(), NotifySupported: err == nil}
+		ExpiresAt: r.CreatedAt.Add(channel.PairingTTL).UnixMilli(), NotifySupported: err == nil}
 }
 
 // Pairing lists the pending requests of a channel and account ("" for
 // all), expired ones pruned.
 func (h *Hub) Pairing(ctx context.Context, channelID, accountID string) (PairingList, error) {
-	rs, err := h.o.Store.PairingRequests(ctx, channelID, accountID, h.o.Clock.Now(), chPairingTTL)
+	rs, err := h.o.Store.PairingRequests(ctx, channelID, accountID, h.o.Clock.Now(), channel.PairingTTL)
 	if err != nil {
 		return PairingList{}, fmt.Errorf("channels.pairing.list: %w", err)
 	}
-	out := PairingList{Requests: []PairingRequest{}, Limits: PairingLimits{chPendingPerAccount, chPairingTTL.Milliseconds()}}
+	out := PairingList{Requests: []PairingRequest{}, Limits: PairingLimits{channel.PendingPerAccount, channel.PairingTTL.Milliseconds()}}
 	for _, r := range rs {
 		out.Requests = append(out.Requests, h.view(r))
 	}
@@ -88,12 +89,12 @@ func (h *Hub) find(ctx context.Context, channelID, accountID, requestID string) 
 	if channelID == "" || accountID == "" || requestID == "" {
 		return store.PairingRequest{}, errors.New("channel, accountId and requestId are required")
 	}
-	rs, err := h.o.Store.PairingRequests(ctx, channelID, accountID, h.o.Clock.Now(), chPairingTTL)
+	rs, err := h.o.Store.PairingRequests(ctx, channelID, accountID, h.o.Clock.Now(), channel.PairingTTL)
 	if err != nil {
 		return store.PairingRequest{}, err
 	}
 	for _, r := range rs {
-		if chRequestID(r.Channel, r.AccountID, r.SenderID, r.CreatedAt) == requestID {
+		if channel.RequestID(r.Channel, r.AccountID, r.SenderID, r.CreatedAt) == strings.TrimSpace(requestID) {
 			return r, nil
 		}
 	}
@@ -109,7 +110,7 @@ func (h *Hub) ApprovePairing(ctx context.Context, channelID, accountID, requestI
 		return PairingDecision{}, fmt.Errorf("channels.pairing.approve: %w", err)
 	}
 	m := store.PairingMatch{Channel: r.Channel, AccountID: r.AccountID, SenderID: r.SenderID}
-	if _, err := h.o.Store.ApprovePairing(ctx, m, h.o.Clock.Now(), chPairingTTL); err != nil {
+	if _, err := h.o.Store.ApprovePairing(ctx, m, h.o.Clock.Now(), channel.PairingTTL); err != nil {
 		return PairingDecision{}, fmt.Errorf("channels.pairing.approve: %w", err)
 	}
 	out := PairingDecision{RequestID: requestID, SenderID: r.SenderID, Notification: NotifyNotRequested}
@@ -142,7 +143,7 @@ func (h *Hub) DismissPairing(ctx context.Context, channelID, accountID, requestI
 		return PairingDecision{}, fmt.Errorf("channels.pairing.dismiss: %w", err)
 	}
 	m := store.PairingMatch{Channel: r.Channel, AccountID: r.AccountID, SenderID: r.SenderID}
-	if _, err := h.o.Store.DismissPairing(ctx, m, h.o.Clock.Now(), chPairingTTL); err != nil {
+	if _, err := h.o.Store.DismissPairing(ctx, m, h.o.Clock.Now(), channel.PairingTTL); err != nil {
 		return PairingDecision{}, fmt.Errorf("channels.pairing.dismiss: %w", err)
 	}
 	return PairingDecision{RequestID: requestID, SenderID: r.SenderID}, nil

@@ -24,7 +24,7 @@ func (acc *account) process(r store.Inbound) error {
 	case store.InboxReceived:
 		return acc.gate(r)
 	case store.InboxRunning:
-		rt, err := route(acc.h.config(), acc.a, r.Envelope)
+		rt, err := route(acc.h.config(), r.Envelope)
 		if err != nil {
 			rt = Route{}
 		}
@@ -72,7 +72,7 @@ func (acc *account) gate(r store.Inbound) error {
 		acc.log.Info("inbound message refused", "reason", d.Reason, "sender", e.Sender.ID, "peer", e.Peer.ID)
 		return acc.finish(r.ID, store.InboxReceived, store.InboxDropped, d.Reason)
 	}
-	rt, err := route(acc.h.config(), acc.a, e)
+	rt, err := route(acc.h.config(), e)
 	if err != nil {
 		acc.log.Error("inbound message not routed", "err", err)
 		return acc.finish(r.ID, store.InboxReceived, store.InboxFailed, err.Error())
@@ -111,10 +111,10 @@ func (acc *account) pair(r store.Inbound) error {
 		return err
 	}
 	ask := store.PairingAsk{Channel: acc.a.Channel, AccountID: acc.a.ID, SenderID: e.Sender.ID, Meta: meta,
-		Now: h.o.Clock.Now(), TTL: chPairingTTL, Cap: chPendingPerAccount,
+		Now: h.o.Clock.Now(), TTL: channel.PairingTTL, Cap: channel.PendingPerAccount,
 		NewCode: func() (string, error) { return newCode(h.o.Rand) }}
 	build := func(req store.PairingRequest) ([]store.Chunk, error) {
-		text := chPairingReply(acc.a.Channel, req.SenderID, req.Code, req.CreatedAt.Add(chPairingTTL))
+		text := channel.PairingReply(acc.a.Channel, req.SenderID, req.Code, req.CreatedAt.Add(channel.PairingTTL))
 		chunks := render(acc.a, text, channel.Target{Peer: e.Peer, ThreadID: e.ThreadID})
 		answerKeys(r.ID, chunks)
 		return chunks, nil

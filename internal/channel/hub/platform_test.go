@@ -313,7 +313,7 @@ func (r *rig) open() {
 func (r *rig) transport(a Account) (channel.Transport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a.Token == "bad" {
+	if a.BotToken != nil && a.BotToken.Text == "bad" {
 		return nil, errors.New("the token is malformed")
 	}
 	tr := &transport{p: r.p, a: a, running: make(chan struct{}), idempotent: r.idem, botID: "bot", private: r.private}
@@ -389,7 +389,8 @@ func groupMsg(group, sender, msg string, mentioned bool) channel.Envelope {
 		Sender: channel.Sender{ID: sender, Name: "User " + sender}, Text: "text " + msg, Mentioned: mentioned}
 }
 
-const openDMs = `{channels: {telegram: {botToken: "tok-1", dmPolicy: "open", allowFrom: ["*"]}}}`
+// openDMs lets anyone DM the bot, each sender in a session of their own.
+const openDMs = `{session: {dmScope: "per-channel-peer"}, channels: {telegram: {botToken: "tok-1", dmPolicy: "open", allowFrom: ["*"]}}}`
 
 func states(evs []event) []store.InboxState {
 	var out []store.InboxState

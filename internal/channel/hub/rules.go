@@ -15,34 +15,48 @@ import (
 // (accounts, gates, routes, pairing text) and channel/format (rendering,
 // chunking, reply tags, silent replies).
 
-// Account is one account's resolved settings (channel.Account).
-type Account = chAccount
+// Account is one account's resolved settings.
+type Account = channel.Account
 
-// Route is where an inbound message goes (channel.Route, R3.7).
-type Route = chRoute
+// Route is where an inbound message goes (R3.7).
+type Route = channel.Route
 
-// accountsOf resolves the accounts of cfg and what is wrong with them,
-// the shared-DM warning included (improvement 1).
+// accountsOf resolves the accounts of cfg (disabled ones are not
+// listed) and what is wrong with them: the shared-DM warning
+// (improvement 1).
 func accountsOf(cfg *config.Config) ([]Account, []channel.Issue) {
 	var accounts []Account
-	for _, ch := range []string{"telegram", "slack", "discord"} {
-		accounts = append(accounts, chAccounts(cfg, ch)...)
+	for _, ch := range config.BuiltChannels {
+		accounts = append(accounts, channel.Accounts(cfg, ch)...)
 	}
-	return accounts, chSharedDMIssues(cfg)
+	return accounts, channel.SharedDMIssues(cfg)
 }
 
-// enabled says the account may run: Apply keeps a disabled one listed,
-// stopped.
-func enabled(a Account) bool { return a.Enabled }
-
 // tokenOf is the credential that identifies an account's bot to its
-// platform: one connection per token in the process.
-func tokenOf(a Account) string { return a.Token }
+// platform — Telegram's and Slack's bot token, Discord's token, the
+// default account's environment fallback (R1.2), a token file by its
+// path — read through env: one connection per token in the process.
+func tokenOf(a Account, env func(string) string) (string, error) {
+	s := a.BotToken
+	if a.Channel == "discord" {
+		s = a.Token
+	}
+	if s != nil {
+		return s.Resolve(env)
+	}
+	if a.TokenFile != "" {
+		return "file:" + a.TokenFile, nil
+	}
+	if name, _ := a.FallbackEnv(); name != "" && env != nil {
+		return env(name), nil
+	}
+	return "", nil
+}
 
-// admit runs the gates of R2.1 steps 3–4 with the pairing store's
-// approved senders.
-func admit(cfg *config.Config, a Account, e channel.Envelope, paired []string) chDecision {
-	return chAdmit(cfg, a, e, paired)
+// admit runs the gates of R2.1 steps 1 (other bots), 3 and 4 with the
+// pairing store's approved senders.
+func admit(cfg *config.Config, a Account, e channel.Envelope, paired []string) channel.Decision {
+	return channel.Admit(cfg, a, e, paired)
 }
 
 // needsPairingStore says whether the gate reads the pairing store for e:
@@ -51,20 +65,22 @@ func needsPairingStore(a Account, e channel.Envelope) bool {
 	return e.Peer.Kind == channel.Direct && a.DMPolicy == "pairing"
 }
 
-func route(cfg *config.Config, a Account, e channel.Envelope) (Route, error) {
-	return chResolve(cfg, e, "")
+func route(cfg *config.Config, e channel.Envelope) (Route, error) {
+	return channel.Resolve(cfg, e, "")
 }
 
 // newCode draws a pairing code from r (crypto/rand in production).
 func newCode(r io.Reader) (string, error) {
-	b := make([]byte, chPairingCodeLen)
+	b := make([]byte, channel.PairingCodeLen)
 	if _, err := io.ReadFull(r, b); err != nil {
 		return "", err
 	}
-	return chPairingCode(b), nil
+	return channel.PairingCode(b), nil
 }
 
-func historyLimit(a Account) int { return min(max(a.HistoryLimit, 0), 200) }
+// historyLimit is how many pending group messages a turn sees (R6.5;
+// Accounts holds it to 0–200).
+func historyLimit(a Account) int { return max(a.HistoryLimit, 0) }
 
 // reply is what a turn's text becomes: the chunks to send, rendered for
 // the account's platform, with the reply references replyToMode and the

@@ -12,7 +12,6 @@ import (
 type AccountReport struct {
 	Channel   string `json:"channel"`
 	AccountID string `json:"accountId"`
-	Enabled   bool   `json:"enabled"`
 	Running   bool   `json:"running"`
 	DMPolicy  string `json:"dmPolicy,omitempty"`
 	channel.Status
@@ -70,7 +69,7 @@ func (acc *account) report(ctx context.Context, probe bool) (AccountReport, []Is
 	acc.mu.Lock()
 	t, running, err := acc.t, acc.running, acc.err
 	acc.mu.Unlock()
-	rep := AccountReport{Channel: acc.a.Channel, AccountID: acc.a.ID, Enabled: enabled(acc.a), Running: running, DMPolicy: acc.a.DMPolicy}
+	rep := AccountReport{Channel: acc.a.Channel, AccountID: acc.a.ID, Running: running, DMPolicy: acc.a.DMPolicy}
 	var issues []Issue
 	add := func(i channel.Issue) {
 		issues = append(issues, Issue{Channel: acc.a.Channel, AccountID: acc.a.ID, Issue: i})
