@@ -90,30 +90,58 @@ func reply(a Account, text string, t channel.Target, current string) []store.Chu
 	if body == "" || fmtIsSilent(body) {
 		return nil
 	}
+	mode := replyMode(a, t.Peer)
 	ref := ""
 	switch {
-	case a.Channel == "slack" && (a.ReplyToMode == "" || a.ReplyToMode == "off"):
+	case a.Channel == "slack" && mode == "off":
 		// Slack ignores reply tags in off mode: threads hide messages.
 	case d.ReplyTo != "":
 		ref = d.ReplyTo
-	case d.ReplyToCurrent || a.ReplyToMode == "first" || a.ReplyToMode == "all":
+	case d.ReplyToCurrent || mode == "first" || mode == "all":
 		ref = current
 	}
 	chunks := render(a, body, t)
 	for i := range chunks {
-		if i == 0 || a.ReplyToMode == "all" {
+		if i == 0 || mode == "all" {
 			chunks[i].ReplyTo = ref
 		}
 	}
 	return chunks
 }
 
+// replyMode is the replyToMode for a conversation (R8.5): on Slack the
+// room's own, else the one for its chat type, else the account's.
+// "batched" applies to debounced batches, which the hub does not make,
+// so it acts as "off".
+func replyMode(a Account, p channel.Peer) string {
+	mode := a.ReplyToMode
+	if a.Channel == "slack" {
+		byType := map[channel.Kind]string{channel.Direct: a.ReplyByChatType.Direct,
+			channel.Group: a.ReplyByChatType.Group, channel.Room: a.ReplyByChatType.Channel}
+		if m := byType[p.Kind]; m != "" {
+			mode = m
+		}
+		if r, ok := a.SlackRooms[p.ID]; ok && r.ReplyToMode != "" {
+			mode = r.ReplyToMode
+		}
+	}
+	switch mode {
+	case "first", "all":
+		return mode
+	}
+	return "off"
+}
+
 // render cuts Markdown text into chunks for a's platform, at its limits
-// (R8.3) lowered by the account's textChunkLimit.
+// (R8.3) lowered by the account's textChunkLimit, and on Discord at its
+// maxLinesPerMessage.
 func render(a Account, text string, t channel.Target) []store.Chunk {
 	o := fmtDefaults(a.Channel)
 	if a.TextChunkLimit > 0 && a.TextChunkLimit < o.Limit {
 		o.Limit = a.TextChunkLimit
+	}
+	if a.MaxLines > 0 {
+		o.MaxLines = a.MaxLines // Discord's maxLinesPerMessage
 	}
 	var out []store.Chunk
 	for _, c := range fmtChunks(text, o) {

@@ -1,0 +1,58 @@
+package hub
+
+import (
+	"testing"
+
+	"talon/internal/channel"
+	"talon/internal/config"
+)
+
+func TestReplyThreading(t *testing.T) {
+	cur := "42"
+	tg := Account{Channel: "telegram", ID: "default", ReplyToMode: "off"}
+	first, all := tg, tg
+	first.ReplyToMode, all.ReplyToMode = "first", "all"
+	slack := Account{Channel: "slack", ID: "default", ReplyToMode: "off",
+		ReplyByChatType: config.ReplyToModeByChatType{Direct: "all"},
+		SlackRooms:      map[string]config.SlackRoom{"C1": {ReplyToMode: "first"}}}
+	dmPeer := channel.Peer{Kind: channel.Direct, ID: "U1"}
+	room := func(id string) channel.Peer { return channel.Peer{Kind: channel.Room, ID: id} }
+	long := para("a") + "\n\n" + para("b")
+	tests := []struct {
+		name string
+		a    Account
+		p    channel.Peer
+		text string
+		want []string // ReplyTo of each chunk
+	}{
+		{"off: none", tg, dmPeer, long, []string{"", ""}},
+		{"off: an explicit tag still applies on Telegram", tg, dmPeer, "[[reply_to:7]] hi", []string{"7"}},
+		{"off: reply_to_current", tg, dmPeer, "[[reply_to_current]] hi", []string{cur}},
+		{"first: the first chunk", first, dmPeer, long, []string{cur, ""}},
+		{"all: every chunk", all, dmPeer, long, []string{cur, cur}},
+		{"slack off ignores tags", slack, room("C2"), "[[reply_to:7]] hi", []string{""}},
+		{"slack by chat type", slack, dmPeer, long, []string{cur, cur}},
+		{"slack room's own mode", slack, room("C1"), long, []string{cur, ""}},
+		{"silent", all, dmPeer, "NO_REPLY", nil},
+		{"heartbeat only", all, dmPeer, "HEARTBEAT_OK", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := tt.a
+			a.TextChunkLimit = 100
+			chunks := reply(a, tt.text, channel.Target{Peer: tt.p}, cur)
+			var got []string
+			for _, c := range chunks {
+				got = append(got, c.ReplyTo)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d chunks %q, want %d", len(chunks), got, len(tt.want))
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("chunk %d replies to %q, want %q", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
