@@ -431,20 +431,23 @@ func (db *DB) EndSend(ctx context.Context, batch string, idx int, messageID stri
 }
 
 // RecoverSends settles the chunks of an account left sending by a process
-// that ended during the platform call. With resend false they become
-// unconfirmed and are not sent again (whether they reached the platform
-// is unknown); with resend true — a platform that deduplicates by the
-// chunk's key, like Discord's enforced nonce — they go back to pending.
-// Call it before the account's delivery starts.
-func (db *DB) RecoverSends(ctx context.Context, ch, account string, resend bool) (int, error) {
-	to := SendUnconfirmed
-	if resend {
-		to = SendPending
+// that ended during the platform call: whether they reached the platform
+// is unknown, so they become unconfirmed and are not sent again — except
+// on a platform that deduplicates a send by the chunk's key for a while
+// (Discord's enforced nonce, a few minutes): chunks marked sending within
+// that window (resendWindow > 0) go back to pending. Call it before the
+// account's delivery starts; it returns how many chunks it settled.
+func (db *DB) RecoverSends(ctx context.Context, ch, account string, resendWindow time.Duration) (int, error) {
+	now := db.now()
+	since := ms(now) + 1 // none
+	if resendWindow > 0 {
+		since = ms(now.Add(-resendWindow))
 	}
 	var n int64
 	err := db.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE channel_outbox SET state = ?, updated_at = ?
-			WHERE channel = ? AND account_id = ? AND state = 'sending'`, to, ms(db.now()), ch, account)
+		res, err := tx.ExecContext(ctx, `UPDATE channel_outbox
+			SET state = CASE WHEN updated_at >= ? THEN 'pending' ELSE 'unconfirmed' END, updated_at = ?
+			WHERE channel = ? AND account_id = ? AND state = 'sending'`, since, ms(now), ch, account)
 		if err != nil {
 			return err
 		}

@@ -201,7 +201,7 @@ func TestInboxSurvivesKill(t *testing.T) {
 			t.Errorf("row %d: state %s, want %s", in.ID, in.State, want[i])
 		}
 	}
-	n, err := db.RecoverSends(ctx, "telegram", "default", false)
+	n, err := db.RecoverSends(ctx, "telegram", "default", 0)
 	if err != nil || n != 1 {
 		t.Fatalf("RecoverSends = %d, %v", n, err)
 	}
@@ -219,12 +219,21 @@ func TestRecoverSendsResendsIdempotentPlatforms(t *testing.T) {
 		t.Fatalf("QueueSend = %+v, %v, %v", got, existing, err)
 	}
 	db.BeginSend(ctx, got[0].Batch, 0)
-	if n, _ := db.RecoverSends(ctx, "discord", "default", true); n != 1 {
-		t.Fatalf("RecoverSends resend = %d", n)
+	// Restarted after the platform's deduplication window: unconfirmed.
+	db.Now = fixedClock(t0.Add(3 * time.Minute))
+	later, _, _ := db.QueueSend(ctx, "idem-2", []Chunk{{Channel: "discord", AccountID: "default", Outbound: channel.Outbound{Text: "y", Key: "n2"}}})
+	db.BeginSend(ctx, later[0].Batch, 0)
+	db.Now = fixedClock(t0.Add(4 * time.Minute))
+	if n, _ := db.RecoverSends(ctx, "discord", "default", 2*time.Minute); n != 2 {
+		t.Fatalf("RecoverSends = %d, want 2", n)
 	}
-	if got, _ = db.Chunks(ctx, got[0].Batch); got[0].State != SendPending {
-		t.Errorf("state %s, want pending", got[0].State)
+	if got, _ = db.Chunks(ctx, got[0].Batch); got[0].State != SendUnconfirmed {
+		t.Errorf("a chunk in flight before the window: %s, want unconfirmed", got[0].State)
 	}
+	if later, _ = db.Chunks(ctx, later[0].Batch); later[0].State != SendPending {
+		t.Errorf("a chunk in flight within the window: %s, want pending", later[0].State)
+	}
+	db.Now = fixedClock(t0)
 	again, existing, err := db.QueueSend(ctx, "idem-1", []Chunk{{Channel: "discord", AccountID: "default", Outbound: channel.Outbound{Text: "other"}}})
 	if err != nil || !existing || len(again) != 1 || again[0].Text != "x" {
 		t.Errorf("QueueSend with the same key = %+v, %v, %v; want the first send's chunks", again, existing, err)

@@ -57,16 +57,16 @@ func (acc *account) run() error {
 		release()
 		return acc.fail(fmt.Errorf("starting %s: %w", h.owner(a), err))
 	}
-	idem := false
+	var window time.Duration
 	if i, ok := t.(Idempotent); ok {
-		idem = i.IdempotentSends()
+		window = i.IdempotencyWindow()
 	}
 	ctx := context.Background()
-	if n, err := h.o.Store.RecoverSends(ctx, a.Channel, a.ID, idem); err != nil {
+	if n, err := h.o.Store.RecoverSends(ctx, a.Channel, a.ID, window); err != nil {
 		release()
 		return acc.fail(err)
 	} else if n > 0 {
-		acc.log.Warn("chunks in flight when the last process ended", "count", n, "resent", idem)
+		acc.log.Warn("chunks in flight when the last process ended", "count", n, "resendWindow", window)
 	}
 	if _, err := h.o.Store.PruneInbox(ctx, a.Channel, a.ID, store.DefaultInboxBounds); err != nil {
 		acc.log.Warn("pruning the inbox", "err", err)

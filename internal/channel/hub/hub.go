@@ -63,9 +63,10 @@ func (realClock) Tick(d time.Duration) (<-chan time.Time, func()) {
 }
 
 // Idempotent is implemented by a Transport whose platform deduplicates a
-// send by its chunk's Key (Discord's enforced nonce): a chunk in flight at
-// a crash is then sent again instead of being left unconfirmed.
-type Idempotent interface{ IdempotentSends() bool }
+// send by its chunk's Key for a while (Discord's enforced nonce, a few
+// minutes): a chunk in flight at a crash less than that window ago is
+// sent again instead of being left unconfirmed.
+type Idempotent interface{ IdempotencyWindow() time.Duration }
 
 // Prober is implemented by a Transport that can check its account on
 // demand (channels.status --probe: Telegram getMe, Discord intents).

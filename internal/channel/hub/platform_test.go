@@ -139,7 +139,12 @@ func (tr *transport) Status() channel.Status {
 	return st
 }
 
-func (tr *transport) IdempotentSends() bool { return tr.idempotent }
+func (tr *transport) IdempotencyWindow() time.Duration {
+	if tr.idempotent {
+		return 2 * time.Minute
+	}
+	return 0
+}
 
 // inject delivers an inbound message as the platform would: it is
 // acknowledged when accept returns nil.
