@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"talon/internal/channel"
+	"talon/internal/channel/format"
 	"talon/internal/config"
 	"talon/internal/store"
 )
@@ -86,8 +87,8 @@ func historyLimit(a Account) int { return max(a.HistoryLimit, 0) }
 // the account's platform, with the reply references replyToMode and the
 // model's reply tags ask for (R8.5). A silent reply has none (R8.8).
 func reply(a Account, text string, t channel.Target, current string) []store.Chunk {
-	body, d := fmtTakeDirectives(fmtStripHeartbeat(text))
-	if body == "" || fmtIsSilent(body) {
+	body, d := format.TakeDirectives(format.StripHeartbeat(text))
+	if body == "" || format.IsSilent(body) {
 		return nil
 	}
 	mode := replyMode(a, t.Peer)
@@ -136,7 +137,7 @@ func replyMode(a Account, p channel.Peer) string {
 // (R8.3) lowered by the account's textChunkLimit, and on Discord at its
 // maxLinesPerMessage.
 func render(a Account, text string, t channel.Target) []store.Chunk {
-	o := fmtDefaults(a.Channel)
+	o := format.Defaults(a.Channel)
 	if a.TextChunkLimit > 0 && a.TextChunkLimit < o.Limit {
 		o.Limit = a.TextChunkLimit
 	}
@@ -144,7 +145,7 @@ func render(a Account, text string, t channel.Target) []store.Chunk {
 		o.MaxLines = a.MaxLines // Discord's maxLinesPerMessage
 	}
 	var out []store.Chunk
-	for _, c := range fmtChunks(text, o) {
+	for _, c := range format.Chunks(text, o) {
 		out = append(out, store.Chunk{Channel: a.Channel, AccountID: a.ID,
 			Outbound: channel.Outbound{Target: t, Text: c.Text, Plain: c.Plain}})
 	}
