@@ -48,7 +48,7 @@ func (acc *account) run() error {
 	if err != nil {
 		return acc.fail(fmt.Errorf("starting %s: %w", h.owner(a), err))
 	}
-	release, err := h.o.Tokens.Claim(a.Channel, token, h.owner(a))
+	release, err := h.o.Tokens.Claim(token, Owner{h.o.Tenant, a.Channel, a.ID})
 	if err != nil {
 		return acc.fail(err)
 	}

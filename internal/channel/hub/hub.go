@@ -164,8 +164,8 @@ func (h *Hub) Apply(cfg *config.Config) error {
 			delete(h.accounts, k)
 		}
 	}
-	for k, a := range want {
-		if _, ok := h.accounts[k]; !ok {
+	for _, a := range accounts { // in order: of two accounts with one token, the first runs
+		if _, ok := h.accounts[key{a.Channel, a.ID}]; !ok {
 			start = append(start, a)
 		}
 	}
@@ -266,6 +266,4 @@ func (h *Hub) config() *config.Config {
 	return h.cfg
 }
 
-func (h *Hub) owner(a Account) string {
-	return fmt.Sprintf("tenant %q, %s account %q", h.o.Tenant, a.Channel, a.ID)
-}
+func (h *Hub) owner(a Account) string { return Owner{h.o.Tenant, a.Channel, a.ID}.String() }

@@ -470,8 +470,17 @@ func TestTokenUsedTwiceRefused(t *testing.T) {
 		t.Fatalf("second use of the token runs: %+v", rep.Accounts)
 	}
 	msg := rep.Accounts[0].LastError
-	if !strings.Contains(msg, `tenant "acme", telegram account "default"`) || strings.Contains(msg, "secret-token-123") {
-		t.Errorf("error %q: want the other account named and the token not", msg)
+	if !strings.Contains(msg, "already used by an account of another tenant") || strings.Contains(msg, "acme") || strings.Contains(msg, "secret-token-123") {
+		t.Errorf("error %q: want another tenant's account, neither its name nor the token", msg)
+	}
+	// Within one tenant the other account is named.
+	a.apply(`{channels: {telegram: {accounts: {x: {botToken: "same"}, y: {botToken: "same"}}}}}`)
+	var errs []string
+	for _, acc := range a.hub.Status(ctx, false).Accounts {
+		errs = append(errs, acc.LastError)
+	}
+	if !slices.Contains(errs, `starting tenant "acme", telegram account "y": its bot token is already used by telegram account "x"; a telegram bot token can run in one account only`) {
+		t.Errorf("same tenant, same token: %q", errs)
 	}
 	if i := slices.IndexFunc(rep.Issues, func(i Issue) bool { return i.AccountID == "work" }); i < 0 || rep.Issues[i].Kind != "config" {
 		t.Errorf("issues %+v; want a config issue of account work", rep.Issues)
