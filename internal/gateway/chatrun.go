@@ -277,8 +277,14 @@ type runOutcome struct {
 // handler registers it (runRegistry.add), answers, and only then starts
 // it, so that no event of the run precedes the answer.
 func (s *Server) newRun(c *call, kind, id, key, agentID string, req agent.Request, timeout time.Duration) *chatRun {
+	return s.prepareRun(c.t, c.rt, c.c, kind, id, key, agentID, req, timeout)
+}
+
+// prepareRun is newRun for a run that may have no client: a channel's
+// (starter nil), whose tool events then go to nobody.
+func (s *Server) prepareRun(t *tenant, rt *runtime, starter *conn, kind, id, key, agentID string, req agent.Request, timeout time.Duration) *chatRun {
 	r := &chatRun{
-		s: s, t: c.t, rt: c.rt, id: id, kind: kind, key: key, agentID: agentID, starter: c.c,
+		s: s, t: t, rt: rt, id: id, kind: kind, key: key, agentID: agentID, starter: starter,
 		req: req, timeout: timeout, acceptedAt: time.Now(), done: make(chan struct{}),
 	}
 	r.req.AgentID, r.req.SessionKey, r.req.Owner = agentID, key, true
@@ -286,7 +292,7 @@ func (s *Server) newRun(c *call, kind, id, key, agentID string, req agent.Reques
 	r.req.OnToolStart = r.onToolStart
 	r.req.OnToolResult = r.onToolResult
 	r.req.OnCompaction = r.onCompaction
-	lk := sessionLockKey(c.t, key)
+	lk := sessionLockKey(t, key)
 	r.req.Waiting = func() bool { return s.locks.waiting(lk) }
 	return r
 }
@@ -342,10 +348,11 @@ func (r *chatRun) finish(ctx context.Context, res *agent.Result, err error) {
 	if out.status == "error" {
 		r.s.log.Error("run failed", "tenant", r.t.id, "agent", r.agentID, "session", r.key, "run", r.id, "err", err)
 	}
-	if r.kind == "agent" {
+	switch {
+	case r.kind == "agent":
 		out.payload, out.err = r.agentAnswer(ctx, out)
 		r.idem.finish(r.entry, out.payload, out.err, out.endedAt)
-	} else {
+	case r.idem != nil: // a channel's run has no idempotency entry
 		payload, perr := r.chatAnswer(out)
 		r.idem.finish(r.entry, payload, perr, out.endedAt)
 	}
@@ -687,6 +694,9 @@ func (r *chatRun) onToolResult(call llm.ToolCall, res tools.Result) {
 // r.mu is held.
 func (r *chatRun) emitTool(d toolData) {
 	r.agentSeq++
+	if r.starter == nil {
+		return
+	}
 	r.starter.sendEvent(protocol.EventAgent, agentEvent{RunID: r.id, Seq: r.agentSeq, Stream: "tool", Ts: time.Now().UnixMilli(), Data: d, SessionKey: r.key}, false)
 }
 
