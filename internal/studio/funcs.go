@@ -13,6 +13,7 @@ var funcs = template.FuncMap{
 	"join":   strings.Join,
 	"roleOf": roleByIDName,
 	"msTime": msTime,
+	"when":   when,
 }
 
 func roleByIDName(id string) string {

@@ -119,6 +119,8 @@ func (s *Server) routes() {
 		m.HandleFunc("GET "+base+"/agents/{agent}/chat/since", s.tenant(s.chatSince))
 		m.HandleFunc("GET "+base+"/agents/{agent}/sessions", s.tenant(s.sessionsPage))
 		m.HandleFunc("POST "+base+"/approvals/{id}", s.tenant(s.resolveApproval))
+		m.HandleFunc("GET "+base+"/channels", s.tenant(s.channelsPage))
+		m.HandleFunc("POST "+base+"/channels/pairing/{request}/{action}", s.tenant(s.answerPairing))
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
