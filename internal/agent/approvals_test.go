@@ -83,7 +83,7 @@ func newApprovalsRig(t *testing.T, cfgSrc string, approvers int) *approvalsRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.svc.Manager.Approvers = func() int { return approvers }
+	a.svc.Manager.Approvers = func(approval.Request) int { return approvers }
 	t.Cleanup(a.svc.Close) // first: it posts to the store and runs in the sandboxes
 	reg, err := core.Registry()
 	if err != nil {

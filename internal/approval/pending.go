@@ -147,10 +147,12 @@ func (p *Pending) Result() Result { return p.result }
 type Manager struct {
 	// Timeout is how long an approval waits; DefaultTimeout when zero.
 	Timeout time.Duration
-	// Approvers returns how many approval-scoped operators are connected;
-	// with none, a request ends at once with askFallback (spec §4.5).
-	// A nil Approvers counts as none: nobody can answer.
-	Approvers func() int
+	// Approvers returns how many can answer req: the approval-scoped
+	// operators connected, and the people of the chat a channel's run
+	// came from who may approve; with none, a request ends at once with
+	// askFallback (spec §4.5). A nil Approvers counts as none: nobody can
+	// answer.
+	Approvers func(req Request) int
 	// Emit receives events; it is called without the Manager's lock held
 	// and must not block for long.
 	Emit func(Event)
@@ -202,7 +204,7 @@ func (m *Manager) Request(req Request) (*Pending, error) {
 	}
 	now := m.now()
 	p := &Pending{ID: newUUID(), CreatedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(timeout).UnixMilli(), done: make(chan struct{})}
-	if m.Approvers == nil || m.Approvers() <= 0 {
+	if m.Approvers == nil || m.Approvers(req) <= 0 {
 		// Nobody can answer: expire at once (decision null) and fall back.
 		p.result = fallback(p.ID, req)
 		close(p.done)

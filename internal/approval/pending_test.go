@@ -43,7 +43,7 @@ func newManager(t *testing.T, approvers int) (*Manager, *recorder) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	return &Manager{Timeout: time.Minute, Approvers: func() int { return approvers }, Emit: rec.emit, Store: s}, rec
+	return &Manager{Timeout: time.Minute, Approvers: func(Request) int { return approvers }, Emit: rec.emit, Store: s}, rec
 }
 
 func wait(t *testing.T, p *Pending) Result {

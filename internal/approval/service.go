@@ -30,7 +30,8 @@ var ErrClosed = errors.New("exec approvals: the gateway is shutting down")
 // to the session as a system event.
 //
 // The gateway builds one per tenant with NewService, sets
-// Manager.Approvers (how many operator.approvals clients are connected)
+// Manager.Approvers (who can answer a request: operator.approvals
+// clients, and a channel conversation's approvers)
 // and Manager.Emit (broadcast of exec.approval.requested/resolved) before
 // the first run, serves exec.approval.resolve with Resolve and
 // exec.approval.list with Pending, gives it to the tenant's agent runners

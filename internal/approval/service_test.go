@@ -175,7 +175,7 @@ func TestPostReportsSinkErrors(t *testing.T) {
 // sees its context end and is waited for, and nothing new starts.
 func TestClose(t *testing.T) {
 	s, _ := newService(t)
-	s.Manager.Approvers = func() int { return 1 }
+	s.Manager.Approvers = func(Request) int { return 1 }
 	p, err := s.Manager.Request(allowlistReq("rg x"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"talon/internal/agent"
+	"talon/internal/approval"
 	"talon/internal/llm"
 	"talon/internal/store"
+	"talon/protocol"
 )
 
 // channelRunTimeout bounds a channel turn as agents.defaults.timeoutSeconds
@@ -61,4 +63,11 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 		return "", fmt.Errorf("the run was aborted (%s)", out.stopReason)
 	}
 	return "", fmt.Errorf("the run failed: %s", out.message)
+}
+
+// approvers counts who can answer an approval request of tenant t: its
+// operator.approvals clients, and the approvers of the chat the run
+// came from.
+func (s *Server) approvers(t *tenant, req approval.Request) int {
+	return s.hubs.count(t, protocol.ScopeApprovals)
 }

@@ -152,7 +152,7 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 			return nil, err
 		}
 		svc.Log = s.log
-		svc.Manager.Approvers = func() int { return s.hubs.count(t, protocol.ScopeApprovals) }
+		svc.Manager.Approvers = func(req approval.Request) int { return s.approvers(t, req) }
 		svc.Manager.Emit = func(e approval.Event) { s.broadcast(t, e.Name, e.Payload) }
 		t.approvals = svc
 	}

@@ -38,7 +38,7 @@ func newApprovals(t *testing.T, approvers int) *approvals {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Manager.Approvers = func() int { return approvers }
+	svc.Manager.Approvers = func(approval.Request) int { return approvers }
 	t.Cleanup(svc.Close) // before the rig's cleanup closes the sandbox
 	r.env.Approvals, r.env.ExecPolicy = svc, approval.PolicyInput{}
 	return &approvals{rig: r, svc: svc, events: events}
