@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"talon/internal/channel"
+	"talon/internal/channel/discord"
 	"talon/internal/channel/slack"
 	"talon/internal/channel/telegram"
 	"talon/internal/config"
@@ -91,6 +92,14 @@ func (s *Server) channelTransport(t *tenant, rt *runtime, a channel.Account) (ch
 			return nil, err
 		}
 		return slack.New(slack.Options{AccountID: a.ID, Mode: a.Mode, BotToken: botToken, AppToken: appToken, SigningSecret: signing, APIURL: a.APIURL, HTTPClient: client, Log: log})
+	case "discord":
+		token, err := secret("token", a.Token, bot)
+		if err != nil {
+			return nil, err
+		}
+		content, embeds := a.MessageContent, a.SuppressEmbeds
+		return discord.New(discord.Options{AccountID: a.ID, Token: token, APIURL: a.APIURL, GatewayURL: a.GatewayURL, HTTPClient: client,
+			Intents: discord.Intents{MessageContent: &content, GuildMembers: a.GuildMembers}, SuppressEmbeds: &embeds, Log: log})
 	}
 	return nil, fmt.Errorf("channels.%s: Talon has no adapter for this channel", a.Channel)
 }
