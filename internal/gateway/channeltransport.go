@@ -125,4 +125,3 @@ func readTokenFile(path string) (string, error) {
 	}
 	return strings.TrimSpace(string(b)), nil
 }
-

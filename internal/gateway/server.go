@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"talon/internal/authlimit"
+	"talon/internal/channel/hub"
 	"talon/internal/config"
 	"talon/internal/tools"
 )
@@ -79,7 +80,12 @@ type Server struct {
 	limit         *authlimit.Guard
 	hubs          hubs        // WebSocket clients per tenant
 	runs          runRegistry // chat.send and agent runs, idempotency caches
-	started       time.Time
+	// channelTokens is the process's registry of channel bot tokens: one
+	// connection per token, whichever tenant configures it.
+	channelTokens *hub.Tokens
+	// stopChannels ends the watch of tenants' channel configs.
+	stopChannels context.CancelFunc
+	started      time.Time
 
 	// srvMu guards httpSrv and shut: Shutdown may come before Serve has
 	// built its http.Server (a test that ends at once), and then Serve
@@ -136,10 +142,11 @@ func New(opts Options) (*Server, error) {
 		defaultTenant: &tenant{
 			dir: opts.StateDir, configPath: cfgPath, envToken: cmp.Or(opts.Env("TALON_GATEWAY_TOKEN"), opts.DefaultToken),
 		},
-		limit:   opts.AuthLimit,
-		tenants: tenants{m: map[string]*tenant{}},
-		ready:   make(chan struct{}),
-		started: time.Now(),
+		limit:         opts.AuthLimit,
+		tenants:       tenants{m: map[string]*tenant{}},
+		ready:         make(chan struct{}),
+		started:       time.Now(),
+		channelTokens: hub.NewTokens(),
 	}
 	return s, nil
 }
@@ -161,6 +168,7 @@ func (s *Server) routes() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
 	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.HandleFunc("POST /channels/{tenant}/{channel}/{account}", s.handleChannelWebhook)
 	mux.HandleFunc("GET /debug/runtime", s.handleDebugRuntime)
 	if s.opts.API != nil {
 		mux.Handle("/api/", s.opts.API)
@@ -217,7 +225,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	s.httpSrv = hs
+	ctx, stop := context.WithCancel(context.Background())
+	s.stopChannels = stop
 	s.srvMu.Unlock()
+	s.startChannels(ctx)
 	s.once.Do(func() { close(s.ready) })
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -238,7 +249,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.srvMu.Lock()
 	s.shut = true
 	hs := s.httpSrv
+	if s.stopChannels != nil {
+		s.stopChannels()
+	}
 	s.srvMu.Unlock()
+	// Channels first: no new message starts a run while runs drain, and
+	// a channel's run cut short is run again after the restart.
+	for _, t := range s.channelTenants() {
+		s.closeChannels(t)
+	}
 	httpDone := make(chan error, 1)
 	if hs != nil {
 		go func() { httpDone <- hs.Shutdown(ctx) }()

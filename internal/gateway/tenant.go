@@ -18,6 +18,7 @@ import (
 	"talon/internal/agent"
 	"talon/internal/approval"
 	"talon/internal/ceiling"
+	"talon/internal/channel/hub"
 	"talon/internal/config"
 	"talon/internal/mcp"
 	"talon/internal/plugin"
@@ -67,7 +68,11 @@ type tenant struct {
 	// memory index stays open; each config gets its own plugin Set.
 	plugins *plugin.Host
 	mcp     *mcp.Manager
-	loadErr error
+	// channels runs the tenant's channel accounts; it outlives config
+	// versions (applyChannels gives it each new one). Nil until a config
+	// has a channel.
+	channels *hub.Hub
+	loadErr  error
 
 	// writeMu serialises this gateway's writes of the config file
 	// (config.patch/set/apply, agents.*): each re-reads the file and
@@ -117,26 +122,35 @@ func stampOf(path string) fileStamp {
 // A tenant's config is held to the ceiling of the root config in force:
 // when the root config changes, the tenant's runtime is built again.
 func (t *tenant) current(s *Server) (*runtime, error) {
+	rt, fresh, err := t.load(s)
+	if fresh {
+		s.applyChannels(t, rt)
+	}
+	return rt, err
+}
+
+// load is current without the channels: fresh says rt is a new runtime.
+func (t *tenant) load(s *Server) (_ *runtime, fresh bool, _ error) {
 	var root *runtime
 	if t.id != "" {
 		var err error
 		if root, err = s.defaultTenant.current(s); err != nil {
-			return nil, fmt.Errorf("loading the root config, whose ceiling tenant %q is held to: %w", t.id, err)
+			return nil, false, fmt.Errorf("loading the root config, whose ceiling tenant %q is held to: %w", t.id, err)
 		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, errNoTenant
+		return nil, false, errNoTenant
 	}
 	st := stampOf(t.configPath)
 	if t.rt != nil && st == t.stamp && t.rt.root == root {
-		return t.rt, nil
+		return t.rt, false, nil
 	}
 	if t.store == nil {
 		db, err := s.openStore(t.dir)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		t.store = db
 	}
@@ -149,7 +163,7 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	if t.approvals == nil {
 		svc, err := approval.NewService(t.dir, agent.TranscriptSink(t.store))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		svc.Log = s.log
 		svc.Manager.Approvers = func(req approval.Request) int { return s.approvers(t, req) }
@@ -177,12 +191,12 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 		s.log.Error("loading tenant config", "tenant", t.id, "path", t.configPath, "err", err)
 		if t.rt != nil {
 			t.stamp = st // do not retry on every request; a new write changes the stamp
-			return t.rt, nil
+			return t.rt, false, nil
 		}
-		return nil, fmt.Errorf("loading config of tenant %q: %w", t.id, err)
+		return nil, false, fmt.Errorf("loading config of tenant %q: %w", t.id, err)
 	}
 	if t.id != "" && !f.Exists {
-		return nil, errNoTenant
+		return nil, false, errNoTenant
 	}
 	for _, w := range f.Warnings {
 		s.log.Debug("config", "tenant", t.id, "warning", w.String())
@@ -207,7 +221,7 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	rt.runner = s.newRunner(t, f.Config, rt.providers)
 	t.rt = rt
 	t.stamp = st
-	return t.rt, nil
+	return t.rt, true, nil
 }
 
 // logUnused tells the operator, once per load of their own config, which
@@ -414,6 +428,7 @@ func (s *Server) closeTenants() {
 
 // closeTenant closes what t opened; nothing opens again.
 func (s *Server) closeTenant(t *tenant) {
+	s.closeChannels(t)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true

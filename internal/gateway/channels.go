@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"talon/internal/channel"
+	"talon/internal/channel/hub"
+	"talon/internal/config"
+)
+
+// channelWatch is how often the configs of tenants with channels are
+// checked for changes made by hand (config.patch and the other writes
+// apply at once); a check is a stat when nothing changed.
+const channelWatch = 2 * time.Second
+
+// hubTenant is the id a tenant's hub goes by in messages and the token
+// registry: "_" for the operator's own (never a valid tenant id).
+func hubTenant(t *tenant) string {
+	if t.id == "" {
+		return "_"
+	}
+	return t.id
+}
+
+// applyChannels makes t's running channel accounts those of rt's config.
+// It is called after every new runtime, without t.mu held: starting an
+// account builds its adapter, which reads the runtime. The hub is made
+// the first time a config has a channel and then kept (it outlives config
+// versions, as approvals do), so that removing the block stops accounts.
+func (s *Server) applyChannels(t *tenant, rt *runtime) {
+	t.mu.Lock()
+	h := t.channels
+	if h == nil && !t.closed && hasChannels(rt.file.Config) {
+		h = hub.New(hub.Options{
+			Tenant: hubTenant(t), Store: t.store, Turns: channelTurns{s: s, t: t},
+			Transports: func(a channel.Account) (channel.Transport, error) { return s.channelTransport(t, t.runtimeNow(), a) },
+			Tokens:     s.channelTokens, Env: s.secretEnv(t, rt), Log: s.log,
+		})
+		t.channels = h
+	}
+	t.mu.Unlock()
+	if h == nil {
+		return
+	}
+	if err := h.Apply(rt.file.Config); err != nil {
+		s.log.Error("applying channels", "tenant", t.id, "err", err)
+	}
+}
+
+// hasChannels reports whether cfg configures a channel Talon runs.
+func hasChannels(cfg *config.Config) bool {
+	for _, ch := range chatChannelIDs {
+		if _, ok := cfg.Channels[ch]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// chatChannelIDs are the channels Talon has adapters for, in the order
+// channels.status lists them.
+var chatChannelIDs = []string{"telegram", "slack", "discord"}
+
+// runtimeNow is the runtime in force, without reloading.
+func (t *tenant) runtimeNow() *runtime {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rt
+}
+
+// secretEnv is where a tenant's config secrets are read from: the
+// process environment for the operator's config, the tenant's own config
+// env for a tenant.
+func (s *Server) secretEnv(t *tenant, rt *runtime) func(string) string {
+	if t.id == "" {
+		return s.opts.Env
+	}
+	vars := config.EnvVars(rt.file.Config)
+	return func(k string) string { return vars[k] }
+}
+
+// channelTurns runs a hub's turns as chat runs of the tenant's sessions.
+type channelTurns struct {
+	s *Server
+	t *tenant
+}
+
+func (c channelTurns) Turn(ctx context.Context, r hub.TurnRequest) (hub.TurnResult, error) {
+	text, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text)
+	return hub.TurnResult{Text: text}, err
+}
+
+// startChannels starts the channels of every tenant whose config has a
+// channel block, and then watches their configs. Tenants without one are
+// not loaded: a tenant is cheap when idle.
+func (s *Server) startChannels(ctx context.Context) {
+	s.loadChannels(s.defaultTenant)
+	dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		path, ok := config.Find(filepath.Join(s.opts.StateDir, "tenants", d.Name()))
+		if !ok {
+			continue
+		}
+		if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte("channels")) {
+			continue
+		}
+		if t, err := s.lookup(d.Name()); err == nil {
+			s.loadChannels(t)
+		}
+	}
+	go s.watchChannels(ctx)
+}
+
+// loadChannels loads t's config, which applies its channels.
+func (s *Server) loadChannels(t *tenant) {
+	if _, err := t.current(s); err != nil {
+		s.log.Error("starting channels", "tenant", t.id, "err", err)
+	}
+}
+
+// watchChannels reloads the configs of tenants with channels until ctx
+// ends, so that an edit by hand starts, restarts or stops accounts.
+func (s *Server) watchChannels(ctx context.Context) {
+	tick := time.NewTicker(channelWatch)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, t := range s.channelTenants() {
+			if _, err := t.current(s); err != nil && ctx.Err() == nil {
+				s.log.Debug("reloading a tenant with channels", "tenant", t.id, "err", err)
+			}
+		}
+	}
+}
+
+// channelTenants are the loaded tenants that have a hub.
+func (s *Server) channelTenants() []*tenant {
+	all := []*tenant{s.defaultTenant}
+	s.tenants.mu.Lock()
+	for _, t := range s.tenants.m {
+		all = append(all, t)
+	}
+	s.tenants.mu.Unlock()
+	var out []*tenant
+	for _, t := range all {
+		t.mu.Lock()
+		if t.channels != nil && !t.closed {
+			out = append(out, t)
+		}
+		t.mu.Unlock()
+	}
+	return out
+}
+
+// closeChannels stops t's channel accounts and waits for them. It must
+// run before the tenant's store closes, and without t.mu held: a turn in
+// flight reads the tenant's runtime.
+func (s *Server) closeChannels(t *tenant) {
+	t.mu.Lock()
+	h := t.channels
+	t.channels = nil
+	t.mu.Unlock()
+	if h != nil {
+		if err := h.Close(); err != nil {
+			s.log.Error("closing channels", "tenant", t.id, "err", err)
+		}
+	}
+}
