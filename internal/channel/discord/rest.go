@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"talon/internal/channel"
 )
 
 // maxBody bounds a REST response read from Discord (a message object is
@@ -46,7 +48,7 @@ func (e *APIError) Error() string {
 // ErrUnconfirmed marks a send whose outcome is unknown: Discord may or
 // may not have posted the message (a lost response, a 5xx, a success
 // without a message id). It is never re-sent blindly (spec R8.12).
-var ErrUnconfirmed = errors.New("discord send unconfirmed")
+var ErrUnconfirmed = fmt.Errorf("discord: %w", channel.ErrUnconfirmed)
 
 // answerLost wraps a failure after the request may have reached Discord:
 // no answer, or one that cannot be read.

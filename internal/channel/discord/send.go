@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"talon/internal/channel"
 )
@@ -142,3 +143,12 @@ func (b *Bot) openDM(ctx context.Context, userID string) (string, error) {
 	b.cache.setDM(userID, ch.ID)
 	return ch.ID, nil
 }
+
+// nonceWindow is how long Discord answers a repeated enforced nonce with
+// the message it already created ("a few minutes"; the lower end is taken).
+const nonceWindow = 2 * time.Minute
+
+// IdempotencyWindow tells the hub that a chunk whose send a crash
+// interrupted less than this ago may be sent again: its nonce makes
+// Discord return the first message rather than post a second.
+func (b *Bot) IdempotencyWindow() time.Duration { return nonceWindow }

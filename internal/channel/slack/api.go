@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"talon/internal/channel"
 )
 
 // maxResponse bounds a Web API response body; Slack's answers to the calls
@@ -93,7 +95,9 @@ func (e *UnconfirmedError) Error() string {
 	return fmt.Sprintf("slack %s: unconfirmed, not resent: %v", e.Method, e.Err)
 }
 
-func (e *UnconfirmedError) Unwrap() error { return e.Err }
+// Unwrap lets errors.Is find both the cause and channel.ErrUnconfirmed,
+// which tells the hub the message may have been delivered.
+func (e *UnconfirmedError) Unwrap() []error { return []error{channel.ErrUnconfirmed, e.Err} }
 
 // call POSTs body (url.Values as a form, anything else as JSON, nothing
 // when nil) to method with token and

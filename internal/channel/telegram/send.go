@@ -138,7 +138,7 @@ func (b *Bot) sendFailed(err error, t target, at sendAttempt, hasPlain bool) (ti
 
 // ErrUnconfirmed marks a send whose request reached Telegram but whose
 // answer was lost: it may have been delivered, so it is not retried.
-var ErrUnconfirmed = errors.New("telegram: send unconfirmed: the request was sent but no answer came, the message may have been delivered")
+var ErrUnconfirmed = fmt.Errorf("telegram: the request was sent but no answer came: %w", channel.ErrUnconfirmed)
 
 func sendError(err error) error {
 	var te *transportError
