@@ -219,8 +219,12 @@ func channelsStartStop(c *call, method string, start bool) (any, error) {
 	return map[string]any{"channel": ch, "accountId": acct, "stopped": true}, nil
 }
 
-func channelsStart(s *Server, c *call) (any, error) { return channelsStartStop(c, "channels.start", true) }
-func channelsStop(s *Server, c *call) (any, error)  { return channelsStartStop(c, "channels.stop", false) }
+func channelsStart(s *Server, c *call) (any, error) {
+	return channelsStartStop(c, "channels.start", true)
+}
+func channelsStop(s *Server, c *call) (any, error) {
+	return channelsStartStop(c, "channels.stop", false)
+}
 
 // channelsLogout clears a channel's stored login. Talon's channels keep
 // none (their tokens are in the config); WhatsApp, whose linked device
