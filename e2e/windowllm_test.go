@@ -39,6 +39,8 @@ type windowLLM struct {
 	// summarisation request is answered: a test holds it there, until
 	// the request's context ends at the latest.
 	onSummary func(ctx context.Context)
+	// onChat is onSummary for the other requests: the agent's turns.
+	onChat func(ctx context.Context)
 }
 
 func newWindowLLM(t *testing.T, api string, window int) *windowLLM {
@@ -97,6 +99,11 @@ func (l *windowLLM) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	text := l.reply
 	if hook := l.onSummary; hook != nil && isSummary(body) {
+		l.mu.Unlock()
+		hook(r.Context())
+		l.mu.Lock()
+	}
+	if hook := l.onChat; hook != nil && !isSummary(body) {
 		l.mu.Unlock()
 		hook(r.Context())
 		l.mu.Lock()
