@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -316,4 +317,65 @@ func TestDiscordChannel(t *testing.T) {
 	if len(users) != 1 || !strings.Contains(users[0], "what now?") || !strings.Contains(users[0], "chatter without a mention") {
 		t.Errorf("the channel's session has user messages %q, want one turn: the mention with the chatter as context", users)
 	}
+}
+
+// TestChannelExecApproval: a command a channel turn runs that needs an
+// approval is posted in the chat; a stranger's /approve is refused, the
+// approver's runs it.
+func TestChannelExecApproval(t *testing.T) {
+	tg := tgtest.Start(t)
+	s, _ := channelConfig(t, map[string]any{"telegram": map[string]any{
+		"botToken": tg.Token, "apiRoot": tg.URL, "dmPolicy": "open", "allowFrom": []string{"4242", "*"},
+	}}, map[string]any{
+		"tools": map[string]any{"exec": map[string]any{"host": "gateway", "security": "allowlist", "ask": "always"}},
+	})
+	ctx := waitCtx(t)
+	owner, other := tgtest.User{ID: 4242, FirstName: "Ann"}, tgtest.User{ID: 999, FirstName: "Eve"}
+	all := func() string {
+		var b strings.Builder
+		for _, m := range tg.Sent() {
+			b.WriteString(m.Text + "\n")
+		}
+		return b.String()
+	}
+	tg.UserSays(tgtest.Say{From: owner, Text: `/call exec {"command":"echo chat-approved-ok"}`})
+	if err := tg.Wait(ctx, func() bool { return strings.Contains(all(), "/approve ") }); err != nil {
+		t.Fatalf("no approval request in the chat: %v (sent %q)\n%s", err, all(), s.proc.Log)
+	}
+	slug := regexp.MustCompile(`/approve ([0-9a-f]{8}) allow-once`).FindStringSubmatch(all())
+	if slug == nil {
+		t.Fatalf("the approval request has no id: %q", all())
+	}
+	before := len(tg.Sent())
+	tg.UserSays(tgtest.Say{From: other, Text: "/approve " + slug[1] + " allow-once"})
+	if err := tg.Wait(ctx, func() bool { return len(tg.Sent()) > before }); err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.Sent()[before]; got.ChatID != "999" || !strings.Contains(got.Text, "cannot approve") {
+		t.Errorf("a stranger's /approve got %q in %s", got.Text, got.ChatID)
+	}
+	before = len(tg.Sent())
+	tg.UserSays(tgtest.Say{From: owner, Text: "/approve " + slug[1] + " allow-once"})
+	if err := tg.Wait(ctx, func() bool { return len(tg.Sent()) > before }); err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.Sent()[before].Text; !strings.Contains(got, "allow-once") || !strings.Contains(got, "echo chat-approved-ok") {
+		t.Errorf("the approver's /approve got %q", got)
+	}
+	waitFor(t, "the approved command's outcome in the session", func() bool {
+		var h struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if wsCall(t, s, "chat.history", map[string]any{"sessionKey": "agent:main:telegram:direct:4242"}, &h) != nil {
+			return false
+		}
+		for _, m := range h.Messages {
+			if strings.Contains(string(m.Content), "chat-approved-ok") && strings.Contains(string(m.Content), "Exec") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -38,7 +38,7 @@ func (s *Server) applyChannels(t *tenant, rt *runtime) {
 		h = hub.New(hub.Options{
 			Tenant: hubTenant(t), Store: t.store, Turns: channelTurns{s: s, t: t},
 			Transports: func(a channel.Account) (channel.Transport, error) { return s.channelTransport(t, t.runtimeNow(), a) },
-			Tokens:     s.channelTokens, Env: s.secretEnv(t, rt), Log: s.log,
+			Tokens:     s.channelTokens, Env: s.secretEnv(t, rt), Log: s.log, Control: isChannelControl,
 		})
 		t.channels = h
 	}
@@ -90,6 +90,9 @@ type channelTurns struct {
 }
 
 func (c channelTurns) Turn(ctx context.Context, r hub.TurnRequest) (hub.TurnResult, error) {
+	if approveCommand(r.Text) {
+		return hub.TurnResult{Text: c.s.chatApprove(ctx, c.t, r)}, nil
+	}
 	text, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text)
 	return hub.TurnResult{Text: text}, err
 }

@@ -69,5 +69,5 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 // operator.approvals clients, and the approvers of the chat the run
 // came from.
 func (s *Server) approvers(t *tenant, req approval.Request) int {
-	return s.hubs.count(t, protocol.ScopeApprovals)
+	return s.hubs.count(t, protocol.ScopeApprovals) + s.chatApprovers(t, req)
 }

@@ -167,7 +167,10 @@ func (t *tenant) load(s *Server) (_ *runtime, fresh bool, _ error) {
 		}
 		svc.Log = s.log
 		svc.Manager.Approvers = func(req approval.Request) int { return s.approvers(t, req) }
-		svc.Manager.Emit = func(e approval.Event) { s.broadcast(t, e.Name, e.Payload) }
+		svc.Manager.Emit = func(e approval.Event) {
+			s.broadcast(t, e.Name, e.Payload)
+			s.forwardApproval(t, e)
+		}
 		t.approvals = svc
 	}
 	if t.plugins == nil {

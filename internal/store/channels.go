@@ -499,3 +499,22 @@ func (db *DB) PruneInbox(ctx context.Context, ch, account string, b InboxBounds)
 	}
 	return int(n), nil
 }
+
+// LatestInbound is the last message that started a turn of a session:
+// where the session's conversation is, for a message the session sends
+// on its own (an exec approval's prompt). ErrNotFound when none.
+func (db *DB) LatestInbound(ctx context.Context, sessionKey string) (Inbound, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+inboundCols+` FROM channel_inbox
+		WHERE session_key = ? ORDER BY id DESC LIMIT 1`, sessionKey)
+	if err != nil {
+		return Inbound{}, fmt.Errorf("reading the conversation of session %q: %w", sessionKey, err)
+	}
+	out, err := scanInbound(rows)
+	if err != nil {
+		return Inbound{}, fmt.Errorf("reading the conversation of session %q: %w", sessionKey, err)
+	}
+	if len(out) == 0 {
+		return Inbound{}, ErrNotFound
+	}
+	return out[0], nil
+}

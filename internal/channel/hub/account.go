@@ -159,14 +159,16 @@ func (acc *account) accept(ctx context.Context, e channel.Envelope) error {
 		}
 		e.Text = e.Text[:cut]
 	}
-	_, fresh, err := acc.h.o.Store.AcceptInbound(ctx, e)
+	id, fresh, err := acc.h.o.Store.AcceptInbound(ctx, e)
 	if err != nil {
 		return fmt.Errorf("accepting a message: %w", err)
 	}
 	if !fresh {
 		return nil
 	}
-	acc.kick(store.Conversation(e))
+	if !acc.control(ctx, id, e) {
+		acc.kick(store.Conversation(e))
+	}
 	acc.mu.Lock()
 	acc.accepted++
 	prune := acc.accepted >= store.DefaultInboxBounds.PerAccount/10
@@ -231,6 +233,9 @@ func (acc *account) drain(conv string) bool {
 			return false
 		}
 		if err := acc.process(r); err != nil {
+			if errors.Is(err, store.ErrStateChanged) {
+				continue // taken meanwhile (a control command): not this worker's
+			}
 			if !errors.Is(err, errStopped) {
 				acc.log.Error("processing an inbound message", "id", r.ID, "err", err)
 			}

@@ -83,6 +83,11 @@ type Options struct {
 	// channel's constructor with its guarded http.Client.
 	Transports func(a Account) (channel.Transport, error)
 	Tokens     *Tokens // the process's; nil for a registry of this hub's own
+	// Control says a message is a control command (a stop word,
+	// /approve) that must not wait behind its conversation's turn: an
+	// admitted sender's is run at once, beside the turn, and answered.
+	// Nil: none is.
+	Control func(text string) bool
 	// Env is the environment the config's secrets are read from (the
 	// tenant's own config env; the operator's process environment only
 	// for the operator's tenant), for the token registry.
