@@ -17,6 +17,11 @@ import (
 // apply at once); a check is a stat when nothing changed.
 const channelWatch = 2 * time.Second
 
+// tenantChannelAccounts is how many channel accounts a tenant's config
+// may run: a tenant is untrusted, and each account holds a connection
+// and goroutines. The operator's own config has no bound.
+const tenantChannelAccounts = 8
+
 // hubTenant is the id a tenant's hub goes by in messages and the token
 // registry: "_" for the operator's own (never a valid tenant id).
 func hubTenant(t *tenant) string {
@@ -35,7 +40,11 @@ func (s *Server) applyChannels(t *tenant, rt *runtime) {
 	t.mu.Lock()
 	h := t.channels
 	if h == nil && !t.closed && hasChannels(rt.file.Config) {
-		h = hub.New(hub.Options{
+		most := 0
+		if t.id != "" {
+			most = tenantChannelAccounts
+		}
+		h = hub.New(hub.Options{MaxAccounts: most,
 			Tenant: hubTenant(t), Store: t.store, Turns: channelTurns{s: s, t: t},
 			Transports: func(a channel.Account) (channel.Transport, error) { return s.channelTransport(t, t.runtimeNow(), a) },
 			Tokens:     s.channelTokens, Env: s.secretEnv(t, rt), Log: s.log, Control: isChannelControl,

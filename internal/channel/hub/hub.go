@@ -88,6 +88,10 @@ type Options struct {
 	// admitted sender's is run at once, beside the turn, and answered.
 	// Nil: none is.
 	Control func(text string) bool
+	// MaxAccounts bounds the accounts that run (0: no bound): those past
+	// it, in config order, are reported and not started, so a tenant's
+	// config cannot make the process hold thousands of connections.
+	MaxAccounts int
 	// Env is the environment the config's secrets are read from (the
 	// tenant's own config env; the operator's process environment only
 	// for the operator's tenant), for the token registry.
@@ -151,6 +155,13 @@ func (h *Hub) Apply(cfg *config.Config) error {
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
 	accounts, issues := accountsOf(cfg)
+	if n := h.o.MaxAccounts; n > 0 && len(accounts) > n {
+		for _, a := range accounts[n:] {
+			issues = append(issues, channel.Issue{Kind: "config", Message: fmt.Sprintf("%s account %q is not started: at most %d channel accounts run for this tenant", a.Channel, a.ID, n),
+				Fix: "remove accounts you do not use, or ask the operator to raise the limit"})
+		}
+		accounts = accounts[:n]
+	}
 	want := map[key]Account{}
 	for _, a := range accounts {
 		want[key{a.Channel, a.ID}] = a

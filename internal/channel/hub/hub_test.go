@@ -629,3 +629,24 @@ func TestSendErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxAccounts: past the bound, accounts are reported, not started.
+func TestMaxAccounts(t *testing.T) {
+	ctx := testCtx(t)
+	r := newRig(t)
+	r.max = 2
+	r.kill()
+	r.open()
+	r.apply(`{channels: {telegram: {accounts: {a: {botToken: "t1"}, b: {botToken: "t2"}, c: {botToken: "t3"}}}}}`)
+	rep := r.hub.Status(ctx, false)
+	var ids []string
+	for _, a := range rep.Accounts {
+		ids = append(ids, a.AccountID)
+	}
+	if !slices.Equal(ids, []string{"a", "b"}) {
+		t.Errorf("accounts %v run, want the first two", ids)
+	}
+	if i := slices.IndexFunc(rep.Issues, func(i Issue) bool { return strings.Contains(i.Message, `"c" is not started: at most 2`) }); i < 0 {
+		t.Errorf("issues %+v: want one saying account c is not started", rep.Issues)
+	}
+}

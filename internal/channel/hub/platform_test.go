@@ -291,6 +291,7 @@ type rig struct {
 	events  chan event
 	private bool
 	idem    bool
+	max     int // Options.MaxAccounts
 }
 
 func newRig(t *testing.T) *rig {
@@ -311,7 +312,7 @@ func (r *rig) open() {
 	r.db = db
 	r.hub = New(Options{Tenant: r.tenant, Store: db, Log: slog.New(slog.DiscardHandler), Turns: r.turns, Tokens: r.tokens, Clock: r.clock,
 		Rand:       strings.NewReader(strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 100)),
-		Transports: r.transport})
+		Transports: r.transport, MaxAccounts: r.max})
 	r.hub.settled = func(a Account, id int64, s store.InboxState) { r.events <- event{a.ID, id, s} }
 }
 
