@@ -144,6 +144,32 @@ func TestApply(t *testing.T) {
 			want:   map[string]string{"agents.defaults.memorySearch.remote.baseUrl": `"http://127.0.0.1:11434/v1"`},
 		},
 		{
+			name: "chat channel servers on private addresses",
+			tenant: `{channels: {telegram: {botToken: "1:x", apiRoot: "http://127.0.0.1:8081"},
+				slack: {apiUrl: "https://slack.com/api/", accounts: {b: {apiUrl: "http://169.254.169.254/api/"}}},
+				discord: {gatewayUrl: "ws://10.0.0.1:9000/", apiUrl: "https://discord.com/api/v10"}}}`,
+			violations: []string{"channels.telegram.apiRoot", "channels.slack.accounts.b.apiUrl", "channels.discord.gatewayUrl"},
+			want: map[string]string{
+				"channels.telegram":         `{"botToken":"1:x"}`,
+				"channels.slack.accounts.b": `{}`,
+				"channels.discord.apiUrl":   `"https://discord.com/api/v10"`,
+			},
+			rule: "chat channel's server of a tenant must be on the public internet",
+		},
+		{
+			name:       "a channel token file on the gateway's host",
+			tenant:     `{channels: {telegram: {tokenFile: "/etc/shadow"}, discord: {accounts: {x: {tokenFile: "/root/.ssh/id_rsa"}}}}}`,
+			violations: []string{"channels.telegram.tokenFile", "channels.discord.accounts.x.tokenFile"},
+			want:       map[string]string{"channels.telegram": `{}`},
+			rule:       "never a file on the gateway's host",
+		},
+		{
+			name:   "a private channel server the operator opened",
+			root:   `{tenants: {network: {allowHosts: ["127.0.0.1:8081"]}}}`,
+			tenant: `{channels: {telegram: {apiRoot: "http://127.0.0.1:8081"}}}`,
+			want:   map[string]string{"channels.telegram.apiRoot": `"http://127.0.0.1:8081"`},
+		},
+		{
 			name:       "loopback for tools is the operator's",
 			tenant:     `{tools: {network: {allowLoopback: true}}}`,
 			violations: []string{"tools.network.allowLoopback"},

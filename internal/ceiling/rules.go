@@ -124,6 +124,7 @@ func (a *applier) network() {
 	a.agents(func(path string, e *config.Value) {
 		a.memoryEndpoint(path+".memorySearch", e.Get("memorySearch"))
 	})
+	a.channels()
 	providers := t.Lookup("models", "providers")
 	if providers == nil || providers.Kind != config.Object {
 		return
@@ -136,6 +137,59 @@ func (a *applier) network() {
 		if err := netguard.CheckURL(base, a.c.Net()); err != nil {
 			a.violate(config.JoinKey("models.providers", m.Key)+".baseUrl", a.refused("a model provider", err))
 			providers.Delete(m.Key)
+		}
+	}
+}
+
+// channelURLs are the keys of a channel block (and of each of its
+// accounts) naming a server the gateway connects to for the tenant.
+var channelURLs = []string{"apiRoot", "apiUrl", "gatewayUrl"}
+
+// channels holds a tenant's chat channel endpoints to public addresses —
+// the gateway connects to them with the tenant's bot tokens — and
+// refuses tokenFile, a file on the gateway's host.
+func (a *applier) channels() {
+	chans := a.res.Tree.Get("channels")
+	if chans == nil || chans.Kind != config.Object {
+		return
+	}
+	for _, ch := range chans.Members {
+		blocks := []struct {
+			path string
+			v    *config.Value
+		}{{config.JoinKey("channels", ch.Key), ch.Value}}
+		if accts := ch.Value.Get("accounts"); accts != nil && accts.Kind == config.Object {
+			for _, acct := range accts.Members {
+				blocks = append(blocks, struct {
+					path string
+					v    *config.Value
+				}{config.JoinKey(config.JoinKey("channels", ch.Key)+".accounts", acct.Key), acct.Value})
+			}
+		}
+		for _, b := range blocks {
+			if b.v == nil || b.v.Kind != config.Object {
+				continue
+			}
+			if b.v.Get("tokenFile") != nil {
+				a.violate(b.path+".tokenFile", "a tenant's channel token is in its config (botToken, or a \"${NAME}\" of its env), never a file on the gateway's host")
+				b.v.Delete("tokenFile")
+			}
+			for _, k := range channelURLs {
+				raw, ok := str(b.v.Get(k))
+				if !ok || raw == "" {
+					continue
+				}
+				check := raw
+				if rest, ok := strings.CutPrefix(check, "wss://"); ok {
+					check = "https://" + rest
+				} else if rest, ok := strings.CutPrefix(check, "ws://"); ok {
+					check = "http://" + rest
+				}
+				if err := netguard.CheckURL(check, a.c.Net()); err != nil {
+					a.violate(b.path+"."+k, a.refused("a chat channel's server", err))
+					b.v.Delete(k)
+				}
+			}
 		}
 	}
 }
