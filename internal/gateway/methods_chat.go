@@ -137,9 +137,10 @@ func (p *runParams) check(method string) (string, []llm.Image, error) {
 		return "", nil, err
 	}
 	if p.Deliver != nil && *p.Deliver {
-		// Talon has no chat channels: the client must not believe a reply
-		// was delivered.
-		return "", nil, protocol.Errorf("invalid %s params: deliver is not supported (Talon has no outbound channels); leave it false", method)
+		// A chat.send or agent run is not delivered to a channel (only a
+		// channel's own messages are answered there): the client must not
+		// believe a reply was delivered.
+		return "", nil, protocol.Errorf("invalid %s params: deliver is not supported (a run started here is not delivered to a chat channel; use send); leave it false", method)
 	}
 	images, err := decodeAttachments(method, p.Attachments)
 	if err != nil {

@@ -485,7 +485,7 @@ func TestChatParams(t *testing.T) {
 		{"no message", admin, "chat.send", send(map[string]any{"message": nil}), "invalid chat.send params: must have required property 'message'"},
 		{"blank message", admin, "chat.send", send(map[string]any{"message": " "}), "invalid chat.send params: message or attachment required"},
 		{"negative timeout", admin, "chat.send", send(map[string]any{"timeoutMs": -1}), "invalid chat.send params: timeoutMs must be >= 0"},
-		{"deliver", admin, "chat.send", send(map[string]any{"deliver": true}), "invalid chat.send params: deliver is not supported (Talon has no outbound channels); leave it false"},
+		{"deliver", admin, "chat.send", send(map[string]any{"deliver": true}), "invalid chat.send params: deliver is not supported (a run started here is not delivered to a chat channel; use send); leave it false"},
 		{"reserved key", admin, "chat.send", send(map[string]any{"sessionKey": "agent:main:subagent:x"}), "invalid chat.send params: sessionKey: session key is in a reserved namespace (subagent:, cron:, acp:)"},
 		{"unknown agent in key", admin, "chat.send", send(map[string]any{"sessionKey": "agent:nobody:main"}), `invalid chat.send params: sessionKey: unknown agent id "nobody"`},
 		{"agentId against key", admin, "chat.send", send(map[string]any{"agentId": "ops", "sessionKey": "agent:main:x"}), `invalid chat.send params: sessionKey: session key belongs to agent "main", not "ops"`},

@@ -138,6 +138,7 @@ type Server struct {
 	actions    []Action
 	failures   map[string][]Failure // by method
 	deliveries []int                // webhook delivery answers, in order
+	requests   int                  // Bot API requests of any kind
 }
 
 // Start runs a fake Bot API on loopback until the test ends.
@@ -288,6 +289,9 @@ func (s *Server) Deliveries() []int {
 	defer s.mu.Unlock()
 	return slices.Clone(s.deliveries)
 }
+
+// Requests counts the Bot API requests the server got, of any method.
+func (s *Server) Requests() int { return s.count(&s.requests) }
 
 // Sent is what the bot has sent so far.
 func (s *Server) Sent() []Sent {
@@ -491,6 +495,9 @@ func drop(w http.ResponseWriter) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests++
+	s.mu.Unlock()
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || method == "" {

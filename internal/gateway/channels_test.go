@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"talon/internal/channel/telegram/tgtest"
+)
+
+// tgAddr is a fake Bot API's host:port, for tenants.network.allowHosts.
+func tgAddr(t *testing.T, tg *tgtest.Server) string {
+	u, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// TestTenantChannels: a tenant's channel account reads its token from the
+// tenant's own env, never the process's (not even the env fallback of
+// the default account); it reaches a private address only when the
+// operator opened it; and it answers its DMs like the operator's.
+func TestTenantChannels(t *testing.T) {
+	needBwrap(t)
+	tg := tgtest.Start(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway: {auth: {token: "`+wsToken+`"}}, tenants: {network: {allowHosts: ["`+tgAddr(t, tg)+`"]}}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "acme", "talon.json"), []byte(`{gateway: {auth: {token: "acme-token"}},
+		env: {TG: "`+tg.Token+`"},
+		channels: {telegram: {botToken: "${TG}", apiRoot: "`+tg.URL+`", dmPolicy: "open", allowFrom: ["*"]}}}`))
+	// beta names no token: the default account's fallback would be
+	// TELEGRAM_BOT_TOKEN, which only the operator's config reads.
+	writeFile(t, filepath.Join(dir, "tenants", "beta", "talon.json"), []byte(`{gateway: {auth: {token: "beta-token"}},
+		channels: {telegram: {apiRoot: "`+tg.URL+`", dmPolicy: "open", allowFrom: ["*"]}}}`))
+	ts := startServer(t, dir, map[string]string{"TELEGRAM_BOT_TOKEN": tg.Token})
+	url := "ws" + strings.TrimPrefix(ts.url, "http")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg.UserSays(tgtest.Say{From: tgtest.User{ID: 31, FirstName: "Tia"}, Text: "hello"})
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatalf("the tenant's bot did not answer: %v", err)
+	}
+	type status struct {
+		ChannelAccounts map[string][]struct {
+			Running   bool    `json:"running"`
+			Connected bool    `json:"connected"`
+			LastError *string `json:"lastError"`
+		} `json:"channelAccounts"`
+		StatusIssues []struct{ Message string } `json:"statusIssues"`
+	}
+	acme := mustCall[status](t, dialTenant(t, url, "acme", "acme-token"), "channels.status", nil)
+	if a := acme.ChannelAccounts["telegram"]; len(a) != 1 || !a[0].Connected {
+		t.Errorf("acme's account: %+v", acme.ChannelAccounts)
+	}
+	beta := mustCall[status](t, dialTenant(t, url, "beta", "beta-token"), "channels.status", nil)
+	a := beta.ChannelAccounts["telegram"]
+	if len(a) != 1 || a[0].Connected || a[0].LastError == nil || !strings.Contains(*a[0].LastError, "no bot token") {
+		t.Errorf("beta took the process's TELEGRAM_BOT_TOKEN: %+v", a)
+	}
+
+	// A webhook path of no account: 404, whoever asks.
+	for _, path := range []string{"/channels/acme/telegram/default", "/channels/_/telegram/default", "/channels/nobody/slack/default", "/channels/../talon.json/x/y"} {
+		resp, err := http.Post(ts.url+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("POST %s: %d, want 404", path, resp.StatusCode)
+		}
+	}
+}
+
+// TestTenantChannelOnPrivateAddress: a channel server on loopback the
+// operator did not open is refused when the tenant writes it, and a file
+// written by hand runs held to the ceiling: the bot never calls it.
+func TestTenantChannelOnPrivateAddress(t *testing.T) {
+	tg := tgtest.Start(t)
+	ts, url := startWS(t, "")
+	writeFile(t, filepath.Join(ts.dir, "tenants", "acme", "talon.json"), []byte(`{gateway: {auth: {token: "acme-token"}}}`))
+	c := dialTenant(t, url, "acme", "acme-token")
+	hash := mustCall[configSnapshot](t, c, "config.get", nil).Hash
+	pe := callFails(t, c, "config.patch", map[string]any{"baseHash": hash, "raw": `{channels: {telegram: {botToken: "` + tg.Token + `", apiRoot: "` + tg.URL + `"}}}`}, "invalid config: ")
+	if !strings.Contains(pe.Message, "channels.telegram.apiRoot: beyond the operator's ceiling") {
+		t.Errorf("config.patch with a loopback apiRoot: %s", pe.Message)
+	}
+	writeFile(t, filepath.Join(ts.dir, "tenants", "acme", "talon.json"), []byte(`{gateway: {auth: {token: "acme-token"}},
+		channels: {telegram: {botToken: "`+tg.Token+`", apiRoot: "`+tg.URL+`", tokenFile: "/etc/passwd"}}}`))
+	// The account runs (on Telegram's own server, the apiRoot held off):
+	// wait until it has tried to connect, then the fake must have had
+	// nothing.
+	type status struct {
+		ChannelAccounts map[string][]struct {
+			ReconnectAttempts int     `json:"reconnectAttempts"`
+			LastError         *string `json:"lastError"`
+		} `json:"channelAccounts"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := mustCall[status](t, c, "channels.status", nil)
+		if a := st.ChannelAccounts["telegram"]; len(a) == 1 && (a[0].LastError != nil || a[0].ReconnectAttempts > 0) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the account never tried to connect: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := tg.Requests(); n != 0 {
+		t.Errorf("the fake Bot API on loopback got %d requests from a tenant's bot", n)
+	}
+}
