@@ -58,6 +58,9 @@ type Runner struct {
 	// Nil means the runner opens its own over StateDir, with nobody to
 	// approve: a command that needs approval falls back at once.
 	Approvals *approval.Service
+	// Messenger sends the message tool's messages through the tenant's
+	// chat channels (the gateway's); nil: the tool says there are none.
+	Messenger tools.Messenger
 	// Model, when set, is every run's model, over the request's, the
 	// session's and the config's: the operator's `talon serve --model`,
 	// to run every employee on the offline model (or one provider).
@@ -246,6 +249,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		env.Sandbox, env.Isolated = box, box.Isolated()
 	}
 	env.Sessions = newRunSessions(r, agentID, req.SessionKey, &plan)
+	env.Messenger = r.Messenger
 	env.Vision = r.vision(prov, modelID, ref)
 
 	if call, ok := dispatchable(skills, req.Input); ok {

@@ -116,3 +116,49 @@ func TestTenantChannelOnPrivateAddress(t *testing.T) {
 		t.Errorf("the fake Bot API on loopback got %d requests from a tenant's bot", n)
 	}
 }
+
+// TestMessageTool: the message tool sends to the conversation the turn
+// came from, to another chat of the same platform, and refuses another
+// platform and a bad target; the refusals reach the model as errors.
+func TestMessageTool(t *testing.T) {
+	tg := tgtest.Start(t)
+	ts, _ := startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"]}}`)
+	_ = ts
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sentTo := func(chat, text string) bool {
+		for _, m := range tg.Sent() {
+			if m.ChatID == chat && strings.Contains(m.Text, text) {
+				return true
+			}
+		}
+		return false
+	}
+	say := func(text string) {
+		tg.UserSays(tgtest.Say{From: tgtest.User{ID: 61, FirstName: "Max"}, Text: text})
+	}
+	for _, tc := range []struct {
+		name, call, chat, want string
+	}{
+		{"to this conversation", `{"action":"send","message":"hello from the tool"}`, "61", "hello from the tool"},
+		{"to another chat", `{"action":"send","target":"-100777","message":"to the team"}`, "-100777", "to the team"},
+		{"another platform", `{"action":"send","channel":"slack","target":"channel:C1","message":"x"}`, "61", "Talon does not cross chat platforms"},
+		{"a bad target", `{"action":"send","target":"../etc","message":"x"}`, "61", "a Telegram target is a numeric chat id"},
+		{"an action not built", `{"action":"poll","message":"x"}`, "61", `"poll"`},
+		{"dry run", `{"action":"send","target":"42","message":"not sent","dryRun":true}`, "61", `"dryRun":true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			say("/call message " + tc.call)
+			if err := tg.Wait(ctx, func() bool { return sentTo(tc.chat, tc.want) }); err != nil {
+				var got []string
+				for _, m := range tg.Sent() {
+					got = append(got, m.ChatID+": "+m.Text)
+				}
+				t.Fatalf("nothing in %s saying %q: %v\n%s", tc.chat, tc.want, err, strings.Join(got, "\n"))
+			}
+		})
+	}
+	if sentTo("42", "not sent") {
+		t.Error("a dry run sent its message")
+	}
+}

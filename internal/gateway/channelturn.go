@@ -2,14 +2,20 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"talon/internal/agent"
 	"talon/internal/approval"
+	"talon/internal/channel"
+	"talon/internal/channel/hub"
+	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/store"
+	"talon/internal/tools"
 	"talon/protocol"
 )
 
@@ -70,4 +76,65 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 // came from.
 func (s *Server) approvers(t *tenant, req approval.Request) int {
 	return s.hubs.count(t, protocol.ScopeApprovals) + s.chatApprovers(t, req)
+}
+
+// channelMessenger sends the message tool's messages of tenant t's runs
+// through its channel hub (spec channels.md §9).
+type channelMessenger struct {
+	s *Server
+	t *tenant
+}
+
+// Send resolves m against the conversation the session's turn came from
+// — its channel, account and target when m leaves them out — and sends
+// it. A message to another platform than that conversation's is refused
+// (R9.4: Talon does not cross providers).
+func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools.OutMessage) (json.RawMessage, error) {
+	h := m.t.hub()
+	if h == nil {
+		return nil, errors.New("no chat channel is configured (channels.telegram, channels.slack or channels.discord)")
+	}
+	chat, inChat := h.ChatOf(ctx, sessionKey)
+	ch := strings.ToLower(out.Channel)
+	switch {
+	case ch == "" && !inChat:
+		return nil, errors.New("this session did not come from a chat: give channel and target")
+	case ch == "":
+		ch = chat.Channel
+	case channelLabels[ch] == "":
+		return nil, fmt.Errorf("channel %q is not one Talon runs (telegram, slack, discord)", ch)
+	case inChat && ch != chat.Channel:
+		return nil, fmt.Errorf("this conversation is on %s: sending to %s from it is not allowed (Talon does not cross chat platforms)", chat.Channel, ch)
+	}
+	account := out.AccountID
+	if account == "" && inChat && ch == chat.Channel {
+		account = chat.AccountID
+	}
+	if account != "" {
+		account = config.NormalizeAccountID(account)
+	}
+	var target channel.Target
+	if out.Target == "" {
+		if !inChat {
+			return nil, errors.New("no target: give one in the channel's form")
+		}
+		target = chat.Target
+		if out.ThreadID != "" {
+			target.ThreadID = out.ThreadID
+		}
+	} else {
+		var err error
+		if target, err = parseTarget(ch, out.Target, out.ThreadID); err != nil {
+			return nil, fmt.Errorf("target %q: %w", out.Target, err)
+		}
+	}
+	if out.DryRun {
+		return json.Marshal(map[string]any{"dryRun": true, "channel": ch, "accountId": account, "target": target})
+	}
+	res, err := h.Send(ctx, hub.SendRequest{Channel: ch, AccountID: account, Target: target, Text: out.Text, ReplyTo: out.ReplyTo,
+		IdempotencyKey: "tool:" + store.NewID()})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{"ok": true, "channel": res.Channel, "accountId": res.AccountID, "target": target, "messageIds": res.MessageIDs, "unconfirmed": res.Unconfirmed})
 }

@@ -475,6 +475,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		StateDir:  t.dir,
 		Sandboxes: t.sandboxes,
 		Approvals: t.approvals,
+		Messenger: channelMessenger{s: s, t: t},
 		Plugins:   t.plugins.Configure(cfg),
 		Log:       s.log.With("tenant", t.id),
 		Model:     s.opts.Model,

@@ -90,6 +90,25 @@ type Env struct {
 	// agents.defaults.imageModel or the agent's own model. Nil when no
 	// such model is known; the image tool then says so.
 	Vision func(ctx context.Context, prompt string, img llm.Image) (string, error)
+	// Messenger sends the message tool's messages through the tenant's
+	// chat channels; nil when the caller has none, and message says so.
+	Messenger Messenger
+}
+
+// Messenger is what the message tool needs from the gateway: sending
+// text to a chat through the tenant's channel accounts. It is owned
+// here, by its consumer.
+type Messenger interface {
+	// Send delivers m for the session sessionKey. An empty Channel or
+	// Target is the conversation the session's turn came from.
+	Send(ctx context.Context, sessionKey string, m OutMessage) (json.RawMessage, error)
+}
+
+// OutMessage is one message the model asks to send.
+type OutMessage struct {
+	Channel, AccountID, Target, ThreadID, ReplyTo, Text string
+	// DryRun checks and resolves the message without sending it.
+	DryRun bool
 }
 
 // Result is what a tool call returns to the model.

@@ -11,13 +11,14 @@ import (
 	"talon/internal/tools/exec"
 	"talon/internal/tools/fs"
 	"talon/internal/tools/image"
+	"talon/internal/tools/message"
 	"talon/internal/tools/sessions"
 	"talon/internal/tools/web"
 )
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
-	"read", "edit", "write", "apply_patch", "exec", "process",
+	"read", "edit", "write", "apply_patch", "exec", "process", "message",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
 	"web_fetch", "image",
 }
@@ -29,7 +30,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, web.New(), image.New()) {
+	for _, t := range append(all, web.New(), image.New(), message.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
