@@ -524,6 +524,9 @@ func (s *Server) clientTools(body chatRequest, rt *runtime) ([]llm.ToolSpec, str
 			return nil, fmt.Sprintf("tools[%d].function.name: %q is a gateway tool; rename the client tool", i, name)
 		}
 		params := t.Function.Parameters
+		if p := bytes.TrimSpace(params); bytes.Equal(p, []byte("null")) {
+			params = nil // null is no schema, as an absent one is
+		}
 		if len(bytes.TrimSpace(params)) > 0 {
 			var obj map[string]any
 			if err := json.Unmarshal(params, &obj); err != nil {
