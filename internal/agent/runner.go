@@ -82,6 +82,18 @@ type Runner struct {
 // DefaultMaxRounds bounds a run's model calls when Runner.MaxRounds is 0.
 const DefaultMaxRounds = 24
 
+// Chat is where a channel message came from, for the tool policy.
+type Chat struct {
+	Channel, AccountID string
+	// GroupID is the room (a Telegram group with its topic, a Slack or
+	// Discord channel, a Discord thread); "" for a DM.
+	GroupID string
+	// GuildID and ParentID are a Discord message's server and, in a
+	// thread, the thread's channel.
+	GuildID, ParentID string
+	Sender            policy.Sender
+}
+
 // Request is one turn asked of an agent.
 type Request struct {
 	AgentID    string
@@ -100,6 +112,10 @@ type Request struct {
 	Model string
 	// Owner says whether the sender is an owner (owner-only tools).
 	Owner bool
+	// Chat is the chat a channel message came from; nil for other runs.
+	// The group tool policy reads its room and sender (spec channels.md
+	// §10: groups.*.tools, toolsBySender).
+	Chat *Chat
 	// Fresh says the caller minted SessionKey for this run from a random
 	// id, so no session can exist yet and the runner skips looking for
 	// one (a stateless HTTP request: one read fewer per turn).
@@ -218,6 +234,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		SubagentDepth: entry.SpawnDepth, SubagentRole: entry.SubagentRole,
 		Sandboxed: &plan.Sandboxed, WorkspaceAccess: plan.Access.Value,
 		Plugins: pt.Registrations,
+	}
+	if c := req.Chat; c != nil {
+		pctx.MessageProvider, pctx.AccountID, pctx.GroupID = c.Channel, c.AccountID, c.GroupID
+		pctx.GuildID, pctx.ParentID, pctx.Sender = c.GuildID, c.ParentID, c.Sender
 	}
 	decision := r.Policy.Evaluate(pctx, r.candidates(pt))
 	specs := r.specs(&decision, pt)
@@ -677,7 +697,7 @@ func (r *Runner) memoryFlush(ctx context.Context, req *Request, st *loopState) {
 	fst.history = append(v.conversation(), llm.Message{Role: llm.RoleUser, Content: ft.Prompt})
 	fctx, cancel := context.WithTimeout(ctx, v.set.Timeout)
 	defer cancel()
-	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner}
+	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner, Chat: req.Chat}
 	if _, err := r.loop(fctx, freq, &transcript{r: r, detached: true}, &fst); err != nil {
 		r.logWarn("memory flush failed", "session", v.key, "err", err)
 	}

@@ -66,3 +66,16 @@ func sharedIssue(where, why string) Issue {
 			`or "per-account-channel-peer" with several accounts`,
 	}
 }
+
+// Owners are a channel's owners in commands.ownerAllowFrom
+// ("<channel>:<senderId>" entries; a wildcard owns nothing): the senders
+// owner-only tools and exec approvals in the chat are for.
+func Owners(cfg *config.Config, ch string) []string {
+	var out []string
+	for _, owner := range cfg.Commands.OwnerAllowFrom {
+		if c, id, ok := strings.Cut(strings.TrimSpace(owner), ":"); ok && strings.EqualFold(c, ch) && id != "" && id != "*" {
+			out = append(out, id)
+		}
+	}
+	return out
+}

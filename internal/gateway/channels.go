@@ -5,11 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"talon/internal/agent"
 	"talon/internal/channel"
 	"talon/internal/channel/hub"
 	"talon/internal/config"
+	"talon/internal/policy"
 )
 
 // channelWatch is how often the configs of tenants with channels are
@@ -102,7 +105,20 @@ func (c channelTurns) Turn(ctx context.Context, r hub.TurnRequest) (hub.TurnResu
 	if approveCommand(r.Text) {
 		return hub.TurnResult{Text: c.s.chatApprove(ctx, c.t, r)}, nil
 	}
-	text, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text)
+	e := r.Envelope
+	chat := &agent.Chat{Channel: e.Channel, AccountID: e.AccountID, GuildID: e.GuildID,
+		Sender: policy.Sender{ID: e.Sender.ID, E164: e.Sender.E164, Username: e.Sender.Username, Name: e.Sender.Name}}
+	if e.Peer.Kind != channel.Direct {
+		chat.GroupID = e.Peer.ID
+	}
+	if e.ParentPeer != nil {
+		chat.ParentID = e.ParentPeer.ID
+	}
+	var owner bool
+	if rt := c.t.runtimeNow(); rt != nil {
+		owner = slices.Contains(channel.Owners(rt.file.Config, e.Channel), e.Sender.ID)
+	}
+	text, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text, chat, owner)
 	return hub.TurnResult{Text: text}, err
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +162,35 @@ func TestMessageTool(t *testing.T) {
 	}
 	if sentTo("42", "not sent") {
 		t.Error("a dry run sent its message")
+	}
+}
+
+// TestChannelGroupToolPolicy: a group's toolsBySender applies to the
+// sender of each message (spec channels.md §10): the same group, two
+// senders, two tool lists.
+func TestChannelGroupToolPolicy(t *testing.T) {
+	tg := tgtest.Start(t)
+	startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","groupPolicy":"open",
+		"groups":{"-100900":{"requireMention":false,"toolsBySender":{"id:71":{"deny":["exec","process"]}}}}}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := regexp.MustCompile(`(\d+) tools`)
+	toolsFor := func(id int64) string {
+		before := len(tg.Sent())
+		tg.UserSays(tgtest.Say{From: tgtest.User{ID: id, FirstName: "U"}, Chat: -100900, ChatTitle: "Ops", Text: "hello"})
+		if err := tg.Wait(ctx, func() bool { return len(tg.Sent()) > before }); err != nil {
+			t.Fatal(err)
+		}
+		m := count.FindStringSubmatch(tg.Sent()[before].Text)
+		if m == nil {
+			t.Fatalf("no tool count in %q", tg.Sent()[before].Text)
+		}
+		return m[1]
+	}
+	restricted, other := toolsFor(71), toolsFor(72)
+	r, _ := strconv.Atoi(restricted)
+	o, _ := strconv.Atoi(other)
+	if r != o-2 {
+		t.Errorf("sender 71 (exec and process denied by toolsBySender) is offered %d tools, sender 72 %d; want 2 fewer", r, o)
 	}
 }

@@ -33,7 +33,7 @@ var errChannelClosed = errors.New("the channel account stopped")
 // runs, /compact and /status are answered as in any chat, and a stop word
 // aborts the session's runs. It returns
 // the final text ("" when the run ended without one).
-func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text string) (string, error) {
+func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text string, chat *agent.Chat, owner bool) (string, error) {
 	rt, err := t.current(s)
 	if err != nil {
 		return "", err
@@ -47,6 +47,7 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 	}
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: text}}}
 	r := s.prepareRun(t, rt, nil, "chat", "channel-"+store.NewID(), key, agentID, req, channelRunTimeout)
+	r.req.Owner, r.req.Chat = owner, chat
 	if cmd, arg, ok := chatCommand(text); ok {
 		r.cmd, r.arg = cmd, arg
 	}

@@ -47,11 +47,7 @@ func approvers(cfg *config.Config, a Account) []string {
 			out = append(out, stripChannelPrefix(a.Channel, id))
 		}
 	}
-	for _, owner := range cfg.Commands.OwnerAllowFrom {
-		if ch, id, ok := strings.Cut(strings.TrimSpace(owner), ":"); ok && strings.EqualFold(ch, a.Channel) && id != "" && id != "*" {
-			out = append(out, id)
-		}
-	}
+	out = append(out, channel.Owners(cfg, a.Channel)...)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
