@@ -161,6 +161,21 @@ func TestTelegramChannel(t *testing.T) {
 		t.Errorf("the group's session has user messages %q, want one turn: the mention with the earlier message as context", users)
 	}
 
+	// Telegram refuses the formatting of the next reply: it is sent
+	// again as plain text, not lost.
+	tg.Fail("sendMessage", tgtest.Failure{Code: 400, Description: "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 3"})
+	tg.UserSays(tgtest.Say{From: ann, Text: "format this"})
+	if err := tg.Wait(ctx, func() bool {
+		for _, m := range sentTo("4242") {
+			if m.ParseMode == "" && strings.Contains(m.Text, "inspect:") {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the reply Telegram could not parse was not sent as plain text: %v", err)
+	}
+
 	// DMs opened to everyone by hand: a new sender is answered, no code.
 	writeJSONFile(t, filepath.Join(dir, "talon.json"), map[string]any{
 		"gateway":  map[string]any{"auth": map[string]any{"token": defaultToken}},
@@ -251,7 +266,7 @@ func TestSlackChannel(t *testing.T) {
 	sl := slacktest.Start(t)
 	s, _ := channelConfig(t, map[string]any{"slack": map[string]any{
 		"mode": "http", "botToken": slacktest.BotToken, "signingSecret": slacktest.SigningSecret, "apiUrl": sl.URL,
-		"dmPolicy": "open", "allowFrom": []string{"*"},
+		"dmPolicy": "open", "allowFrom": []string{"*"}, "groupPolicy": "open",
 	}}, nil)
 	hook := s.base + "/channels/_/slack/default"
 	sl.SetRequestURL(hook)
@@ -289,6 +304,48 @@ func TestSlackChannel(t *testing.T) {
 	}
 	if n := len(sl.Sent()); n != 2 {
 		t.Errorf("%d posts for two messages and one retry", n)
+	}
+
+	// A thread in a channel: the answer goes into the thread, and the
+	// thread is a session of its own.
+	root, err := sl.UserSays(ctx, slacktest.Message{Kind: "channel", Text: "start of a thread", Mention: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sl.UserSays(ctx, slacktest.Message{Kind: "channel", Text: "in the thread", Mention: true, ThreadTS: root[0].TS}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitSlack(ctx, sl, func(p slacktest.Posted) bool { return p.ThreadTS == root[0].TS }); err != nil {
+		t.Fatalf("no answer in the thread %s: %v (posted %+v)", root[0].TS, err, sl.Sent())
+	}
+	var sessions struct {
+		Sessions []struct{ Key string } `json:"sessions"`
+	}
+	if err := wsCall(t, s, "sessions.list", map[string]any{"agentId": "main"}, &sessions); err != nil {
+		t.Fatal(err)
+	}
+	thread := false
+	for _, row := range sessions.Sessions {
+		thread = thread || strings.HasSuffix(row.Key, ":thread:"+root[0].TS)
+	}
+	if !thread {
+		t.Errorf("no session for the thread %s among %+v", root[0].TS, sessions.Sessions)
+	}
+}
+
+// waitSlack waits for a post that ok accepts.
+func waitSlack(ctx context.Context, sl *slacktest.Server, ok func(slacktest.Posted) bool) error {
+	for {
+		for _, p := range sl.Sent() {
+			if ok(p) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
