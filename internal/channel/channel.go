@@ -163,3 +163,18 @@ type Issue struct {
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
 }
+
+// Actor is implemented by a Transport that can act on a message already
+// in the chat: the message tool's react, edit and delete actions (spec
+// channels.md §9). messageID is the platform's id of the message in t.
+type Actor interface {
+	// React adds emoji (a Unicode emoji, or Slack's name such as
+	// "thumbsup") to the message, or takes the bot's own off with remove.
+	React(ctx context.Context, t Target, messageID, emoji string, remove bool) error
+	// Edit replaces the text of one of the bot's own messages; plain is
+	// the fallback as in Outbound.
+	Edit(ctx context.Context, t Target, messageID, text, plain string) error
+	// Delete removes a message (the bot's own; others' where the
+	// platform lets the bot).
+	Delete(ctx context.Context, t Target, messageID string) error
+}
