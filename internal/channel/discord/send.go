@@ -23,8 +23,9 @@ const maxNonce = 25
 // message it already posted. An outcome still unknown after that is
 // returned wrapped in ErrUnconfirmed and never repeated again.
 func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error) {
-	if strings.TrimSpace(m.Text) == "" {
-		return channel.Sent{}, errors.New("discord send: empty message")
+	text, err := b.text(m.Text)
+	if err != nil {
+		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
 	if m.ReplyTo != "" && !snowflake(m.ReplyTo) {
 		return channel.Sent{}, fmt.Errorf("discord send: reply-to id %q is not a snowflake", m.ReplyTo)
@@ -33,13 +34,7 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 	if err != nil {
 		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
-	body := createMessage{
-		Content:         m.Text,
-		AllowedMentions: allowedMentions{Parse: []string{"users"}, RepliedUser: true},
-	}
-	if b.suppressEmbeds {
-		body.Flags = flagSuppressEmbeds
-	}
+	body := createMessage{messageText: text}
 	if m.ReplyTo != "" {
 		no := false
 		body.MessageReference = &messageRef{MessageID: m.ReplyTo, FailIfNotExists: &no}
@@ -67,6 +62,24 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 	}
 	b.update(func(s *channel.Status) { s.LastOutboundAt = b.now() })
 	return channel.Sent{MessageID: got.ID}, nil
+}
+
+// text is the content of a post or an edit with the rules both follow:
+// the text may ping users only — never @everyone, @here or a role,
+// whatever the model writes — and link previews are hidden unless
+// suppressEmbeds is off.
+func (b *Bot) text(content string) (messageText, error) {
+	if strings.TrimSpace(content) == "" {
+		return messageText{}, errors.New("empty message")
+	}
+	t := messageText{
+		Content:         content,
+		AllowedMentions: allowedMentions{Parse: []string{"users"}, RepliedUser: true},
+	}
+	if b.suppressEmbeds {
+		t.Flags = flagSuppressEmbeds
+	}
+	return t, nil
 }
 
 // unknownOutcome says Discord may have acted on a request that failed:

@@ -157,14 +157,21 @@ type message struct {
 	ReferencedMessage *message    `json:"referenced_message"`
 }
 
+// messageText is what a post and an edit both set: the text, whom it
+// may ping and its flags. It is the body of PATCH
+// /channels/{id}/messages/{id}.
+type messageText struct {
+	Content         string          `json:"content"`
+	Flags           int             `json:"flags,omitempty"`
+	AllowedMentions allowedMentions `json:"allowed_mentions"`
+}
+
 // createMessage is the body of POST /channels/{id}/messages.
 type createMessage struct {
-	Content          string          `json:"content"`
-	Nonce            string          `json:"nonce,omitempty"`
-	EnforceNonce     bool            `json:"enforce_nonce,omitempty"`
-	Flags            int             `json:"flags,omitempty"`
-	MessageReference *messageRef     `json:"message_reference,omitempty"`
-	AllowedMentions  allowedMentions `json:"allowed_mentions"`
+	messageText
+	Nonce            string      `json:"nonce,omitempty"`
+	EnforceNonce     bool        `json:"enforce_nonce,omitempty"`
+	MessageReference *messageRef `json:"message_reference,omitempty"`
 }
 
 type allowedMentions struct {
