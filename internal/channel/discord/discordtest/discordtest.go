@@ -1,6 +1,6 @@
 // Package discordtest is a loopback fake of Discord for tests: the REST
 // API v10 (the routes a bot uses to check its token, find the gateway,
-// look up channels, post messages and type) and the gateway WebSocket
+// look up channels, post, edit and delete messages, react and type) and the gateway WebSocket
 // (HELLO, heartbeats, IDENTIFY with intent checks, READY, GUILD_CREATE,
 // MESSAGE_CREATE with sequence numbers, RESUME replaying missed events,
 // INVALID_SESSION, close codes). It speaks Discord's JSON shapes, status
@@ -9,7 +9,8 @@
 // One Server is one bot in a small world: a guild with a text channel,
 // a thread the gateway announces and one it does not, roles, and a group
 // DM. Tests inject messages with UserSays, read what the bot posted with
-// WaitSent, drop the connection with Kick and inject failures. A Server
+// WaitSent (and its reactions, edits and deletions with Reactions, Edits
+// and Deletions), drop the connection with Kick and inject failures. A Server
 // is safe for concurrent use.
 package discordtest
 
@@ -77,6 +78,9 @@ type Server struct {
 	nonces     map[string]string  // nonce → message id (enforce_nonce)
 	sent       []Sent
 	typing     []string
+	reactions  []Reaction
+	edits      []Edit
+	deletions  []Deletion
 	requests   []string
 	conn       *websocket.Conn
 	sess       *session
@@ -122,6 +126,7 @@ type message struct {
 	Member            *member         `json:"member,omitempty"`
 	Content           string          `json:"content"`
 	Timestamp         string          `json:"timestamp"`
+	EditedTimestamp   *string         `json:"edited_timestamp"`
 	Type              int             `json:"type"`
 	Flags             int             `json:"flags"`
 	Nonce             string          `json:"nonce,omitempty"`
@@ -177,16 +182,18 @@ type RateLimit struct {
 	Global     bool
 }
 
-// SendFailure is what the next POST …/messages does instead of answering
-// normally.
+// SendFailure is what the next message write (a post, an edit, a
+// delete, a reaction) does instead of answering normally.
 type SendFailure int
 
 const (
-	// LoseAnswer posts the message, then drops the connection unanswered.
+	// LoseAnswer posts the message (edits, deletes, reacts), then drops
+	// the connection unanswered.
 	LoseAnswer SendFailure = iota + 1
-	// ServerError answers 500 without posting.
+	// ServerError answers 500 without posting (or acting).
 	ServerError
-	// NoID posts the message and answers 200 with a body without an id.
+	// NoID posts (or edits) the message and answers 200 with a body
+	// without an id; other writes answer as usual.
 	NoID
 	// Forbidden answers 403 Missing Permissions (code 50013).
 	Forbidden
@@ -310,7 +317,8 @@ func (s *Server) RateLimitNext(rl ...RateLimit) {
 	s.rateLimits = append(s.rateLimits, rl...)
 }
 
-// FailNextSend makes the next posts fail these ways, in order.
+// FailNextSend makes the next message writes — posts, edits, deletes and
+// reactions — fail these ways, in order.
 func (s *Server) FailNextSend(f ...SendFailure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

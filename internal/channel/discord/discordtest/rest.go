@@ -29,6 +29,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("GET /channels/{id}", s.channel)
 	api("POST /channels/{id}/messages", s.post)
 	api("POST /channels/{id}/typing", s.typingIn)
+	api("PATCH /channels/{id}/messages/{mid}", s.edit)
+	api("DELETE /channels/{id}/messages/{mid}", s.deleteMessage)
+	api("PUT /channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
+	api("DELETE /channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
 	api("POST /users/@me/channels", s.openDM)
 	mux.HandleFunc("/api/v10/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, 0, "404: Not Found")
@@ -190,16 +194,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusOK, s.messages[id])
 		return
 	}
-	var failure SendFailure
-	if len(s.sendFailures) > 0 {
-		failure, s.sendFailures = s.sendFailures[0], s.sendFailures[1:]
-	}
-	switch failure {
-	case ServerError:
-		fail(w, http.StatusInternalServerError, 0, "500: Internal Server Error")
-		return
-	case Forbidden:
-		fail(w, http.StatusForbidden, 50013, "Missing Permissions")
+	failure, refused := s.nextFailure(w)
+	if refused {
 		return
 	}
 	m := message{
@@ -227,19 +223,44 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	s.sent = append(s.sent, sent)
 	s.emit("MESSAGE_CREATE", m) // Discord echoes the bot's own messages
 	s.change()
-	switch failure {
-	case LoseAnswer:
-		if hj, ok := w.(http.Hijacker); ok {
-			if c, _, err := hj.Hijack(); err == nil {
-				c.Close()
-				return
-			}
-		}
-	case NoID:
+	switch {
+	case failure == LoseAnswer && hangUp(w):
+		return
+	case failure == NoID:
 		reply(w, http.StatusOK, map[string]any{"channel_id": chID, "content": in.Content})
 		return
 	}
 	reply(w, http.StatusOK, m)
+}
+
+// nextFailure takes the next injected failure of a message write; a
+// refusal (ServerError, Forbidden) is answered here and reported true.
+// Call with s.mu held.
+func (s *Server) nextFailure(w http.ResponseWriter) (SendFailure, bool) {
+	var f SendFailure
+	if len(s.sendFailures) > 0 {
+		f, s.sendFailures = s.sendFailures[0], s.sendFailures[1:]
+	}
+	switch f {
+	case ServerError:
+		fail(w, http.StatusInternalServerError, 0, "500: Internal Server Error")
+		return f, true
+	case Forbidden:
+		fail(w, http.StatusForbidden, 50013, "Missing Permissions")
+		return f, true
+	}
+	return f, false
+}
+
+// hangUp drops the connection unanswered, as when an answer is lost.
+func hangUp(w http.ResponseWriter) bool {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // nonceText reads a nonce as Discord takes it: a string of at most 25
