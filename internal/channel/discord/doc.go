@@ -24,8 +24,9 @@
 // Outbound: Send posts a chunk with a nonce derived from its key and
 // enforce_nonce, so Discord posts a chunk once however often it is sent
 // within Discord's nonce window (minutes); 429s are waited out (they
-// post nothing); an outcome that stays unknown is ErrUnconfirmed.
+// post nothing); an outcome that stays unknown is ErrUnconfirmed. React,
+// Edit and Delete (channel.Actor) are one request each, never repeated.
 //
-// A Bot is safe for concurrent use: Run once at a time, Send, Typing and
-// Status from any goroutine.
+// A Bot is safe for concurrent use: Run once at a time, Send, Typing,
+// the actions and Status from any goroutine.
 package discord
