@@ -40,7 +40,7 @@ func parseTarget(t channel.Target) (target, error) {
 	if chatUsername.MatchString(id) {
 		return target{chat: id}, nil
 	}
-	return target{}, fmt.Errorf("telegram: target %q is not a chat id, @username or <chatId>:topic:<id>", id)
+	return target{}, fmt.Errorf("target %q is not a chat id, @username or <chatId>:topic:<id>", id)
 }
 
 type sendAttempt struct {
@@ -55,37 +55,59 @@ type sendAttempt struct {
 func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error) {
 	t, err := parseTarget(m.Target)
 	if err != nil {
-		return channel.Sent{}, err
+		return channel.Sent{}, fmt.Errorf("telegram: send: %w", err)
 	}
 	if m.Text == "" && m.Plain == "" {
 		return channel.Sent{}, errors.New("telegram: send: empty message")
 	}
 	var replyTo int64
 	if m.ReplyTo != "" {
-		if replyTo, err = strconv.ParseInt(m.ReplyTo, 10, 64); err != nil || replyTo <= 0 {
-			return channel.Sent{}, fmt.Errorf("telegram: send: reply id %q is not a message id", m.ReplyTo)
+		if replyTo, err = messageID("send", "reply", m.ReplyTo); err != nil {
+			return channel.Sent{}, err
 		}
 	}
+	var out message
 	at := sendAttempt{html: m.Text != "", reply: replyTo != 0}
+	params := func(at sendAttempt) map[string]any { return b.sendParams(m, t, replyTo, at) }
+	if err := b.call(ctx, "send", "sendMessage", t, at, m.Plain != "", params, &out); err != nil {
+		return channel.Sent{}, err
+	}
+	if out.MessageID <= 0 {
+		return channel.Sent{}, fmt.Errorf("%w: the answer had no message id", ErrUnconfirmed)
+	}
+	b.update(func(s *channel.Status) { s.LastOutboundAt = time.Now() })
+	return channel.Sent{MessageID: strconv.FormatInt(out.MessageID, 10)}, nil
+}
+
+// call makes one message request (send, edit, react, delete) under
+// Send's rules: it is repeated only when it provably did not happen,
+// and HTML Telegram cannot parse goes again as plain text. step names
+// the request in errors.
+func (b *Bot) call(ctx context.Context, step, method string, t target, at sendAttempt, hasPlain bool,
+	params func(sendAttempt) map[string]any, out any) error {
 	for n := 0; ; n++ {
-		var out message
-		err := b.api.call(ctx, "sendMessage", b.sendParams(m, t, replyTo, at), &out)
-		if err == nil && out.MessageID <= 0 {
-			return channel.Sent{}, fmt.Errorf("%w: the answer had no message id", ErrUnconfirmed)
-		}
+		err := b.api.call(ctx, method, params(at), out)
 		if err == nil {
-			b.update(func(s *channel.Status) { s.LastOutboundAt = time.Now() })
-			return channel.Sent{MessageID: strconv.FormatInt(out.MessageID, 10)}, nil
+			return nil
 		}
-		wait, next, retry := b.sendFailed(err, t, at, m.Plain != "")
+		wait, next, retry := b.sendFailed(err, t, at, hasPlain)
 		if !retry || n >= 4 {
-			return channel.Sent{}, sendError(err)
+			return stepError(step, err)
 		}
 		if wait > 0 && !b.timing.sleep(ctx, wait) {
-			return channel.Sent{}, fmt.Errorf("telegram: send: %w", ctx.Err())
+			return fmt.Errorf("telegram: %s: %w", step, ctx.Err())
 		}
 		at = next
 	}
+}
+
+// messageID reads a Telegram message id (what of it: "reply", "message").
+func messageID(step, what, id string) (int64, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("telegram: %s: %s id %q is not a message id", step, what, id)
+	}
+	return n, nil
 }
 
 func (b *Bot) sendParams(m channel.Outbound, t target, replyTo int64, at sendAttempt) map[string]any {
@@ -106,7 +128,7 @@ func (b *Bot) sendParams(m channel.Outbound, t target, replyTo int64, at sendAtt
 	return p
 }
 
-// sendFailed decides what follows a failed sendMessage: how long to wait
+// sendFailed decides what follows a failed message request: how long to wait
 // and the next attempt, or no retry.
 func (b *Bot) sendFailed(err error, t target, at sendAttempt, hasPlain bool) (time.Duration, sendAttempt, bool) {
 	var ae *APIError
@@ -136,16 +158,17 @@ func (b *Bot) sendFailed(err error, t target, at sendAttempt, hasPlain bool) (ti
 	return 0, at, false
 }
 
-// ErrUnconfirmed marks a send whose request reached Telegram but whose
-// answer was lost: it may have been delivered, so it is not retried.
+// ErrUnconfirmed marks a request (a send, edit, reaction or deletion)
+// that reached Telegram but whose answer was lost: Telegram may have
+// carried it out, so it is not retried.
 var ErrUnconfirmed = fmt.Errorf("telegram: the request was sent but no answer came: %w", channel.ErrUnconfirmed)
 
-func sendError(err error) error {
+func stepError(step string, err error) error {
 	var te *transportError
 	if errors.As(err, &te) && te.written {
 		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)
 	}
-	return fmt.Errorf("telegram: send: %w", err)
+	return fmt.Errorf("telegram: %s: %w", step, err)
 }
 
 // Typing implements channel.Transport: sendChatAction typing, with the
@@ -153,7 +176,7 @@ func sendError(err error) error {
 func (b *Bot) Typing(ctx context.Context, t channel.Target) error {
 	tg, err := parseTarget(t)
 	if err != nil {
-		return err
+		return fmt.Errorf("telegram: typing: %w", err)
 	}
 	p := map[string]any{"chat_id": tg.chat, "action": "typing"}
 	if tg.thread != 0 {
