@@ -6,12 +6,17 @@
 // polling with offset and timeout, 409 when a second poller overlaps),
 // deleteWebhook, setWebhook (then posts updates to the webhook with the
 // secret header, redelivering on any answer but 200), sendMessage
-// (validating HTML as Telegram does) and sendChatAction.
+// (validating HTML as Telegram does), sendChatAction, editMessageText
+// (the bot's own messages only), deleteMessage and setMessageReaction
+// (one emoji of Telegram's default reaction list, or none).
 //
 // Where it is simpler than Telegram: parse modes other than HTML are
 // refused, any non-zero chat id exists, a webhook may be any https URL
-// (Telegram also limits ports), and a refused webhook delivery is
-// retried after RetryDelay rather than Telegram's growing delays.
+// (Telegram also limits ports), a refused webhook delivery is retried
+// after RetryDelay rather than Telegram's growing delays, an edit is
+// "not modified" when its text and parse mode are the message's (not
+// when only the markup differs but the entities agree), and any known
+// message may be deleted (Telegram limits that by age and rights).
 package tgtest
 
 import (
@@ -69,6 +74,8 @@ type Message struct {
 	Text            string   `json:"text,omitempty"`
 	Entities        []Entity `json:"entities,omitempty"`
 	ReplyToMessage  *Message `json:"reply_to_message,omitempty"`
+
+	source string // parse mode and text as the bot sent them, for edits
 }
 
 // Sent is a message the bot sent, as the fake received it.
@@ -80,6 +87,29 @@ type Sent struct {
 	ParseMode     string
 	ReplyTo       int64
 	NoLinkPreview bool
+}
+
+// Edit is an editMessageText the fake carried out.
+type Edit struct {
+	ChatID        string
+	MessageID     int64
+	Text          string // as sent (HTML when ParseMode is "HTML")
+	ParseMode     string
+	NoLinkPreview bool
+}
+
+// Reaction is a setMessageReaction the fake carried out; Emoji "" took
+// the bot's reaction off.
+type Reaction struct {
+	ChatID    string
+	MessageID int64
+	Emoji     string
+}
+
+// Deletion is a deleteMessage the fake carried out.
+type Deletion struct {
+	ChatID    string
+	MessageID int64
 }
 
 // Action is a sendChatAction call.
@@ -96,7 +126,8 @@ type Failure struct {
 	RetryAfter      int   // parameters.retry_after
 	MigrateToChatID int64 // parameters.migrate_to_chat_id
 	// Drop reads the request, carries it out (a sendMessage is
-	// delivered), then closes the connection without an answer.
+	// delivered, an edit, deletion or reaction made), then closes the
+	// connection without an answer.
 	Drop bool
 	// Stall holds a getUpdates without an answer until the client gives
 	// up on it.
@@ -136,6 +167,9 @@ type Server struct {
 	hookClient *http.Client
 	sent       []Sent
 	actions    []Action
+	edits      []Edit
+	reactions  []Reaction
+	deletions  []Deletion
 	failures   map[string][]Failure // by method
 	deliveries []int                // webhook delivery answers, in order
 	requests   int                  // Bot API requests of any kind
@@ -305,6 +339,27 @@ func (s *Server) Actions() []Action {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.actions)
+}
+
+// Edits are the edits the fake carried out, in order.
+func (s *Server) Edits() []Edit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.edits)
+}
+
+// Reactions are the reactions the bot set or took off, in order.
+func (s *Server) Reactions() []Reaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reactions)
+}
+
+// Deletions are the messages the bot deleted, in order.
+func (s *Server) Deletions() []Deletion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.deletions)
 }
 
 // WaitSent waits until the bot has sent at least n messages and returns
@@ -516,7 +571,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(w, badRequest(err.Error()))
 		return
 	}
-	if method != "getUpdates" && method != "sendMessage" {
+	if method != "getUpdates" && !carriesOut[method] {
 		if f := s.nextFailure(method); f != nil {
 			if f.Drop {
 				drop(w)
@@ -539,9 +594,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.sendMessage(w, p)
 	case "sendChatAction":
 		s.sendChatAction(w, p)
+	case "editMessageText":
+		s.editMessageText(w, p)
+	case "deleteMessage":
+		s.deleteMessage(w, p)
+	case "setMessageReaction":
+		s.setMessageReaction(w, p)
 	default:
 		refuse(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
+}
+
+// carriesOut are the methods whose Failure.Drop carries the request out
+// before dropping the connection; they take their failure themselves.
+var carriesOut = map[string]bool{"sendMessage": true, "editMessageText": true, "deleteMessage": true, "setMessageReaction": true}
+
+// answer ends a request that was carried out: with result, or with no
+// answer at all when f drops it.
+func answer(w http.ResponseWriter, f *Failure, result any) {
+	if f != nil && f.Drop {
+		drop(w)
+		return
+	}
+	reply(w, result)
 }
 
 // params reads a request's parameters: a JSON body, a form, or the query.
@@ -824,25 +899,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]json.RawMessage
 	}
 	text, mode := strParam(p, "text"), strParam(p, "parse_mode")
 	thread := intParam(p, "message_thread_id")
-	shown := text
-	switch mode {
-	case "":
-	case "HTML":
-		var why string
-		if shown, why = parseHTML(text); why != "" {
-			refuse(w, badRequest("can't parse entities: "+why))
-			return
-		}
-	default:
-		refuse(w, badRequest("unsupported parse_mode"))
-		return
-	}
+	shown, bad := messageText(text, mode)
 	switch {
-	case strings.TrimSpace(shown) == "":
-		refuse(w, badRequest("message text is empty"))
-		return
-	case utf16Len(shown) > 4096:
-		refuse(w, badRequest("message is too long"))
+	case bad != "":
+		refuse(w, badRequest(bad))
 		return
 	case thread == 1:
 		refuse(w, badRequest("message thread not found"))
@@ -874,17 +934,37 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]json.RawMessage
 	s.nextMsg++
 	bot := s.Bot
 	msg := Message{MessageID: s.nextMsg, From: &bot, Chat: Chat{ID: chatNum, Type: chatType(chatNum)},
-		Date: time.Now().Unix(), Text: shown, MessageThreadID: thread, IsTopicMessage: thread != 0, ReplyToMessage: replied}
+		Date: time.Now().Unix(), Text: shown, MessageThreadID: thread, IsTopicMessage: thread != 0, ReplyToMessage: replied,
+		source: mode + "\x00" + text}
 	s.messages[msgKey(chatNum, msg.MessageID)] = &msg
 	s.sent = append(s.sent, Sent{MessageID: msg.MessageID, ChatID: chatID, ThreadID: thread, Text: text,
 		ParseMode: mode, ReplyTo: rp.MessageID, NoLinkPreview: preview.IsDisabled})
 	s.notify()
 	s.mu.Unlock()
-	if f != nil && f.Drop {
-		drop(w)
-		return
+	answer(w, f, msg)
+}
+
+// messageText is the text Telegram shows for text in parse mode, or
+// its refusal (after "Bad Request: ").
+func messageText(text, mode string) (shown, refusal string) {
+	shown = text
+	switch mode {
+	case "":
+	case "HTML":
+		var why string
+		if shown, why = parseHTML(text); why != "" {
+			return "", "can't parse entities: " + why
+		}
+	default:
+		return "", "unsupported parse_mode"
 	}
-	reply(w, msg)
+	switch {
+	case strings.TrimSpace(shown) == "":
+		return "", "message text is empty"
+	case utf16Len(shown) > 4096:
+		return "", "message is too long"
+	}
+	return shown, ""
 }
 
 func chatType(id int64) string {
@@ -919,4 +999,132 @@ func (s *Server) sendChatAction(w http.ResponseWriter, p map[string]json.RawMess
 	s.notify()
 	s.mu.Unlock()
 	reply(w, true)
+}
+
+// messageParams reads the chat and message an action names: the
+// message, its key and the chat_id as given, or Telegram's refusal.
+// Call with s.mu held.
+func (s *Server) messageLocked(p map[string]json.RawMessage, action string) (*Message, string, string) {
+	chatID, ok := chatParam(p)
+	if !ok {
+		return nil, "", "chat not found"
+	}
+	id := intParam(p, "message_id")
+	if id == 0 {
+		return nil, chatID, "message identifier is not specified"
+	}
+	chatNum, _ := strconv.ParseInt(chatID, 10, 64)
+	m := s.messages[msgKey(chatNum, id)]
+	if m == nil {
+		return nil, chatID, "message to " + action + " not found"
+	}
+	return m, chatID, ""
+}
+
+func (s *Server) editMessageText(w http.ResponseWriter, p map[string]json.RawMessage) {
+	f := s.nextFailure("editMessageText")
+	if f != nil && !f.Drop {
+		refuse(w, *f)
+		return
+	}
+	text, mode := strParam(p, "text"), strParam(p, "parse_mode")
+	var preview struct {
+		IsDisabled bool `json:"is_disabled"`
+	}
+	_ = json.Unmarshal(p["link_preview_options"], &preview)
+	s.mu.Lock()
+	m, chatID, bad := s.messageLocked(p, "edit")
+	shown := ""
+	if bad == "" {
+		shown, bad = messageText(text, mode)
+	}
+	switch {
+	case bad != "":
+	case m.From == nil || m.From.ID != s.Bot.ID:
+		bad = "message can't be edited"
+	case m.source == mode+"\x00"+text:
+		bad = "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"
+	}
+	if bad != "" {
+		s.mu.Unlock()
+		refuse(w, badRequest(bad))
+		return
+	}
+	m.Text, m.source = shown, mode+"\x00"+text
+	s.edits = append(s.edits, Edit{ChatID: chatID, MessageID: m.MessageID, Text: text, ParseMode: mode, NoLinkPreview: preview.IsDisabled})
+	s.notify()
+	msg := *m
+	s.mu.Unlock()
+	answer(w, f, msg)
+}
+
+func (s *Server) deleteMessage(w http.ResponseWriter, p map[string]json.RawMessage) {
+	f := s.nextFailure("deleteMessage")
+	if f != nil && !f.Drop {
+		refuse(w, *f)
+		return
+	}
+	s.mu.Lock()
+	m, chatID, bad := s.messageLocked(p, "delete")
+	if bad != "" {
+		s.mu.Unlock()
+		refuse(w, badRequest(bad))
+		return
+	}
+	delete(s.messages, msgKey(m.Chat.ID, m.MessageID))
+	s.deletions = append(s.deletions, Deletion{ChatID: chatID, MessageID: m.MessageID})
+	s.notify()
+	s.mu.Unlock()
+	answer(w, f, true)
+}
+
+// reactionEmoji is Telegram's default set of reaction emoji (Bot API
+// ReactionTypeEmoji); a chat may allow fewer.
+// "\u200d" (zero width joiner) joins the parts of three of them.
+var reactionEmoji = func() map[string]bool {
+	set := map[string]bool{}
+	for _, e := range strings.Fields("👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 " +
+		"❤\u200d🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨\u200d💻 👀 🎃 🙈 😇 😨 🤝 " +
+		"✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷\u200d♂ 🤷 🤷\u200d♀ 😡") {
+		set[e] = true
+	}
+	return set
+}()
+
+func (s *Server) setMessageReaction(w http.ResponseWriter, p map[string]json.RawMessage) {
+	f := s.nextFailure("setMessageReaction")
+	if f != nil && !f.Drop {
+		refuse(w, *f)
+		return
+	}
+	var reaction []struct {
+		Type  string `json:"type"`
+		Emoji string `json:"emoji"`
+	}
+	if raw, ok := p["reaction"]; ok && json.Unmarshal(raw, &reaction) != nil {
+		refuse(w, badRequest("can't parse reaction types JSON object"))
+		return
+	}
+	s.mu.Lock()
+	m, chatID, bad := s.messageLocked(p, "react")
+	switch {
+	case bad != "":
+	case len(reaction) > 1:
+		bad = "REACTIONS_TOO_MANY"
+	case len(reaction) == 1 && (reaction[0].Type != "emoji" || !reactionEmoji[reaction[0].Emoji]):
+		bad = "REACTION_INVALID"
+	}
+	if bad != "" {
+		s.mu.Unlock()
+		refuse(w, badRequest(bad))
+		return
+	}
+	r := Reaction{ChatID: chatID, MessageID: m.MessageID}
+	if len(reaction) == 1 {
+		r.Emoji = reaction[0].Emoji
+	}
+	s.reactions = append(s.reactions, r)
+	s.notify()
+	s.mu.Unlock()
+	answer(w, f, true)
 }

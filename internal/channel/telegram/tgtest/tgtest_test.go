@@ -98,6 +98,28 @@ func TestFakeAPI(t *testing.T) {
 		{"http webhook", s.Token, "setWebhook", map[string]any{"url": "http://x.test/"}, 400,
 			"Bad Request: bad webhook: An HTTPS URL must be provided for webhook"},
 		{"sent", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "<b>ok</b>", "parse_mode": "HTML"}, 200, ""},
+		// The rows below act on message 1001, which "sent" made.
+		{"edit bad html", s.Token, "editMessageText", map[string]any{"chat_id": 5, "message_id": 1001, "text": "<x>", "parse_mode": "HTML"}, 400,
+			`Bad Request: can't parse entities: Unsupported start tag "x" at byte offset 0`},
+		{"edit unknown", s.Token, "editMessageText", map[string]any{"chat_id": 5, "message_id": 9, "text": "x"}, 400,
+			"Bad Request: message to edit not found"},
+		{"edit to the same", s.Token, "editMessageText", map[string]any{"chat_id": 5, "message_id": 1001, "text": "<b>ok</b>", "parse_mode": "HTML"}, 400,
+			"Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"},
+		{"edited", s.Token, "editMessageText", map[string]any{"chat_id": 5, "message_id": 1001, "text": "ok"}, 200, ""},
+		{"two reactions", s.Token, "setMessageReaction", map[string]any{"chat_id": 5, "message_id": 1001,
+			"reaction": []any{map[string]any{"type": "emoji", "emoji": "👍"}, map[string]any{"type": "emoji", "emoji": "🔥"}}}, 400,
+			"Bad Request: REACTIONS_TOO_MANY"},
+		{"custom emoji", s.Token, "setMessageReaction", map[string]any{"chat_id": 5, "message_id": 1001,
+			"reaction": []any{map[string]any{"type": "custom_emoji", "custom_emoji_id": "5"}}}, 400, "Bad Request: REACTION_INVALID"},
+		{"react unknown", s.Token, "setMessageReaction", map[string]any{"chat_id": 5, "message_id": 9, "reaction": []any{}}, 400,
+			"Bad Request: message to react not found"},
+		{"reacted", s.Token, "setMessageReaction", map[string]any{"chat_id": 5, "message_id": 1001,
+			"reaction": []any{map[string]any{"type": "emoji", "emoji": "❤\u200d🔥"}}}, 200, ""},
+		{"delete unknown", s.Token, "deleteMessage", map[string]any{"chat_id": 5, "message_id": 9}, 400,
+			"Bad Request: message to delete not found"},
+		{"deleted", s.Token, "deleteMessage", map[string]any{"chat_id": 5, "message_id": 1001}, 200, ""},
+		{"edit deleted", s.Token, "editMessageText", map[string]any{"chat_id": 5, "message_id": 1001, "text": "x"}, 400,
+			"Bad Request: message to edit not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +131,15 @@ func TestFakeAPI(t *testing.T) {
 				t.Fatalf("answer shape: %v", out)
 			}
 		})
+	}
+	if got := s.Edits(); len(got) != 1 || got[0] != (Edit{ChatID: "5", MessageID: 1001, Text: "ok"}) {
+		t.Fatalf("edits = %+v, want the one carried out", got)
+	}
+	if got := s.Reactions(); len(got) != 1 || got[0] != (Reaction{ChatID: "5", MessageID: 1001, Emoji: "❤\u200d🔥"}) {
+		t.Fatalf("reactions = %+v, want the one carried out", got)
+	}
+	if got := s.Deletions(); len(got) != 1 || got[0] != (Deletion{ChatID: "5", MessageID: 1001}) {
+		t.Fatalf("deletions = %+v, want the one carried out", got)
 	}
 }
 
