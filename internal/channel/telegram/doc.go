@@ -1,6 +1,7 @@
 // Package telegram is the Telegram Bot API transport of a channel
 // account (spec/channels.md §11): long polling or a webhook in, one
-// sendMessage per reply chunk out.
+// sendMessage per reply chunk out, and the message tool's react, edit
+// and delete (channel.Actor) on messages already in the chat.
 //
 // Inbound, only "message" updates with text or a caption become a
 // channel.Envelope. Everything else Telegram sends for the subscribed
