@@ -32,37 +32,50 @@ func (a *App) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 	if err != nil {
 		return channel.Sent{}, err
 	}
+	var out struct {
+		TS string `json:"ts"`
+	}
+	if err := a.write(ctx, "chat.postMessage", req, &out); err != nil {
+		a.report(ctx, err)
+		return channel.Sent{}, fmt.Errorf("slack send: %w", err)
+	}
+	if !tsRE.MatchString(out.TS) {
+		return channel.Sent{}, fmt.Errorf("slack send: %w", &UnconfirmedError{Method: "chat.postMessage", Err: errors.New("the answer has no valid ts")})
+	}
+	if req.ThreadTS != "" {
+		a.threads.put(req.Channel+"/"+req.ThreadTS, struct{}{})
+	}
+	a.mu.Lock()
+	a.st.LastOutboundAt = a.now()
+	a.mu.Unlock()
+	return channel.Sent{MessageID: out.TS}, nil
+}
+
+// write makes a call that changes something in Slack: one request, offered
+// again only after a 429, which Slack answers before doing anything. Any
+// other failure may have been done and is returned as it is.
+func (a *App) write(ctx context.Context, method string, body, out any) error {
 	for attempt := 1; ; attempt++ {
-		var out struct {
-			TS string `json:"ts"`
-		}
-		err := a.call(ctx, "chat.postMessage", a.botToken, req, &out)
+		err := a.call(ctx, method, a.botToken, body, out)
 		var rl *RateLimitError
-		if errors.As(err, &rl) && attempt < maxPostAttempts && rl.RetryAfter <= maxRetryAfter {
-			// A 429 is Slack refusing before posting: offering the
-			// same chunk again cannot post it twice.
-			if werr := a.wait(ctx, rl.RetryAfter); werr != nil {
-				return channel.Sent{}, fmt.Errorf("slack send: waiting out a rate limit: %w", werr)
-			}
-			continue
+		if !errors.As(err, &rl) || attempt >= maxPostAttempts || rl.RetryAfter > maxRetryAfter {
+			return err
 		}
-		if err != nil {
-			a.failed(err)
-			if isPermanent(err) {
-				a.authIssue("botToken", err)
-			}
-			return channel.Sent{}, fmt.Errorf("slack send: %w", err)
+		if werr := a.wait(ctx, rl.RetryAfter); werr != nil {
+			return fmt.Errorf("slack %s: waiting out a rate limit: %w", method, werr)
 		}
-		if !tsRE.MatchString(out.TS) {
-			return channel.Sent{}, fmt.Errorf("slack send: %w", &UnconfirmedError{Method: "chat.postMessage", Err: errors.New("the answer has no valid ts")})
-		}
-		if req.ThreadTS != "" {
-			a.threads.put(req.Channel+"/"+req.ThreadTS, struct{}{})
-		}
-		a.mu.Lock()
-		a.st.LastOutboundAt = a.now()
-		a.mu.Unlock()
-		return channel.Sent{MessageID: out.TS}, nil
+	}
+}
+
+// report records a failed write in Status, and a refused token as an
+// issue; a call cut short by its own context is not the account's fault.
+func (a *App) report(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	a.failed(err)
+	if isPermanent(err) {
+		a.authIssue("botToken", err)
 	}
 }
 
@@ -82,15 +95,23 @@ func buildPost(m channel.Outbound) (postMessage, error) {
 	if text == "" {
 		text = m.Plain
 	}
-	switch {
-	case text == "":
-		return postMessage{}, errors.New("slack send: the chunk has no text")
-	case !utf8.ValidString(text):
-		return postMessage{}, errors.New("slack send: the chunk is not valid UTF-8")
-	case utf8.RuneCountInString(text) > 40000:
-		return postMessage{}, errors.New("slack send: the chunk is longer than Slack's 40,000 characters; chunk it first")
+	if err := checkText(text); err != nil {
+		return postMessage{}, fmt.Errorf("slack send: %w", err)
 	}
 	// A DM peer's id is the user's: chat.postMessage posts to the bot's
 	// DM with a user given the user id.
 	return postMessage{Channel: m.Peer.ID, Text: text, ThreadTS: thread, Mrkdwn: true}, nil
+}
+
+// checkText refuses a text Slack would refuse or cut.
+func checkText(text string) error {
+	switch {
+	case text == "":
+		return errors.New("the chunk has no text")
+	case !utf8.ValidString(text):
+		return errors.New("the chunk is not valid UTF-8")
+	case utf8.RuneCountInString(text) > 40000:
+		return errors.New("the chunk is longer than Slack's 40,000 characters; chunk it first")
+	}
+	return nil
 }
