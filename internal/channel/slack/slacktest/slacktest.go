@@ -1,6 +1,7 @@
 // Package slacktest is a loopback fake of Slack for tests: the Web API
 // methods Talon calls (auth.test, apps.connections.open, chat.postMessage,
-// conversations.info), a Socket Mode WebSocket server that says hello,
+// chat.update, chat.delete, reactions.add, reactions.remove,
+// conversations.info, conversations.open), a Socket Mode WebSocket server that says hello,
 // delivers event envelopes, records acknowledgements and redelivers
 // unacknowledged envelopes on the next connection as Slack does, and an
 // Events API client that POSTs signed events (or badly signed, or stale, or
@@ -13,6 +14,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -60,6 +62,11 @@ type Server struct {
 	failures    map[string][]Failure
 	posted      []Posted
 	authors     map[string]string // ts → author user id
+	messages    map[string]string // "<conversation>/<ts>" → author, while not deleted
+	ims         map[string]string // user id → DM conversation id
+	reactions   []Reaction
+	updates     []Update
+	deletes     []Deletion
 	kinds       map[string]string // conversation id → channel_type
 	pending     []*queued         // envelopes not acknowledged yet, in order
 	acked       []string
@@ -116,6 +123,8 @@ func Start(t testing.TB) *Server {
 		revoked:     map[string]bool{},
 		failures:    map[string][]Failure{},
 		authors:     map[string]string{},
+		messages:    map[string]string{},
+		ims:         map[string]string{},
 		kinds:       map[string]string{},
 		conns:       map[*websocket.Conn]bool{},
 		tickets:     map[string]bool{},
@@ -127,6 +136,11 @@ func Start(t testing.TB) *Server {
 	mux.HandleFunc("POST /api/apps.connections.open", s.connectionsOpen)
 	mux.HandleFunc("POST /api/chat.postMessage", s.postMessage)
 	mux.HandleFunc("POST /api/conversations.info", s.conversationsInfo)
+	mux.HandleFunc("POST /api/conversations.open", s.conversationsOpen)
+	mux.HandleFunc("POST /api/chat.update", s.chatUpdate)
+	mux.HandleFunc("POST /api/chat.delete", s.chatDelete)
+	mux.HandleFunc("POST /api/reactions.add", func(w http.ResponseWriter, r *http.Request) { s.react(w, r, "reactions.add") })
+	mux.HandleFunc("POST /api/reactions.remove", func(w http.ResponseWriter, r *http.Request) { s.react(w, r, "reactions.remove") })
 	mux.HandleFunc("GET /link/", s.socket)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
@@ -467,6 +481,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	p.TS = s.nextTS()
 	s.authors[p.TS] = BotUserID
+	conv := p.Channel
+	if isUser {
+		conv = s.imOf(p.Channel)
+	}
+	s.messages[conv+"/"+p.TS] = BotUserID
 	s.posted = append(s.posted, p)
 	s.notify()
 	s.mu.Unlock()
@@ -474,7 +493,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		dropResponse(w)
 		return
 	}
-	writeJSON(w, map[string]any{"ok": true, "channel": p.Channel, "ts": p.TS, "message": map[string]any{
+	writeJSON(w, map[string]any{"ok": true, "channel": conv, "ts": p.TS, "message": map[string]any{
 		"type": "message", "user": BotUserID, "bot_id": BotID, "text": p.Text, "ts": p.TS, "thread_ts": p.ThreadTS,
 	}})
 }
@@ -718,6 +737,10 @@ func (s *Server) UserSays(ctx context.Context, m Message) ([]Event, error) {
 	s.kinds[m.Channel] = m.Kind
 	ts := s.nextTS()
 	s.authors[ts] = m.User
+	s.messages[m.Channel+"/"+ts] = cmp.Or(m.User, m.BotID)
+	if m.Kind == "im" && m.User != "" {
+		s.ims[m.User] = m.Channel
+	}
 	parent := s.authors[m.ThreadTS]
 	s.mu.Unlock()
 
