@@ -47,6 +47,13 @@
 // (OpenClaw issue #22780). Only a 429 — Slack refused the post before doing
 // it — is retried, after its Retry-After.
 //
+// React, Edit and Delete (channel.Actor) call reactions.add and
+// reactions.remove, chat.update and chat.delete on the message's ts, under
+// the same rule: only a 429 is retried. A reaction already there, or one
+// to remove that is not, counts as done. These methods want a DM's own id
+// (D…), not the user id Send posts to: it is learned from the user's
+// inbound DMs, else asked of conversations.open (scope im:write).
+//
 // Typing shows nothing: Slack has no typing indicator for bot tokens outside
 // assistant threads, and the typingReaction fallback needs the inbound
 // message's ts, which channel.Target does not carry. Typing returns nil.
@@ -60,6 +67,7 @@
 //
 // # Concurrency
 //
-// Run is called once per App; Send, Typing, Status and ServeHTTP may be
+// Run is called once per App; Send, React, Edit, Delete, Typing, Status and
+// ServeHTTP may be
 // called from any goroutine at any time.
 package slack

@@ -321,6 +321,9 @@ func (a *App) handleCallback(ctx context.Context, raw []byte, accept channel.Acc
 	if err != nil {
 		return fmt.Errorf("%w: slack event %s: %v", errMalformed, clip(cb.EventID, 64), err)
 	}
+	if e.Peer.Kind == channel.Direct {
+		a.dms.put(e.Peer.ID, m.Channel)
+	}
 	if err := accept(ctx, e); err != nil {
 		return fmt.Errorf("slack event %s: accept: %w", e.DeliveryID, err)
 	}

@@ -70,6 +70,7 @@ type App struct {
 
 	kinds   memo[channel.Kind] // conversation id → kind
 	threads memo[struct{}]     // "<channel>/<thread_ts>" the bot posted in
+	dms     memo[string]       // user id → the DM conversation's id
 
 	mu     sync.Mutex
 	st     channel.Status
