@@ -68,6 +68,5 @@
 // # Concurrency
 //
 // Run is called once per App; Send, React, Edit, Delete, Typing, Status and
-// ServeHTTP may be
-// called from any goroutine at any time.
+// ServeHTTP may be called from any goroutine at any time.
 package slack
