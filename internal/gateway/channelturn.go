@@ -130,12 +130,29 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		}
 	}
 	if out.DryRun {
-		return json.Marshal(map[string]any{"dryRun": true, "channel": ch, "accountId": account, "target": target})
+		return json.Marshal(map[string]any{"dryRun": true, "action": out.Action, "channel": ch, "accountId": account, "target": target})
 	}
-	res, err := h.Send(ctx, hub.SendRequest{Channel: ch, AccountID: account, Target: target, Text: out.Text, ReplyTo: out.ReplyTo,
-		IdempotencyKey: "tool:" + store.NewID()})
+	var err error
+	switch out.Action {
+	case "react":
+		err = h.React(ctx, ch, account, target, out.MessageID, out.Emoji, out.Remove)
+	case "edit":
+		err = h.Edit(ctx, ch, account, target, out.MessageID, out.Text)
+	case "delete":
+		err = h.Delete(ctx, ch, account, target, out.MessageID)
+	default:
+		res, err := h.Send(ctx, hub.SendRequest{Channel: ch, AccountID: account, Target: target, Text: out.Text, ReplyTo: out.ReplyTo,
+			IdempotencyKey: "tool:" + store.NewID()})
+		if err != nil {
+			return nil, err
+		}
+		if inChat && ch == chat.Channel && target == chat.Target {
+			h.NoteToolSend(sessionKey, out.Text) // its answer is not sent twice (R9.6)
+		}
+		return json.Marshal(map[string]any{"ok": true, "channel": res.Channel, "accountId": res.AccountID, "target": target, "messageIds": res.MessageIDs, "unconfirmed": res.Unconfirmed})
+	}
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(map[string]any{"ok": true, "channel": res.Channel, "accountId": res.AccountID, "target": target, "messageIds": res.MessageIDs, "unconfirmed": res.Unconfirmed})
+	return json.Marshal(map[string]any{"ok": true, "action": out.Action, "channel": ch, "messageId": out.MessageID})
 }

@@ -104,9 +104,14 @@ type Messenger interface {
 	Send(ctx context.Context, sessionKey string, m OutMessage) (json.RawMessage, error)
 }
 
-// OutMessage is one message the model asks to send.
+// OutMessage is what the model asks the message tool to do: send (or
+// thread-reply) Text, react with Emoji to MessageID (or Remove the
+// bot's), edit MessageID to Text, or delete MessageID.
 type OutMessage struct {
+	Action                                              string // send, thread-reply, react, edit, delete
 	Channel, AccountID, Target, ThreadID, ReplyTo, Text string
+	MessageID, Emoji                                    string
+	Remove                                              bool
 	// DryRun checks and resolves the message without sending it.
 	DryRun bool
 }

@@ -115,6 +115,7 @@ type Hub struct {
 	closed   bool
 
 	settled func(a Account, id int64, state store.InboxState) // tests: a message reached a final state
+	sent    toolSends                                         // R9.6
 }
 
 type key struct{ channel, account string }

@@ -650,3 +650,29 @@ func TestMaxAccounts(t *testing.T) {
 		t.Errorf("issues %+v: want one saying account c is not started", rep.Issues)
 	}
 }
+
+// TestToolSendNotRepeated (R9.6): a turn whose message tool sent a text
+// to its own chat, and which then answers the same text, posts it once.
+func TestToolSendNotRepeated(t *testing.T) {
+	ctx := testCtx(t)
+	r := newRig(t)
+	r.turns.answer = func(q TurnRequest) string {
+		r.hub.NoteToolSend(q.SessionKey, "the report is ready")
+		return "the report is ready "
+	}
+	r.apply(openDMs)
+	r.tr("default").inject(ctx, t, dm("111", "1"))
+	if ev := r.settled(ctx, 1); ev[0].State != store.InboxDelivered {
+		t.Fatalf("settled %+v", ev)
+	}
+	if got := r.p.texts(); len(got) != 0 {
+		t.Errorf("the answer the tool already sent was posted again: %q", got)
+	}
+	// The next turn's answer is not held against the last turn's send.
+	r.turns.answer = func(TurnRequest) string { return "the report is ready" }
+	r.tr("default").inject(ctx, t, dm("111", "2"))
+	r.settled(ctx, 1)
+	if got := r.p.texts(); !slices.Equal(got, []string{"the report is ready"}) {
+		t.Errorf("posted %q, want the next turn's answer", got)
+	}
+}

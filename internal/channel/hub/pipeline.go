@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"talon/internal/channel"
@@ -156,7 +158,11 @@ func (acc *account) turn(r store.Inbound, rt Route) error {
 		acc.log.Error("turn failed", "id", r.ID, "agent", rt.AgentID, "err", err)
 		return acc.finish(r.ID, store.InboxRunning, store.InboxFailed, fmt.Sprintf("turn: %v", err))
 	}
-	chunks := reply(acc.a, res.Text, target, e.MessageID)
+	text := res.Text
+	if slices.Contains(acc.h.takeToolSends(rt.SessionKey), strings.TrimSpace(text)) {
+		text = "" // the message tool already sent it here (R9.6)
+	}
+	chunks := reply(acc.a, text, target, e.MessageID)
 	answerKeys(r.ID, chunks)
 	// The answer exists: commit it even if the account is stopping, so
 	// the turn is not run again.

@@ -1,5 +1,5 @@
 // Package message is the message tool (spec channels.md §9): the agent
-// sends text to a chat through its tenant's Telegram, Slack and Discord
+// sends text to a chat, or reacts to, edits or deletes a message there, through its tenant's Telegram, Slack and Discord
 // accounts — by default to the conversation its turn came from. The
 // gateway resolves and delivers it (tools.Messenger); this package checks
 // what the model asked. Safe for concurrent use.
@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"talon/internal/tools"
@@ -26,7 +27,7 @@ func (tool) Name() string { return "message" }
 func (tool) Description() string {
 	return "Send a message to a chat (Telegram, Slack, Discord) through this agent's channel accounts. " +
 		"Without channel and target it goes to the conversation this turn came from; an ordinary answer needs no tool. " +
-		"Actions: send, thread-reply (send into a thread: give threadId)."
+		"Actions: send; thread-reply (send into a thread: give threadId); react (messageId, emoji; remove to take the bot's off); edit (messageId, message: one of the bot's messages); delete (messageId)."
 }
 
 // maxText bounds a message: the channel cuts it into chunks, and one call
@@ -35,11 +36,14 @@ const maxText = 20_000
 
 // actions are the actions Talon implements; the other actions of
 // OpenClaw's vocabulary are refused by name.
-var actions = []string{"send", "thread-reply"}
+var actions = []string{"send", "thread-reply", "react", "edit", "delete"}
 
 var schema = tools.Object(
-	tools.Prop{Name: "action", Type: tools.TypeString, Required: true, Enum: actions, Description: "send, or thread-reply to send into a thread (threadId)"},
-	tools.Prop{Name: "message", Type: tools.TypeString, Required: true, Description: "the text, Markdown; the channel renders it"},
+	tools.Prop{Name: "action", Type: tools.TypeString, Required: true, Enum: actions, Description: "send; thread-reply (into threadId); react, edit or delete the message messageId"},
+	tools.Prop{Name: "message", Type: tools.TypeString, Description: "the text, Markdown (the channel renders it): for send, thread-reply and edit"},
+	tools.Prop{Name: "messageId", Type: tools.TypeString, Description: "the platform id of the message to react to, edit or delete"},
+	tools.Prop{Name: "emoji", Type: tools.TypeString, Description: "for react: the emoji (Slack: its name, such as thumbsup)"},
+	tools.Prop{Name: "remove", Type: tools.TypeBoolean, Description: "for react: take the bot's reaction off"},
 	tools.Prop{Name: "channel", Type: tools.TypeString, Enum: []string{"telegram", "slack", "discord"}, Description: "the chat platform; default: this conversation's"},
 	tools.Prop{Name: "target", Type: tools.TypeString, Description: "where, in the channel's form: Telegram a chat id (with :topic:<id>), Slack channel:<C…> or user:<U…>, Discord channel:<id> or user:<id>; default: this conversation"},
 	tools.Prop{Name: "accountId", Type: tools.TypeString, Description: "the channel account; default: the conversation's, else the channel's default"},
@@ -76,14 +80,15 @@ func parse(raw json.RawMessage) (tools.OutMessage, error) {
 	if err != nil {
 		return m, err
 	}
-	if action = strings.ToLower(strings.TrimSpace(action)); action != "send" && action != "thread-reply" {
-		return m, fmt.Errorf("message: unsupported action %q: Talon's message tool can send and thread-reply", action)
+	m.Action = strings.ToLower(strings.TrimSpace(action))
+	if !slices.Contains(actions, m.Action) {
+		return m, fmt.Errorf("message: unsupported action %q: Talon's message tool can %s", action, strings.Join(actions, ", "))
 	}
-	if m.Text, err = a.String("message", true); err != nil {
+	if m.Text, err = a.String("message", m.Action == "send" || m.Action == "thread-reply" || m.Action == "edit"); err != nil {
 		return m, err
 	}
 	switch {
-	case strings.TrimSpace(m.Text) == "":
+	case m.Action != "react" && m.Action != "delete" && strings.TrimSpace(m.Text) == "":
 		return m, fmt.Errorf("message: the message is empty")
 	case len(m.Text) > maxText:
 		return m, fmt.Errorf("message: the message is over %d characters; send less", maxText)
@@ -91,7 +96,8 @@ func parse(raw json.RawMessage) (tools.OutMessage, error) {
 	for _, f := range []struct {
 		name string
 		to   *string
-	}{{"channel", &m.Channel}, {"target", &m.Target}, {"accountId", &m.AccountID}, {"threadId", &m.ThreadID}, {"replyTo", &m.ReplyTo}} {
+	}{{"channel", &m.Channel}, {"target", &m.Target}, {"accountId", &m.AccountID}, {"threadId", &m.ThreadID}, {"replyTo", &m.ReplyTo},
+		{"messageId", &m.MessageID}, {"emoji", &m.Emoji}} {
 		if *f.to, err = a.String(f.name, false); err != nil {
 			return m, err
 		}
@@ -100,8 +106,18 @@ func parse(raw json.RawMessage) (tools.OutMessage, error) {
 			return m, fmt.Errorf("message: %s is too long", f.name)
 		}
 	}
-	if action == "thread-reply" && m.ThreadID == "" {
+	switch {
+	case m.Action == "thread-reply" && m.ThreadID == "":
 		return m, fmt.Errorf("message: thread-reply needs threadId")
+	case (m.Action == "react" || m.Action == "edit" || m.Action == "delete") && m.MessageID == "":
+		return m, fmt.Errorf("message: %s needs messageId", m.Action)
+	case m.Action == "react" && m.Emoji == "":
+		return m, fmt.Errorf("message: react needs emoji")
+	}
+	if a.Has("remove") {
+		if m.Remove, err = a.Bool("remove", false); err != nil {
+			return m, err
+		}
 	}
 	if a.Has("dryRun") {
 		if m.DryRun, err = a.Bool("dryRun", false); err != nil {

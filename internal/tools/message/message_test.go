@@ -22,10 +22,17 @@ func TestParse(t *testing.T) {
 		name, args, err string
 		want            tools.OutMessage
 	}{
-		{"send here", `{"action":"send","message":"hi"}`, "", tools.OutMessage{Text: "hi"}},
-		{"send there", `{"action":"send","message":"hi","channel":"slack","target":" channel:C1 ","accountId":"Work"}`, "", tools.OutMessage{Text: "hi", Channel: "slack", Target: "channel:C1", AccountID: "Work"}},
-		{"thread reply", `{"action":"thread-reply","message":"hi","threadId":"17.1"}`, "", tools.OutMessage{Text: "hi", ThreadID: "17.1"}},
-		{"dry run", `{"action":"send","message":"hi","dryRun":true}`, "", tools.OutMessage{Text: "hi", DryRun: true}},
+		{"send here", `{"action":"send","message":"hi"}`, "", tools.OutMessage{Action: "send", Text: "hi"}},
+		{"send there", `{"action":"send","message":"hi","channel":"slack","target":" channel:C1 ","accountId":"Work"}`, "", tools.OutMessage{Action: "send", Text: "hi", Channel: "slack", Target: "channel:C1", AccountID: "Work"}},
+		{"thread reply", `{"action":"thread-reply","message":"hi","threadId":"17.1"}`, "", tools.OutMessage{Action: "thread-reply", Text: "hi", ThreadID: "17.1"}},
+		{"dry run", `{"action":"send","message":"hi","dryRun":true}`, "", tools.OutMessage{Action: "send", Text: "hi", DryRun: true}},
+		{"react", `{"action":"react","messageId":"12","emoji":"👍"}`, "", tools.OutMessage{Action: "react", MessageID: "12", Emoji: "👍"}},
+		{"unreact", `{"action":"react","messageId":"12","emoji":"thumbsup","remove":true}`, "", tools.OutMessage{Action: "react", MessageID: "12", Emoji: "thumbsup", Remove: true}},
+		{"edit", `{"action":"edit","messageId":"12","message":"fixed"}`, "", tools.OutMessage{Action: "edit", MessageID: "12", Text: "fixed"}},
+		{"delete", `{"action":"delete","messageId":"12"}`, "", tools.OutMessage{Action: "delete", MessageID: "12"}},
+		{"react without emoji", `{"action":"react","messageId":"12"}`, "react needs emoji", tools.OutMessage{}},
+		{"edit without message id", `{"action":"edit","message":"x"}`, "edit needs messageId", tools.OutMessage{}},
+		{"edit without text", `{"action":"edit","messageId":"1"}`, "message", tools.OutMessage{}},
 		{"thread reply without thread", `{"action":"thread-reply","message":"hi"}`, "thread-reply needs threadId", tools.OutMessage{}},
 		{"unknown action", `{"action":"ban","message":"x"}`, "action", tools.OutMessage{}},
 		{"empty", `{"action":"send","message":"  "}`, "empty", tools.OutMessage{}},
