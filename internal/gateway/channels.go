@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"talon/internal/channel/hub"
 	"talon/internal/config"
 	"talon/internal/policy"
+	"talon/internal/session"
 )
 
 // channelWatch is how often the configs of tenants with channels are
@@ -118,6 +120,7 @@ func (c channelTurns) Turn(ctx context.Context, r hub.TurnRequest) (hub.TurnResu
 	if rt := c.t.runtimeNow(); rt != nil {
 		owner = slices.Contains(channel.Owners(rt.file.Config, e.Channel), e.Sender.ID)
 	}
+	c.s.recordChatRoute(ctx, c.t, r)
 	text, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text, chat, owner)
 	return hub.TurnResult{Text: text}, err
 }
@@ -203,5 +206,54 @@ func (s *Server) closeChannels(t *tenant) {
 		if err := h.Close(); err != nil {
 			s.log.Error("closing channels", "tenant", t.id, "err", err)
 		}
+	}
+}
+
+// recordChatRoute writes where a channel session's conversation is into
+// its entry (spec channels.md R4.7): chatType, channel, displayName, and
+// the last route (lastChannel, lastTo, lastAccountId, lastThreadId) —
+// not for a DM the main-DM pinning keeps off the owner's route (R4.5).
+// A failure is logged: the turn still runs.
+func (s *Server) recordChatRoute(ctx context.Context, t *tenant, r hub.TurnRequest) {
+	rt := t.runtimeNow()
+	if rt == nil {
+		return
+	}
+	e := r.Envelope
+	label := e.Channel + ":" + e.Sender.ID
+	switch {
+	case e.Peer.Kind == channel.Direct && e.Sender.Name != "":
+		label = e.Channel + ": " + e.Sender.Name
+	case e.Peer.Kind != channel.Direct && e.RoomLabel != "":
+		label = e.Channel + ": #" + e.RoomLabel
+	case e.Peer.Kind != channel.Direct:
+		label = e.Channel + ":g-" + e.Peer.ID
+	}
+	raw := func(v string) json.RawMessage { b, _ := json.Marshal(v); return b }
+	_, err := rt.runner.Store.PatchSessionWith(ctx, r.AgentID, r.SessionKey, json.RawMessage(`{}`), time.Now(), func(_ session.Entry, next *session.Entry) error {
+		next.ChatType = string(e.Peer.Kind)
+		if next.DisplayName == "" && r.SessionKey != r.Route.MainSessionKey {
+			next.DisplayName = label // the main session is the agent's, not a chat's
+		}
+		if next.Extra == nil {
+			next.Extra = map[string]json.RawMessage{}
+		}
+		next.Extra["channel"] = raw(e.Channel)
+		if r.Route.ParentSessionKey != "" {
+			next.Extra["parentSessionKey"] = raw(r.Route.ParentSessionKey)
+		}
+		if !r.Route.SkipLastRoute {
+			next.Extra["lastChannel"], next.Extra["lastTo"] = raw(e.Channel), raw(e.Peer.ID)
+			next.Extra["lastAccountId"] = raw(e.AccountID)
+			if e.ThreadID != "" {
+				next.Extra["lastThreadId"] = raw(e.ThreadID)
+			} else {
+				delete(next.Extra, "lastThreadId")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("recording a channel session's route", "tenant", t.id, "session", r.SessionKey, "err", err)
 	}
 }

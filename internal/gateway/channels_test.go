@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,8 +125,7 @@ func TestTenantChannelOnPrivateAddress(t *testing.T) {
 // platform and a bad target; the refusals reach the model as errors.
 func TestMessageTool(t *testing.T) {
 	tg := tgtest.Start(t)
-	ts, _ := startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"]}}`)
-	_ = ts
+	_, url := startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"]}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sentTo := func(chat, text string) bool {
@@ -162,6 +162,25 @@ func TestMessageTool(t *testing.T) {
 	}
 	if sentTo("42", "not sent") {
 		t.Error("a dry run sent its message")
+	}
+
+	// The session knows where its conversation is (R4.7); the main
+	// session all DMs share here gets no chat's name.
+	type row struct {
+		Key           string `json:"key"`
+		ChatType      string `json:"chatType"`
+		DisplayName   string `json:"displayName"`
+		Channel       string `json:"channel"`
+		LastChannel   string `json:"lastChannel"`
+		LastTo        string `json:"lastTo"`
+		LastAccountID string `json:"lastAccountId"`
+	}
+	l := mustCall[struct {
+		Sessions []row `json:"sessions"`
+	}](t, dialWS(t, url), "sessions.list", map[string]any{"agentId": "main"})
+	want := row{"agent:main:main", "direct", "", "telegram", "telegram", "61", "default"}
+	if !slices.Contains(l.Sessions, want) {
+		t.Errorf("sessions %+v, want one %+v", l.Sessions, want)
 	}
 }
 

@@ -406,6 +406,24 @@ type sessionRow struct {
 	SpawnDepth             *int   `json:"spawnDepth,omitempty"`
 	AbortedLastRun         bool   `json:"abortedLastRun,omitempty"`
 	SystemSent             bool   `json:"systemSent,omitempty"`
+	// The channel fields of spec channels.md R4.7: where a chat session's
+	// conversation is (its entry's, as a channel turn wrote them).
+	Channel          string `json:"channel,omitempty"`
+	LastChannel      string `json:"lastChannel,omitempty"`
+	LastTo           string `json:"lastTo,omitempty"`
+	LastAccountID    string `json:"lastAccountId,omitempty"`
+	LastThreadID     string `json:"lastThreadId,omitempty"`
+	ParentSessionKey string `json:"parentSessionKey,omitempty"`
+}
+
+// extraString is a string member of an entry's Extra ("" when absent or
+// not a string).
+func extraString(e *session.Entry, name string) string {
+	var s string
+	if raw, ok := e.Extra[name]; ok {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
 }
 
 // sessionKind classifies a key as OpenClaw does.
@@ -438,6 +456,9 @@ func newSessionRow(cfg *config.Config, agentID string, r store.SessionRow) sessi
 		ModelProvider:         m.Provider, Model: m.Model, ProviderOverride: e.ProviderOverride, ModelOverride: e.ModelOverride,
 		ContextTokens: contextTokens(cfg, m), SpawnedBy: e.SpawnedBy, SpawnDepth: e.SpawnDepth,
 		AbortedLastRun: e.AbortedLastRun, SystemSent: e.SystemSent,
+		Channel: extraString(e, "channel"), LastChannel: extraString(e, "lastChannel"), LastTo: extraString(e, "lastTo"),
+		LastAccountID: extraString(e, "lastAccountId"), LastThreadID: extraString(e, "lastThreadId"),
+		ParentSessionKey: extraString(e, "parentSessionKey"),
 	}
 }
 
