@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -212,4 +213,39 @@ func TestChannelGroupToolPolicy(t *testing.T) {
 	if r != o-2 {
 		t.Errorf("sender 71 (exec and process denied by toolsBySender) is offered %d tools, sender 72 %d; want 2 fewer", r, o)
 	}
+}
+
+// TestMessageToolActs: the message tool reacts to a message of the
+// conversation, edits and deletes one of the bot's, through the adapter.
+func TestMessageToolActs(t *testing.T) {
+	tg := tgtest.Start(t)
+	startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"]}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	from := tgtest.User{ID: 62, FirstName: "Ola"}
+	first, _ := tg.UserSays(tgtest.Say{From: from, Text: "hi"})
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	bots := tg.Sent()[0].MessageID
+	say := func(call string, done func() bool) {
+		t.Helper()
+		n := len(tg.Sent())
+		tg.UserSays(tgtest.Say{From: from, Text: "/call message " + call})
+		if err := tg.Wait(ctx, func() bool { return done() && len(tg.Sent()) > n }); err != nil {
+			t.Fatalf("%s: %v (last sent %q)", call, err, tg.Sent()[len(tg.Sent())-1].Text)
+		}
+	}
+	say(fmt.Sprintf(`{"action":"react","messageId":"%d","emoji":"👍"}`, first.MessageID), func() bool {
+		r := tg.Reactions()
+		return len(r) == 1 && r[0].MessageID == first.MessageID && r[0].Emoji == "👍"
+	})
+	say(fmt.Sprintf(`{"action":"edit","messageId":"%d","message":"**edited**"}`, bots), func() bool {
+		e := tg.Edits()
+		return len(e) == 1 && e[0].MessageID == bots && e[0].Text == "<b>edited</b>"
+	})
+	say(fmt.Sprintf(`{"action":"delete","messageId":"%d"}`, bots), func() bool {
+		d := tg.Deletions()
+		return len(d) == 1 && d[0].MessageID == bots
+	})
 }
