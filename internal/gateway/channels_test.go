@@ -249,3 +249,46 @@ func TestMessageToolActs(t *testing.T) {
 		return len(d) == 1 && d[0].MessageID == bots
 	})
 }
+
+// TestTelegramPrivacyIssue (spec "better" #4, R11.8): privacy mode is
+// reported, with the fix, when a group is to be read without mentions,
+// and not otherwise.
+func TestTelegramPrivacyIssue(t *testing.T) {
+	for _, tc := range []struct {
+		name, groups string
+		want         bool
+	}{
+		{"mentions required", `{"-100":{"requireMention":true}}`, false},
+		{"a group read without mentions", `{"-100":{"requireMention":true},"-200":{"requireMention":false}}`, true},
+		{"a topic read without mentions", `{"-100":{"topics":{"3":{"requireMention":false}}}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := tgtest.Start(t)
+			tg.SetPrivacy(false)
+			_, url := startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","groups":`+tc.groups+`}}`)
+			c := dialWS(t, url)
+			type status struct {
+				ChannelAccounts map[string][]struct {
+					Connected bool `json:"connected"`
+				} `json:"channelAccounts"`
+				StatusIssues []struct{ Message, Fix string } `json:"statusIssues"`
+			}
+			var st status
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				st = mustCall[status](t, c, "channels.status", nil)
+				if a := st.ChannelAccounts["telegram"]; len(a) == 1 && a[0].Connected {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("never connected: %+v", st)
+				}
+			}
+			got := slices.ContainsFunc(st.StatusIssues, func(i struct{ Message, Fix string }) bool {
+				return strings.Contains(i.Message, "privacy mode") && strings.Contains(i.Fix, "/setprivacy")
+			})
+			if got != tc.want {
+				t.Errorf("privacy issue reported %v, want %v: %+v", got, tc.want, st.StatusIssues)
+			}
+		})
+	}
+}

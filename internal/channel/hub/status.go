@@ -84,6 +84,11 @@ func (acc *account) report(ctx context.Context, probe bool) (AccountReport, []Is
 		for _, i := range rep.Status.Issues {
 			add(i)
 		}
+		if p, ok := t.(privacyReporter); ok && readsUnmentioned(acc.a) {
+			if i, on := p.PrivacyIssue(); on {
+				add(i)
+			}
+		}
 	}
 	if err != nil {
 		rep.LastError = err.Error()
@@ -94,4 +99,31 @@ func (acc *account) report(ctx context.Context, probe bool) (AccountReport, []Is
 		add(channel.Issue{Kind: kind, Message: err.Error()})
 	}
 	return rep, issues
+}
+
+// privacyReporter is an adapter whose platform can hide group messages
+// from the bot (Telegram's privacy mode, spec R11.8 / "better" #4).
+type privacyReporter interface {
+	PrivacyIssue() (channel.Issue, bool)
+}
+
+// readsUnmentioned says some group of the account is to be read without
+// a mention: only then does privacy mode lose messages (not otherwise,
+// OpenClaw #17405).
+func readsUnmentioned(a Account) bool {
+	off := func(b *bool) bool { return b != nil && !*b }
+	if off(a.RequireMention) {
+		return true
+	}
+	for _, g := range a.Groups {
+		if off(g.RequireMention) {
+			return true
+		}
+		for _, tp := range g.Topics {
+			if off(tp.RequireMention) {
+				return true
+			}
+		}
+	}
+	return false
 }

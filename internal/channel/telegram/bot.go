@@ -239,3 +239,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 var _ channel.Transport = (*Bot)(nil)
 var _ http.Handler = (*Bot)(nil)
+
+// PrivacyIssue is Info().PrivacyIssue: the hub asks it of an account
+// whose groups are to be read without mentions.
+func (b *Bot) PrivacyIssue() (channel.Issue, bool) { return b.Info().PrivacyIssue() }
