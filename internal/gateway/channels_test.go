@@ -289,6 +289,12 @@ func TestTelegramPrivacyIssue(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("privacy issue reported %v, want %v: %+v", got, tc.want, st.StatusIssues)
 			}
+			// Turned off in BotFather: a probe sees it at once.
+			tg.SetPrivacy(true)
+			st = mustCall[status](t, c, "channels.status", map[string]any{"probe": true})
+			if slices.ContainsFunc(st.StatusIssues, func(i struct{ Message, Fix string }) bool { return strings.Contains(i.Message, "privacy mode") }) {
+				t.Errorf("after privacy mode was turned off, a probe still reports it: %+v", st.StatusIssues)
+			}
 		})
 	}
 }

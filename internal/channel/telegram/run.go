@@ -55,19 +55,8 @@ func (b *Bot) Run(ctx context.Context, accept channel.Accept) error {
 // token is permanent (R11.1: do not poll with it).
 func (b *Bot) getMe(ctx context.Context) error {
 	for n := 0; ; n++ {
-		var me user
-		err := b.api.call(ctx, "getMe", struct{}{}, &me)
-		if err == nil && me.ID == 0 {
-			err = errors.New("telegram getMe: answer without a bot id")
-		}
+		err := b.whoAmI(ctx)
 		if err == nil {
-			b.mu.Lock()
-			b.info = Info{ID: me.ID, Username: me.Username, Name: me.FirstName,
-				CanReadAllGroupMessages: me.CanReadAllGroupMessages, HasTopicsEnabled: me.HasTopicsEnabled}
-			b.status.BotID = strconv.FormatInt(me.ID, 10)
-			b.status.BotName = me.Username
-			b.mu.Unlock()
-			b.clearIssue(issueAuth)
 			return nil
 		}
 		if err := b.permanent(err); err != nil {
@@ -78,6 +67,35 @@ func (b *Bot) getMe(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// whoAmI is one getMe: who the bot is and whether privacy mode is on.
+func (b *Bot) whoAmI(ctx context.Context) error {
+	var me user
+	err := b.api.call(ctx, "getMe", struct{}{}, &me)
+	if err == nil && me.ID == 0 {
+		err = errors.New("telegram getMe: answer without a bot id")
+	}
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.info = Info{ID: me.ID, Username: me.Username, Name: me.FirstName,
+		CanReadAllGroupMessages: me.CanReadAllGroupMessages, HasTopicsEnabled: me.HasTopicsEnabled}
+	b.status.BotID = strconv.FormatInt(me.ID, 10)
+	b.status.BotName = me.Username
+	b.mu.Unlock()
+	b.clearIssue(issueAuth)
+	return nil
+}
+
+// Probe asks Telegram again who the bot is (channels.status with probe):
+// a privacy mode turned off in BotFather since the start shows at once.
+func (b *Bot) Probe(ctx context.Context) error {
+	if err := b.whoAmI(ctx); err != nil {
+		return fmt.Errorf("telegram probe: %w", err)
+	}
+	return nil
 }
 
 // permanent turns a refused token into Run's error and the auth issue.
