@@ -51,7 +51,7 @@ func TestChannelsPage(t *testing.T) {
 		t.Fatalf("the approved sender got no answer: %v", err)
 	}
 	_, page = b.get("/channels")
-	if !strings.Contains(page, "agent:main:telegram:direct:808") {
+	if !strings.Contains(page, "telegram: Pia") {
 		t.Errorf("the session the chat made is not listed:\n%s", page)
 	}
 	for _, bad := range []struct{ path, account string }{
