@@ -377,3 +377,33 @@ func (a Account) FallbackEnv() (bot, app string) {
 	}
 	return "", ""
 }
+
+// AgentName is how an agent is named to the people it talks to: its
+// identity's name, else its name, else its id.
+func AgentName(cfg *config.Config, agentID string) string {
+	ag, _ := cfg.Agent(agentID)
+	if ag == nil {
+		return agentID
+	}
+	if ag.Identity != nil && ag.Identity.Value != nil {
+		if n := ag.Identity.Get("name"); n != nil && n.Kind == config.String && strings.TrimSpace(n.Str) != "" {
+			return strings.TrimSpace(n.Str)
+		}
+	}
+	if strings.TrimSpace(ag.Name) != "" {
+		return strings.TrimSpace(ag.Name)
+	}
+	return agentID
+}
+
+// ResponsePrefix is an account's responsePrefix for a reply of agentID
+// made with model (R8.10): "auto" is the agent's name in brackets, and
+// {agent}, {name} and {model} in a template are filled ("" when there
+// is none).
+func ResponsePrefix(cfg *config.Config, a Account, agentID, model string) string {
+	p := strings.TrimSpace(a.ResponsePrefix)
+	if p == "auto" {
+		return "[" + AgentName(cfg, agentID) + "]"
+	}
+	return strings.NewReplacer("{agent}", agentID, "{name}", AgentName(cfg, agentID), "{model}", model).Replace(p)
+}

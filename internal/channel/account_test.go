@@ -141,3 +141,23 @@ func TestSharedDMIssues(t *testing.T) {
 		})
 	}
 }
+
+func TestResponsePrefix(t *testing.T) {
+	cfg := cfgOf(t, `{agents: {list: [{id: "main", identity: {name: "Somi"}}, {id: "ops", name: "Ops desk"}, {id: "bare"}]},
+		channels: {telegram: {responsePrefix: "auto", accounts: {a: {}, t: {responsePrefix: "[{name} · {model}]"}, off: {responsePrefix: ""}}}}}`)
+	for _, tc := range []struct{ account, agent, model, want string }{
+		{"a", "main", "openai/gpt-5", "[Somi]"},
+		{"a", "ops", "", "[Ops desk]"},
+		{"a", "bare", "", "[bare]"},
+		{"t", "main", "openai/gpt-5", "[Somi · openai/gpt-5]"},
+		{"off", "main", "m", ""},
+	} {
+		a, ok := FindAccount(cfg, "telegram", tc.account)
+		if !ok {
+			t.Fatalf("no account %s", tc.account)
+		}
+		if got := ResponsePrefix(cfg, a, tc.agent, tc.model); got != tc.want {
+			t.Errorf("%s/%s: %q, want %q", tc.account, tc.agent, got, tc.want)
+		}
+	}
+}

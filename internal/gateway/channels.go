@@ -121,8 +121,8 @@ func (c channelTurns) Turn(ctx context.Context, r hub.TurnRequest) (hub.TurnResu
 		owner = slices.Contains(channel.Owners(rt.file.Config, e.Channel), e.Sender.ID)
 	}
 	c.s.recordChatRoute(ctx, c.t, r)
-	text, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text, chat, owner)
-	return hub.TurnResult{Text: text}, err
+	text, model, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text, chat, owner)
+	return hub.TurnResult{Text: text, Model: model}, err
 }
 
 // startChannels starts the channels of every tenant whose config has a

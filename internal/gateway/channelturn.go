@@ -31,19 +31,19 @@ var errChannelClosed = errors.New("the channel account stopped")
 // the session: WS clients and Studio see its chat and agent events,
 // chat.abort and a stop word end it, it waits for the session's other
 // runs, /compact and /status are answered as in any chat, and a stop word
-// aborts the session's runs. It returns
-// the final text ("" when the run ended without one).
-func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text string, chat *agent.Chat, owner bool) (string, error) {
+// aborts the session's runs. It returns the final text ("" when the run
+// ended without one) and the model that wrote it ("" for a command).
+func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text string, chat *agent.Chat, owner bool) (reply, model string, _ error) {
 	rt, err := t.current(s)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if isStopCommand(text) {
 		// A stop word aborts the session's runs instead of starting one.
 		if ids := abortRuns(ctx, s.runs.ofSession(t, key), errAbortStop); len(ids) > 0 {
-			return "Stopped.", nil
+			return "Stopped.", "", nil
 		}
-		return "Nothing is running.", nil
+		return "Nothing is running.", "", nil
 	}
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: text}}}
 	r := s.prepareRun(t, rt, nil, "chat", "channel-"+store.NewID(), key, agentID, req, channelRunTimeout)
@@ -54,7 +54,7 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 	runCtx, perr := s.runs.add(r, r.timeout)
 	if perr != nil {
 		r.abandon(perr)
-		return "", fmt.Errorf("starting the run: %s", perr.Message)
+		return "", "", fmt.Errorf("starting the run: %s", perr.Message)
 	}
 	stop := context.AfterFunc(ctx, func() { r.cancel(errChannelClosed) })
 	defer stop()
@@ -63,13 +63,13 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 	switch out.status {
 	case "ok":
 		if out.res == nil {
-			return "", nil
+			return "", "", nil
 		}
-		return out.res.Text, nil
+		return out.res.Text, out.res.Model, nil
 	case "aborted":
-		return "", fmt.Errorf("the run was aborted (%s)", out.stopReason)
+		return "", "", fmt.Errorf("the run was aborted (%s)", out.stopReason)
 	}
-	return "", fmt.Errorf("the run failed: %s", out.message)
+	return "", "", fmt.Errorf("the run failed: %s", out.message)
 }
 
 // approvers counts who can answer an approval request of tenant t: its

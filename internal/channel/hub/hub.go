@@ -41,9 +41,11 @@ type TurnRequest struct {
 	Attempt int
 }
 
-// TurnResult is a turn's final reply, Markdown as the model wrote it.
+// TurnResult is a turn's final reply, Markdown as the model wrote it,
+// and the model that wrote it (for responsePrefix's {model}).
 type TurnResult struct {
-	Text string
+	Text  string
+	Model string
 }
 
 // Clock is the hub's time: Now for what it records and compares (pairing

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -674,5 +675,26 @@ func TestToolSendNotRepeated(t *testing.T) {
 	r.settled(ctx, 1)
 	if got := r.p.texts(); !slices.Equal(got, []string{"the report is ready"}) {
 		t.Errorf("posted %q, want the next turn's answer", got)
+	}
+}
+
+// TestResponsePrefixOnce (R8.10): the prefix goes before the first chunk
+// of an answer once, not before one that already has it, nor a silent one.
+func TestResponsePrefixOnce(t *testing.T) {
+	ctx := testCtx(t)
+	r := newRig(t)
+	answers := []string{"hello", "[Somi] already there", "NO_REPLY"}
+	r.turns.answer = func(TurnRequest) string {
+		a := answers[0]
+		answers = answers[1:]
+		return a
+	}
+	r.apply(`{agents: {list: [{id: "main", identity: {name: "Somi"}}]}, channels: {telegram: {botToken: "t", dmPolicy: "open", allowFrom: ["*"], responsePrefix: "auto"}}}`)
+	for i := range 3 {
+		r.tr("default").inject(ctx, t, dm("111", strconv.Itoa(i+1)))
+		r.settled(ctx, 1)
+	}
+	if got := r.p.texts(); !slices.Equal(got, []string{"[Somi] hello", "[Somi] already there"}) {
+		t.Errorf("posted %q", got)
 	}
 }

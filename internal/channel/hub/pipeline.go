@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"talon/internal/channel"
+	"talon/internal/channel/format"
 	"talon/internal/store"
 )
 
@@ -161,6 +162,9 @@ func (acc *account) turn(r store.Inbound, rt Route) error {
 	text := res.Text
 	if slices.Contains(acc.h.takeToolSends(rt.SessionKey), strings.TrimSpace(text)) {
 		text = "" // the message tool already sent it here (R9.6)
+	}
+	if !format.IsSilent(text) {
+		text = format.Prefix(text, channel.ResponsePrefix(acc.h.config(), acc.a, rt.AgentID, res.Model))
 	}
 	chunks := reply(acc.a, text, target, e.MessageID)
 	answerKeys(r.ID, chunks)
