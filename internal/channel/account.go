@@ -46,6 +46,9 @@ type Account struct {
 	ReplyToMode     string // off, first, all, batched
 	ReplyByChatType config.ReplyToModeByChatType
 	ResponsePrefix  string
+	// AckReaction is the account's own ackReaction (over the channel's);
+	// nil: messages.ackReaction or the default apply (AckReaction).
+	AckReaction *string
 
 	// Connection settings. TokenFile names a file on the gateway's host:
 	// the runtime must refuse it for a tenant, whose config is untrusted.
@@ -197,6 +200,7 @@ func resolveAccount(cfg *config.Config, channel, key string, s, root *config.Cha
 	if p := firstPtr(s.ResponsePrefix, root.ResponsePrefix); p != nil {
 		a.ResponsePrefix = *p
 	}
+	a.AckReaction = firstPtr(s.AckReaction, root.AckReaction)
 	dm, rdm := s.DM, root.DM
 	if dm == nil {
 		dm = &config.DMSettings{}
@@ -406,4 +410,52 @@ func ResponsePrefix(cfg *config.Config, a Account, agentID, model string) string
 		return "[" + AgentName(cfg, agentID) + "]"
 	}
 	return strings.NewReplacer("{agent}", agentID, "{name}", AgentName(cfg, agentID), "{model}", model).Replace(p)
+}
+
+// AckReaction is the emoji to put on the message e when its turn starts
+// (R8.7), and whether to: messages.ackReactionScope (group-mentions by
+// default: a group or channel message that mentioned the bot; group-all;
+// direct; all; off or none) decides; the emoji is the account's
+// ackReaction, else messages.ackReaction, else the agent's identity
+// emoji, else 👀 (Slack's name "eyes"). An empty emoji turns it off.
+func AckReaction(cfg *config.Config, a Account, e Envelope, agentID string) (string, bool) {
+	group := e.Peer.Kind != Direct
+	switch cmpOr(cfg.Messages.AckReactionScope, "group-mentions") {
+	case "group-mentions":
+		if !group || !e.Mentioned {
+			return "", false
+		}
+	case "group-all":
+		if !group {
+			return "", false
+		}
+	case "direct":
+		if group {
+			return "", false
+		}
+	case "all":
+	default: // off, none
+		return "", false
+	}
+	emoji := ""
+	switch {
+	case a.AckReaction != nil:
+		emoji = *a.AckReaction
+	case cfg.Messages.AckReaction != nil:
+		emoji = *cfg.Messages.AckReaction
+	default:
+		if ag, _ := cfg.Agent(agentID); ag != nil && ag.Identity != nil && ag.Identity.Value != nil {
+			if em := ag.Identity.Get("emoji"); em != nil && em.Kind == config.String {
+				emoji = strings.TrimSpace(em.Str)
+			}
+		}
+		if emoji == "" {
+			emoji = "👀"
+			if a.Channel == "slack" {
+				emoji = "eyes"
+			}
+		}
+	}
+	emoji = strings.TrimSpace(emoji)
+	return emoji, emoji != ""
 }

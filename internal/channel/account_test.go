@@ -161,3 +161,37 @@ func TestResponsePrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestAckReaction(t *testing.T) {
+	group := Envelope{Channel: "telegram", Peer: Peer{Kind: Group, ID: "-1"}, Mentioned: true}
+	quiet := Envelope{Channel: "telegram", Peer: Peer{Kind: Group, ID: "-1"}}
+	direct := Envelope{Channel: "telegram", Peer: Peer{Kind: Direct, ID: "5"}}
+	for _, tc := range []struct {
+		name, cfg, agent string
+		e                Envelope
+		want             string // "" for none
+	}{
+		{"default: a mention in a group", `{channels: {telegram: {}}}`, "main", group, "👀"},
+		{"default: not a DM", `{channels: {telegram: {}}}`, "main", direct, ""},
+		{"default: not unmentioned", `{channels: {telegram: {}}}`, "main", quiet, ""},
+		{"the agent's emoji", `{agents: {list: [{id: "main", identity: {emoji: "🦅"}}]}, channels: {telegram: {}}}`, "main", group, "🦅"},
+		{"messages.ackReaction", `{messages: {ackReaction: "✅"}, agents: {list: [{id: "main", identity: {emoji: "🦅"}}]}, channels: {telegram: {}}}`, "main", group, "✅"},
+		{"the channel's over messages'", `{messages: {ackReaction: "✅"}, channels: {telegram: {ackReaction: "👍"}}}`, "main", group, "👍"},
+		{"turned off by the channel", `{messages: {ackReaction: "✅"}, channels: {telegram: {ackReaction: ""}}}`, "main", group, ""},
+		{"scope group-all", `{messages: {ackReactionScope: "group-all"}, channels: {telegram: {}}}`, "main", quiet, "👀"},
+		{"scope direct", `{messages: {ackReactionScope: "direct"}, channels: {telegram: {}}}`, "main", direct, "👀"},
+		{"scope direct: not groups", `{messages: {ackReactionScope: "direct"}, channels: {telegram: {}}}`, "main", group, ""},
+		{"scope all", `{messages: {ackReactionScope: "all"}, channels: {telegram: {}}}`, "main", direct, "👀"},
+		{"scope off", `{messages: {ackReactionScope: "off"}, channels: {telegram: {}}}`, "main", group, ""},
+		{"Slack's name", `{channels: {slack: {}}}`, "main", Envelope{Channel: "slack", Peer: Peer{Kind: Room, ID: "C1"}, Mentioned: true}, "eyes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cfgOf(t, tc.cfg)
+			a := Accounts(cfg, tc.e.Channel)[0]
+			got, ok := AckReaction(cfg, a, tc.e, tc.agent)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("got %q %v, want %q", got, ok, tc.want)
+			}
+		})
+	}
+}

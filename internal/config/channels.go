@@ -67,6 +67,9 @@ type ChannelSettings struct {
 	// ResponsePrefix is put before every reply; "" (present) turns a
 	// channel's prefix off for an account.
 	ResponsePrefix *string `json:"responsePrefix"`
+	// AckReaction is the emoji put on a message when its turn starts
+	// (R8.7), over messages.ackReaction; "" turns it off.
+	AckReaction *string `json:"ackReaction"`
 
 	// Telegram (§11).
 	BotToken      *Secret `json:"botToken"` // Telegram and Slack
@@ -240,7 +243,12 @@ type BindingSession struct {
 // Messages is the `messages` section.
 type Messages struct {
 	GroupChat MessagesGroupChat `json:"groupChat"`
-	Rest      *Raw              `talon:"rest"`
+	// AckReaction is the emoji a channel puts on a message whose turn
+	// starts (R8.7; default the agent's identity emoji, else 👀, on
+	// Slack "eyes"); AckReactionScope which turns get it.
+	AckReaction      *string `json:"ackReaction"`
+	AckReactionScope string  `json:"ackReactionScope"`
+	Rest             *Raw    `talon:"rest"`
 }
 
 // MessagesGroupChat is `messages.groupChat`.

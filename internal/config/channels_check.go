@@ -15,6 +15,7 @@ var (
 	slackModes    = []string{"socket", "http"}
 	dmScopes      = []string{"main", "per-peer", "per-channel-peer", "per-account-channel-peer"}
 	groupScopes   = []string{"per-group", "main"}
+	ackScopes     = []string{"group-mentions", "group-all", "direct", "all", "off", "none"}
 	peerKinds     = []string{"direct", "dm", "group", "channel"}
 	historyScopes = []string{"thread", "channel"}
 	mentionModes  = []string{"allow", "deny"}
@@ -55,6 +56,7 @@ func (k *checker) checkChannels(c *Config) {
 	}
 	k.patterns("messages.groupChat.mentionPatterns", c.Messages.GroupChat.MentionPatterns)
 	k.nonNegative("messages.groupChat.historyLimit", c.Messages.GroupChat.HistoryLimit)
+	k.oneOf("messages.ackReactionScope", c.Messages.AckReactionScope, ackScopes)
 	for i, a := range c.Agents.List {
 		k.patterns(joinIndex("agents.list", i)+".groupChat.mentionPatterns", a.GroupChat.MentionPatterns)
 	}

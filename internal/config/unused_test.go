@@ -53,7 +53,7 @@ func TestUnusedKeyWarnings(t *testing.T) {
 				accessGroups: {ops: {type: "static", members: {slack: ["U1"]}}},
 				session: {dmScope: "per-peer", groupScope: "main", identityLinks: {a: ["slack:U1"]}, store: "s"},
 				agents: {list: [{id: "a", groupChat: {mentionPatterns: [], historyLimit: 3}}]}}`,
-			[]string{"bindings[0].comment", "messages.ackReaction", "messages.groupChat.visibleReplies",
+			[]string{"bindings[0].comment", "messages.groupChat.visibleReplies",
 				"accessGroups.ops.type", "session.store", "agents.list[0].groupChat.historyLimit"}},
 		{"below a map entry", `{models: {providers: {p: {auth: "api-key", models: [{id: "m", contextWindow: 128000, cost: {input: 1}}]}}}}`,
 			[]string{"models.providers.p.auth", "models.providers.p.models[0].cost"}},

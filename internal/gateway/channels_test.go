@@ -298,3 +298,25 @@ func TestTelegramPrivacyIssue(t *testing.T) {
 		})
 	}
 }
+
+// TestAckReaction (R8.7): a mention in a group gets 👀 on the message when
+// its turn starts; a DM gets none (scope group-mentions).
+func TestAckReaction(t *testing.T) {
+	tg := tgtest.Start(t)
+	startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","groupPolicy":"open","dmPolicy":"open","allowFrom":["*"]}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dm, _ := tg.UserSays(tgtest.Say{From: tgtest.User{ID: 81, FirstName: "Al"}, Text: "hello"})
+	mention, _ := tg.UserSays(tgtest.Say{From: tgtest.User{ID: 81, FirstName: "Al"}, Chat: -100901, ChatTitle: "Ops", Text: "@talon_test_bot status?"})
+	if err := tg.Wait(ctx, func() bool {
+		return slices.ContainsFunc(tg.Reactions(), func(r tgtest.Reaction) bool { return r.MessageID == mention.MessageID && r.Emoji == "👀" })
+	}); err != nil {
+		t.Fatalf("no 👀 on the mention: %v (reactions %+v)", err, tg.Reactions())
+	}
+	if _, err := tg.WaitSent(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(tg.Reactions(), func(r tgtest.Reaction) bool { return r.MessageID == dm.MessageID }) {
+		t.Errorf("the DM got a reaction: %+v", tg.Reactions())
+	}
+}

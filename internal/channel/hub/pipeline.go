@@ -148,6 +148,9 @@ func (acc *account) turn(r store.Inbound, rt Route) error {
 		return acc.stopped(err)
 	}
 	target := channel.Target{Peer: e.Peer, ThreadID: e.ThreadID}
+	if r.Attempts <= 1 {
+		acc.ack(e, target, rt.AgentID)
+	}
 	stopTyping := acc.typing(target)
 	defer stopTyping()
 	res, err := acc.h.o.Turns.Turn(acc.ctx, TurnRequest{AgentID: rt.AgentID, SessionKey: rt.SessionKey,
@@ -279,4 +282,31 @@ func (acc *account) transport() channel.Transport {
 	acc.mu.Lock()
 	defer acc.mu.Unlock()
 	return acc.t
+}
+
+// ack puts the acknowledgement reaction on a message whose turn starts
+// (R8.7), beside the turn: a platform that is slow or refuses it delays
+// and fails nothing. Only an adapter that can react (channel.Actor) does.
+func (acc *account) ack(e channel.Envelope, t channel.Target, agentID string) {
+	emoji, ok := channel.AckReaction(acc.h.config(), acc.a, e, agentID)
+	actor, can := acc.transport().(channel.Actor)
+	if !ok || !can || e.MessageID == "" {
+		return
+	}
+	acc.mu.Lock()
+	if acc.ctx == nil || acc.ctx.Err() != nil {
+		acc.mu.Unlock()
+		return
+	}
+	ctx := acc.ctx
+	acc.wg.Add(1)
+	acc.mu.Unlock()
+	go func() {
+		defer acc.wg.Done()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := actor.React(rctx, t, e.MessageID, emoji, false); err != nil && ctx.Err() == nil {
+			acc.log.Info("ack reaction not put", "message", e.MessageID, "err", err)
+		}
+	}()
 }
