@@ -346,7 +346,10 @@ func pairingDismiss(s *Server, c *call) (any, error) {
 const maxSendChars = 100_000
 
 // idRE is a platform id in a send target.
-var idRE = regexp.MustCompile(`^-?[A-Za-z0-9_.]{1,64}$`)
+var idRE = regexp.MustCompile(`^-?[A-Za-z0-9_.]+$`) // at most 64: platformID
+
+// platformID reports whether s is a platform id in a send target.
+func platformID(s string) bool { return len(s) <= 65 && idRE.MatchString(s) }
 
 // parseTarget reads a send's `to` in the channel's grammar (spec R8.2).
 func parseTarget(ch, to, thread string) (channel.Target, error) {
@@ -360,7 +363,7 @@ func parseTarget(ch, to, thread string) (channel.Target, error) {
 	switch ch {
 	case "telegram":
 		id, topic, _ := strings.Cut(strings.TrimPrefix(to, "topic:"), ":topic:")
-		if !idRE.MatchString(id) || strings.HasPrefix(id, "@") {
+		if !platformID(id) || strings.HasPrefix(id, "@") {
 			return t, errors.New("a Telegram target is a numeric chat id, optionally with :topic:<id>")
 		}
 		t.Peer = channel.Peer{Kind: channel.Direct, ID: id}
@@ -368,7 +371,7 @@ func parseTarget(ch, to, thread string) (channel.Target, error) {
 			t.Peer.Kind = channel.Group
 		}
 		if topic != "" {
-			if !idRE.MatchString(topic) {
+			if !platformID(topic) {
 				return t, errors.New("the topic id is not a number")
 			}
 			t.Peer = channel.Peer{Kind: channel.Group, ID: id + ":topic:" + topic}
@@ -389,7 +392,7 @@ func parseTarget(ch, to, thread string) (channel.Target, error) {
 		default:
 			return t, errors.New("the target's kind is channel: or user:")
 		}
-		if !idRE.MatchString(id) {
+		if !platformID(id) {
 			return t, errors.New("the target id is not a platform id")
 		}
 	}

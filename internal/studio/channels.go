@@ -139,11 +139,13 @@ func (s *Server) channelSessions(q *req) ([]channelSession, error) {
 	return out, nil
 }
 
-// pairingIDRE is the shape of a requestId (R7.8: 32 base64url characters).
-var pairingIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// pairingIDRE is the shape of a requestId (R7.8: 32 base64url
+// characters); answerPairing bounds the length.
+var pairingIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// channelIDRE bounds the channel and account ids a form may carry.
-var channelIDRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+// channelIDRE is the shape of the channel and account ids a form may
+// carry; answerPairing bounds their length.
+var channelIDRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
 // answerPairing approves or dismisses a pairing request.
 func (s *Server) answerPairing(q *req) {
@@ -151,10 +153,10 @@ func (s *Server) answerPairing(q *req) {
 	id, action := q.r.PathValue("request"), q.r.PathValue("action")
 	ch, account := q.r.PostFormValue("channel"), q.r.PostFormValue("account")
 	switch {
-	case !pairingIDRE.MatchString(id):
+	case len(id) > 64 || !pairingIDRE.MatchString(id):
 		s.showChannels(q, http.StatusBadRequest, "That is not a pairing request id.", "")
 		return
-	case !channelIDRE.MatchString(ch) || !channelIDRE.MatchString(account):
+	case len(ch) > 64 || len(account) > 64 || !channelIDRE.MatchString(ch) || !channelIDRE.MatchString(account):
 		s.showChannels(q, http.StatusBadRequest, "The request names no channel account.", "")
 		return
 	case action != "approve" && action != "dismiss":

@@ -16,7 +16,7 @@ var _ channel.Actor = (*App)(nil)
 
 // emojiRE is the shape of a Slack emoji name: lower-case letters, digits,
 // "_", "+" and "-", with an optional skin tone ("thumbsup::skin-tone-2").
-var emojiRE = regexp.MustCompile(`^[a-z0-9_+-]{1,100}(::skin-tone-[2-6])?$`)
+var emojiRE = regexp.MustCompile(`^[a-z0-9_+-]+(::skin-tone-[2-6])?$`) // at most 100 before the tone
 
 // unicodeNames are the Slack names of the Unicode emoji a model most often
 // reacts with. Slack's reactions.add takes only names, so any other
@@ -46,7 +46,7 @@ func emojiName(emoji string) (string, error) {
 	}
 	if e[0] < utf8.RuneSelf {
 		name := strings.ToLower(e)
-		if !emojiRE.MatchString(name) {
+		if base, _, _ := strings.Cut(name, "::"); len(base) > 100 || !emojiRE.MatchString(name) {
 			return "", fmt.Errorf("%q is not a Slack emoji name (letters, digits, _, + and -, as in thumbsup)", clip(e, 80))
 		}
 		return name, nil

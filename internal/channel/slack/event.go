@@ -59,13 +59,13 @@ var userSubtypes = map[string]bool{
 }
 
 var (
-	idRE   = regexp.MustCompile(`^[A-Za-z0-9]{1,64}$`)
+	idRE   = regexp.MustCompile(`^[A-Za-z0-9]+$`) // at most 64: validID
 	tsRE   = regexp.MustCompile(`^[0-9]{1,12}\.[0-9]{1,9}$`)
 	userRE = regexp.MustCompile(`<@([A-Za-z0-9]+)(?:\|[^>]*)?>`)
 	teamRE = regexp.MustCompile(`<!subteam\^[A-Za-z0-9]+(?:\|[^>]*)?>`)
 )
 
-func validID(s string) bool { return idRE.MatchString(s) }
+func validID(s string) bool { return len(s) <= 64 && idRE.MatchString(s) }
 
 // decodeCallback reads the outer payload.
 func decodeCallback(raw []byte) (callback, error) {

@@ -25,7 +25,7 @@ type socketFrame struct {
 	RetryAttempt   int             `json:"retry_attempt"`
 }
 
-var envelopeIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var envelopeIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`) // at most 128
 
 var (
 	// errRefresh is Slack's disconnect asking for a new connection: not a
@@ -158,7 +158,7 @@ func (a *App) frame(ctx context.Context, conn *websocket.Conn, data []byte, acce
 		}
 		return errRefresh
 	}
-	if !envelopeIDRE.MatchString(f.EnvelopeID) {
+	if len(f.EnvelopeID) > 128 || !envelopeIDRE.MatchString(f.EnvelopeID) {
 		a.log.Warn("slack socket: ignoring a frame without a valid envelope_id", "type", clip(f.Type, 40))
 		return nil
 	}

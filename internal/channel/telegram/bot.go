@@ -90,13 +90,13 @@ var defaultTiming = timing{
 
 // Telegram's token shape: the bot id, a colon, 35 characters today.
 var (
-	tokenShape  = regexp.MustCompile(`^[0-9]{1,20}:[A-Za-z0-9_-]{30,100}$`)
-	secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`) // setWebhook's secret_token rule
+	tokenShape  = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`) // with tokenLen
+	secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]+$`) // setWebhook's secret_token rule, with at most 256
 )
 
 // New checks o and builds the bot; nothing is sent until Run.
 func New(o Options) (*Bot, error) {
-	if !tokenShape.MatchString(o.Token) {
+	if !tokenShape.MatchString(o.Token) || !tokenLen(o.Token) {
 		return nil, errors.New("telegram: bot token is not of the form <bot id>:<secret> that BotFather gives")
 	}
 	if o.HTTPClient == nil {
@@ -156,7 +156,7 @@ func apiRoot(s string) (string, error) {
 }
 
 func checkWebhook(w *Webhook) error {
-	if !secretShape.MatchString(w.Secret) {
+	if len(w.Secret) > 256 || !secretShape.MatchString(w.Secret) {
 		return errors.New("telegram: webhook mode needs webhookSecret: 1-256 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	u, err := url.Parse(w.URL)
@@ -243,3 +243,12 @@ var _ http.Handler = (*Bot)(nil)
 // PrivacyIssue is Info().PrivacyIssue: the hub asks it of an account
 // whose groups are to be read without mentions.
 func (b *Bot) PrivacyIssue() (channel.Issue, bool) { return b.Info().PrivacyIssue() }
+
+// tokenLen checks the lengths a bot token's shape allows: 1–20 digits of
+// bot id, 30–100 characters of secret. (Bounded repeats in the pattern
+// itself would make a program of hundreds of instructions, built at every
+// start.)
+func tokenLen(tok string) bool {
+	id, secret, _ := strings.Cut(tok, ":")
+	return len(id) >= 1 && len(id) <= 20 && len(secret) >= 30 && len(secret) <= 100
+}
