@@ -91,7 +91,7 @@ var defaultTiming = timing{
 // Telegram's token shape: the bot id, a colon, 35 characters today.
 var (
 	tokenShape  = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`) // with tokenLen
-	secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]+$`) // setWebhook's secret_token rule, with at most 256
+	secretShape = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)        // setWebhook's secret_token rule, with at most 256
 )
 
 // New checks o and builds the bot; nothing is sent until Run.
