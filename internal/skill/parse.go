@@ -9,8 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
+
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
+	"talon/internal/safeyaml"
 )
 
 // frontmatter is what Talon reads of a SKILL.md header. Pointers tell an
@@ -135,7 +137,7 @@ func (p *parser) parse(data []byte) (Skill, error) {
 		}
 	}
 	var f frontmatter
-	if err := yaml.UnmarshalWithOptions([]byte(src), &f); err != nil {
+	if err := safeyaml.Unmarshal([]byte(src), &f); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) && te.Token != nil {
 			want := "text"

@@ -14,6 +14,7 @@ import (
 	"talon/internal/config"
 	"talon/internal/plugin"
 	"talon/internal/policy"
+	"talon/internal/safeyaml"
 	"talon/internal/tools"
 )
 
@@ -84,7 +85,7 @@ func parseManifest(data []byte) (*manifest, error) {
 		return nil, fmt.Errorf("%s is empty", ManifestFile)
 	}
 	var m manifest
-	if err := yaml.UnmarshalWithOptions(data, &m, yaml.Strict()); err != nil {
+	if err := safeyaml.Unmarshal(data, &m, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", ManifestFile, yamlMessage(err))
 	}
 	if err := m.check(); err != nil {

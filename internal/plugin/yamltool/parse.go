@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"talon/internal/safeyaml"
 )
 
 // Limits on one tool file.
@@ -159,14 +161,14 @@ func parse(data []byte) (*Tool, error) {
 		return nil, errors.New("file is empty")
 	}
 	var f file
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict(), yaml.UseOrderedMap()); err != nil {
+	if err := safeyaml.Unmarshal(data, &f, yaml.Strict(), yaml.UseOrderedMap()); err != nil {
 		return nil, fmt.Errorf("decoding YAML: %s", yamlMessage(err))
 	}
 	// Parameter order as written, for the schema the model sees.
 	var order struct {
 		Parameters yaml.MapSlice `yaml:"parameters"`
 	}
-	if err := yaml.Unmarshal(data, &order); err != nil {
+	if err := safeyaml.Unmarshal(data, &order); err != nil {
 		return nil, fmt.Errorf("decoding YAML: %s", yamlMessage(err))
 	}
 
