@@ -167,6 +167,21 @@ type Tools struct {
 	// reach (package tools/sessions).
 	Sessions     SessionTools `json:"sessions"`
 	AgentToAgent AgentToAgent `json:"agentToAgent"`
+	// Message is the message tool's settings (spec channels.md R9.4).
+	Message MessageTool `json:"message"`
+}
+
+// MessageTool is `tools.message`.
+type MessageTool struct {
+	// CrossContext says where the message tool may send besides the
+	// conversation a turn came from: another chat of the same platform
+	// (default yes) or another platform (default no: Talon's safer
+	// default; OpenClaw 9.6 allows it).
+	CrossContext struct {
+		AllowWithinProvider  *bool `json:"allowWithinProvider"`
+		AllowAcrossProviders *bool `json:"allowAcrossProviders"`
+	} `json:"crossContext"`
+	Rest *Raw `talon:"rest"`
 }
 
 // SessionTools is `tools.sessions`.

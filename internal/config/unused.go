@@ -78,7 +78,7 @@ var unusedKeys = []string{
 	"agents.list[].tools.exec.cleanupMs", "agents.list[].tools.exec.approvalRunningNoticeMs",
 	"agents.list[].tools.exec.applyPatch.workspaceOnly",
 
-	"tools.elevated", "tools.media", "tools.links", "tools.message",
+	"tools.elevated", "tools.media", "tools.links", "tools.message.*",
 	"tools.exec.node", "tools.exec.timeoutSec", "tools.exec.backgroundMs",
 	"tools.exec.pathPrepend", "tools.exec.safeBins", "tools.exec.notifyOnExit",
 	"tools.exec.cleanupMs", "tools.exec.approvalRunningNoticeMs",

@@ -145,7 +145,7 @@ func TestMessageTool(t *testing.T) {
 	}{
 		{"to this conversation", `{"action":"send","message":"hello from the tool"}`, "61", "hello from the tool"},
 		{"to another chat", `{"action":"send","target":"-100777","message":"to the team"}`, "-100777", "to the team"},
-		{"another platform", `{"action":"send","channel":"slack","target":"channel:C1","message":"x"}`, "61", "Talon does not cross chat platforms"},
+		{"another platform", `{"action":"send","channel":"slack","target":"channel:C1","message":"x"}`, "61", "allowAcrossProviders is off"},
 		{"a bad target", `{"action":"send","target":"../etc","message":"x"}`, "61", "a Telegram target is a numeric chat id"},
 		{"an action not built", `{"action":"poll","message":"x"}`, "61", `"poll"`},
 		{"dry run", `{"action":"send","target":"42","message":"not sent","dryRun":true}`, "61", `"dryRun":true`},
@@ -318,5 +318,37 @@ func TestAckReaction(t *testing.T) {
 	}
 	if slices.ContainsFunc(tg.Reactions(), func(r tgtest.Reaction) bool { return r.MessageID == dm.MessageID }) {
 		t.Errorf("the DM got a reaction: %+v", tg.Reactions())
+	}
+}
+
+// TestMessageToolCrossContext (R9.4): tools.message.crossContext narrows
+// where the tool may send from a conversation, or opens other platforms.
+func TestMessageToolCrossContext(t *testing.T) {
+	tg := tgtest.Start(t)
+	startWS(t, `,"tools":{"message":{"crossContext":{"allowWithinProvider":false,"allowAcrossProviders":true}}},"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"]}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ name, call, want string }{
+		{"another chat of the platform", `{"action":"send","target":"-100777","message":"x"}`, "allowWithinProvider is off"},
+		{"another platform, allowed but not configured", `{"action":"send","channel":"slack","target":"channel:C1","message":"x"}`, "slack"},
+		{"this conversation", `{"action":"send","message":"still here"}`, "still here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(tg.Sent())
+			tg.UserSays(tgtest.Say{From: tgtest.User{ID: 64, FirstName: "Vi"}, Text: "/call message " + tc.call})
+			if err := tg.Wait(ctx, func() bool {
+				for _, m := range tg.Sent()[n:] {
+					if strings.Contains(m.Text, tc.want) {
+						return true
+					}
+				}
+				return false
+			}); err != nil {
+				t.Fatalf("nothing saying %q: %v", tc.want, err)
+			}
+			if slices.ContainsFunc(tg.Sent()[n:], func(m tgtest.Sent) bool { return m.ChatID == "-100777" }) {
+				t.Error("a send to another chat got through")
+			}
+		})
 	}
 }

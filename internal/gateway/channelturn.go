@@ -96,6 +96,10 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		return nil, errors.New("no chat channel is configured (channels.telegram, channels.slack or channels.discord)")
 	}
 	chat, inChat := h.ChatOf(ctx, sessionKey)
+	var cross = config.MessageTool{}.CrossContext
+	if rt := m.t.runtimeNow(); rt != nil {
+		cross = rt.file.Config.Tools.Message.CrossContext
+	}
 	ch := strings.ToLower(out.Channel)
 	switch {
 	case ch == "" && !inChat:
@@ -104,8 +108,8 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		ch = chat.Channel
 	case channelLabels[ch] == "":
 		return nil, fmt.Errorf("channel %q is not one Talon runs (telegram, slack, discord)", ch)
-	case inChat && ch != chat.Channel:
-		return nil, fmt.Errorf("this conversation is on %s: sending to %s from it is not allowed (Talon does not cross chat platforms)", chat.Channel, ch)
+	case inChat && ch != chat.Channel && !on(cross.AllowAcrossProviders, false):
+		return nil, fmt.Errorf("this conversation is on %s: sending to %s from it is not allowed (tools.message.crossContext.allowAcrossProviders is off)", chat.Channel, ch)
 	}
 	account := out.AccountID
 	if account == "" && inChat && ch == chat.Channel {
@@ -127,6 +131,9 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		var err error
 		if target, err = parseTarget(ch, out.Target, out.ThreadID); err != nil {
 			return nil, fmt.Errorf("target %q: %w", out.Target, err)
+		}
+		if inChat && ch == chat.Channel && target.Peer != chat.Target.Peer && !on(cross.AllowWithinProvider, true) {
+			return nil, errors.New("only this conversation can be reached from it (tools.message.crossContext.allowWithinProvider is off)")
 		}
 	}
 	if out.DryRun {
@@ -155,4 +162,12 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		return nil, err
 	}
 	return json.Marshal(map[string]any{"ok": true, "action": out.Action, "channel": ch, "messageId": out.MessageID})
+}
+
+// on is a config flag's value, def when unset.
+func on(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
 }
