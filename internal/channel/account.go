@@ -49,6 +49,9 @@ type Account struct {
 	// AckReaction is the account's own ackReaction (over the channel's);
 	// nil: messages.ackReaction or the default apply (AckReaction).
 	AckReaction *string
+	// TypingReaction is the reaction shown on a message while its turn
+	// runs ("" for none): Slack's stand-in for a typing indicator.
+	TypingReaction string
 
 	// Connection settings. TokenFile names a file on the gateway's host:
 	// the runtime must refuse it for a tenant, whose config is untrusted.
@@ -201,6 +204,9 @@ func resolveAccount(cfg *config.Config, channel, key string, s, root *config.Cha
 		a.ResponsePrefix = *p
 	}
 	a.AckReaction = firstPtr(s.AckReaction, root.AckReaction)
+	if p := firstPtr(s.TypingReaction, root.TypingReaction); p != nil {
+		a.TypingReaction = strings.TrimSpace(*p)
+	}
 	dm, rdm := s.DM, root.DM
 	if dm == nil {
 		dm = &config.DMSettings{}

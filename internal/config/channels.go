@@ -70,6 +70,9 @@ type ChannelSettings struct {
 	// AckReaction is the emoji put on a message when its turn starts
 	// (R8.7), over messages.ackReaction; "" turns it off.
 	AckReaction *string `json:"ackReaction"`
+	// TypingReaction is a reaction shown on the message while its turn
+	// runs, where the platform has no typing indicator for bots (Slack).
+	TypingReaction *string `json:"typingReaction"`
 
 	// Telegram (§11).
 	BotToken      *Secret `json:"botToken"` // Telegram and Slack

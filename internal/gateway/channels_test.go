@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/channel/slack/slacktest"
 	"talon/internal/channel/telegram/tgtest"
 )
 
@@ -350,5 +351,38 @@ func TestMessageToolCrossContext(t *testing.T) {
 				t.Error("a send to another chat got through")
 			}
 		})
+	}
+}
+
+// TestSlackTypingReaction: Slack shows bots no typing indicator; with
+// typingReaction the message carries that reaction while its turn runs,
+// taken off after the answer.
+func TestSlackTypingReaction(t *testing.T) {
+	sl := slacktest.Start(t)
+	ts, _ := startWS(t, `,"channels":{"slack":{"mode":"http","botToken":"`+slacktest.BotToken+`","signingSecret":"`+slacktest.SigningSecret+`","apiUrl":"`+sl.URL+`","dmPolicy":"open","allowFrom":["*"],"typingReaction":"hourglass_flowing_sand"}}`)
+	sl.SetRequestURL(ts.url + "/channels/_/slack/default")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var evs []slacktest.Event
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if evs, err = sl.UserSays(ctx, slacktest.Message{Text: "hello"}); err == nil && evs[0].Status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Slack account never took an event: %+v %v", evs, err)
+		}
+	}
+	if _, err := sl.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := sl.Reactions()
+		if len(r) == 2 && r[0].Name == "hourglass_flowing_sand" && !r[0].Remove && r[1].Remove && r[0].TS == evs[0].TS {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reactions %+v, want hourglass_flowing_sand put on %s and taken off", r, evs[0].TS)
+		}
 	}
 }

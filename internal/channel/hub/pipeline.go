@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"talon/internal/channel"
@@ -153,6 +154,7 @@ func (acc *account) turn(r store.Inbound, rt Route) error {
 	}
 	stopTyping := acc.typing(target)
 	defer stopTyping()
+	defer acc.typingReaction(e, target)()
 	res, err := acc.h.o.Turns.Turn(acc.ctx, TurnRequest{AgentID: rt.AgentID, SessionKey: rt.SessionKey,
 		Text: Prompt(e, hist), Envelope: e, Route: rt, Key: acc.turnKey(r.ID), Attempt: max(r.Attempts, 1)})
 	if err != nil {
@@ -309,4 +311,40 @@ func (acc *account) ack(e channel.Envelope, t channel.Target, agentID string) {
 			acc.log.Info("ack reaction not put", "message", e.MessageID, "err", err)
 		}
 	}()
+}
+
+// typingReaction shows the account's typingReaction on the message while
+// its turn runs, and the returned function takes it off: a stand-in for
+// the typing indicator a platform does not offer bots (Slack). Both go
+// beside the turn, in order, and delay nothing.
+func (acc *account) typingReaction(e channel.Envelope, t channel.Target) (done func()) {
+	emoji := acc.a.TypingReaction
+	actor, can := acc.transport().(channel.Actor)
+	if emoji == "" || !can || e.MessageID == "" {
+		return func() {}
+	}
+	acc.mu.Lock()
+	if acc.ctx == nil || acc.ctx.Err() != nil {
+		acc.mu.Unlock()
+		return func() {}
+	}
+	ctx := context.WithoutCancel(acc.ctx) // taken off also when the account stops
+	acc.wg.Add(1)
+	acc.mu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		defer acc.wg.Done()
+		put := func(remove bool) {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := actor.React(rctx, t, e.MessageID, emoji, remove); err != nil {
+				acc.log.Info("typing reaction", "message", e.MessageID, "remove", remove, "err", err)
+			}
+		}
+		put(false)
+		<-finished
+		put(true)
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(finished) }) }
 }
