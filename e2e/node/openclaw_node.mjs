@@ -177,6 +177,11 @@ if (cases.connect.ok) {
       throw new Error("no exec.approval.requested, and the turn failed");
     }
     await within(20_000, "exec.approval.resolved event", resolved);
+    // The gateway broadcasts the resolved event before it answers the
+    // resolve request: wait for the answer too.
+    await within(20_000, "exec.approval.resolve's answer", (async () => {
+      while (!resolveResult) await new Promise((r) => setTimeout(r, 10));
+    })());
     return { requested, resolveResult, resolvedEvent };
   });
   await step("approval.history", async () => {
