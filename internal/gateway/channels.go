@@ -52,7 +52,10 @@ func (s *Server) applyChannels(t *tenant, rt *runtime) {
 		h = hub.New(hub.Options{MaxAccounts: most,
 			Tenant: hubTenant(t), Store: t.store, Turns: channelTurns{s: s, t: t},
 			Transports: func(a channel.Account) (channel.Transport, error) { return s.channelTransport(t, t.runtimeNow(), a) },
-			Tokens:     s.channelTokens, Env: s.secretEnv(t, rt), Log: s.log, Control: isChannelControl,
+			Tokens:     s.channelTokens, Log: s.log, Control: isChannelControl,
+			// The env of the config in force, not of the first: a tenant
+			// that changes its env changes the tokens its accounts hold.
+			Env: func(k string) string { return s.secretEnv(t, t.runtimeNow())(k) },
 		})
 		t.channels = h
 	}
@@ -92,6 +95,9 @@ func (t *tenant) runtimeNow() *runtime {
 func (s *Server) secretEnv(t *tenant, rt *runtime) func(string) string {
 	if t.id == "" {
 		return s.opts.Env
+	}
+	if rt == nil {
+		return func(string) string { return "" }
 	}
 	vars := config.EnvVars(rt.file.Config)
 	return func(k string) string { return vars[k] }
