@@ -200,7 +200,7 @@ func (w *writer) elems(ri int, out *[maxDepth]elem) int {
 		n++
 	}
 	// Slack does not render code inside a link either.
-	if r.style&code != 0 && (r.link == 0 || w.f == Discord) {
+	if r.style&code != 0 && (r.link == 0 || w.f == Discord) && (w.f != Discord || discordCode(r.text)) {
 		out[n] = elem{kind: eStyle, style: code, idx: int32(ri) + 1}
 		n++
 	}
@@ -245,6 +245,12 @@ func (w *writer) styleMarks(st style) (string, string) {
 	}
 	return "", ""
 }
+
+// discordCode says Discord can show text as inline code: its delimiter
+// must be a backtick run longer than any inside, and three or more
+// backticks open a code block there. Code with a run of two or more is
+// written as text, its backticks escaped (fuzzing found "``0```0``").
+func discordCode(text string) bool { return longestRun(text, '`', false) < 2 }
 
 // codeMarks are the marks of an inline code span holding text. Discord
 // needs a backtick run longer than any inside the text.
@@ -368,7 +374,7 @@ func (w *writer) escape(r *run, text string) string {
 		}
 		return escapeHTML(text)
 	case Discord:
-		if r.kind != kText || r.block != 0 || r.style&code != 0 {
+		if r.kind != kText || r.block != 0 || r.style&code != 0 && discordCode(r.text) {
 			return text
 		}
 		return escapeDiscord(text, w.lineStart)
