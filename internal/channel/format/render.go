@@ -249,7 +249,7 @@ func (w *writer) styleMarks(st style) (string, string) {
 // discordCode says Discord can show text as inline code: its delimiter
 // must be a backtick run longer than any inside, and three or more
 // backticks open a code block there. Code with a run of two or more is
-// written as text, its backticks escaped (fuzzing found "``0```0``").
+// written as text, its backticks escaped (fuzzing found "“0```0“").
 func discordCode(text string) bool { return longestRun(text, '`', false) < 2 }
 
 // codeMarks are the marks of an inline code span holding text. Discord
