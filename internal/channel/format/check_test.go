@@ -65,7 +65,7 @@ func noLoss(full string, chunks []Chunk) error {
 		for pos < len(full) && isSpace(full[pos]) {
 			pos++
 		}
-		p := strings.TrimLeft(c.Plain, " \t\n")
+		p := strings.TrimLeft(c.Plain, " \t\n\r\v\f") // isSpace's bytes
 		if !strings.HasPrefix(full[pos:], p) {
 			return fmt.Errorf("chunk %d's plain text %q is not next in the reply (at %d: %q)", i, p, pos, clip(full[pos:]))
 		}

@@ -93,7 +93,12 @@ func atomize(d *doc) []atom {
 	return as
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+// isSpace is ASCII whitespace, as strings.TrimSpace reads it: a cut may
+// fall on it and a chunk of it alone is dropped, so the two must agree
+// (a run of form feeds cut mid-word was once dropped as "empty").
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // priority is how good a cut before atom k is, or -1 when the cut would
 // only move whitespace (the previous atom is whitespace, or this one is a
