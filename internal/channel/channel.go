@@ -61,8 +61,14 @@ type Envelope struct {
 	ParentPeer *Peer  `json:"parentPeer,omitempty"` // a Discord thread's channel
 	ThreadID   string `json:"threadId,omitempty"`   // a Slack thread_ts; Telegram topics are in Peer.ID
 	Sender     Sender `json:"sender"`
-	Text       string `json:"text"`
-	ReplyTo    *Quote `json:"replyTo,omitempty"`
+	// Text is the message, or the caption of its media: it may be ""
+	// when Media is not empty.
+	Text    string  `json:"text"`
+	Media   []Media `json:"media,omitempty"`
+	ReplyTo *Quote  `json:"replyTo,omitempty"`
+	// Pressed says the message is the press of one of the bot's Buttons:
+	// Text is the button's Data and MessageID the press's own id.
+	Pressed bool `json:"pressed,omitempty"`
 	// Mentioned says the platform addressed the bot natively: an
 	// @-mention of it, a reply to it, or (Slack) a thread it is in.
 	// Mention patterns are applied later, by the gate.
@@ -98,6 +104,10 @@ type Outbound struct {
 	// ReplyTo is the platform id of the message this chunk replies to
 	// natively, "" for none.
 	ReplyTo string `json:"replyTo,omitempty"`
+	// Buttons are inline buttons under the chunk (one row), for the
+	// platforms that have them; an adapter without them sends the text
+	// alone, which already says how to answer.
+	Buttons []Button `json:"buttons,omitempty"`
 	// Key names the chunk across retries and restarts (the run and the
 	// chunk's index); a platform that takes an idempotency key gets it.
 	Key string `json:"key"`
