@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"talon/internal/config"
 )
@@ -66,6 +67,15 @@ type Account struct {
 	ThreadInitialHistory int
 	// MessageContent and GuildMembers are the Discord intents to request.
 	MessageContent, GuildMembers bool
+
+	// MediaMax is the size in bytes of the largest inbound attachment a
+	// turn downloads (mediaMaxMb, R8.9).
+	MediaMax int64
+	// Actions are the message tool's action gates (R9.3); see ActionOn.
+	Actions map[string]*bool
+	// Debounce is the quiet window in which one sender's text-only
+	// messages in a conversation are taken as one turn (R2.1 step 6).
+	Debounce time.Duration
 }
 
 // Limits of spec channels.md §6 and §8.
@@ -221,7 +231,54 @@ func resolveAccount(cfg *config.Config, channel, key string, s, root *config.Cha
 	}
 	a.limits(cfg, s, root)
 	a.transport(s, root)
+	a.media(cfg, s, root)
 	return a
+}
+
+// Default inbound attachment limits in megabytes (R8.9).
+const (
+	defaultMediaMB = 100
+	slackMediaMB   = 20
+	// telegramDebounce is Telegram's quiet window when neither
+	// messages.inbound key sets one.
+	telegramDebounce = 300 * time.Millisecond
+)
+
+// media fills in the attachment limit, the action gates and the
+// inbound quiet window.
+func (a *Account) media(cfg *config.Config, s, root *config.ChannelSettings) {
+	mb := float64(defaultMediaMB)
+	if a.Channel == "slack" {
+		mb = slackMediaMB
+	}
+	if m := firstPtr(s.MediaMaxMB, root.MediaMaxMB); m != nil {
+		mb = *m
+	}
+	a.MediaMax = int64(mb * (1 << 20))
+	a.Actions = map[string]*bool{}
+	for _, m := range []map[string]*bool{root.Actions, s.Actions} {
+		for k, v := range m {
+			a.Actions[k] = v
+		}
+	}
+	in := cfg.Messages.Inbound
+	switch ms, ok := in.ByChannel[a.Channel]; {
+	case ok:
+		a.Debounce = time.Duration(ms) * time.Millisecond
+	case in.DebounceMs != nil:
+		a.Debounce = time.Duration(*in.DebounceMs) * time.Millisecond
+	case a.Channel == "telegram":
+		a.Debounce = telegramDebounce
+	}
+}
+
+// ActionOn says whether the message tool may take actions of group on
+// the account: channels.<ch>[.accounts.<id>].actions.<group>, on unless
+// set false (R9.3). Talon's tool has none of the groups that OpenClaw
+// keeps off by default (roles, moderation, presence, stickers).
+func (a Account) ActionOn(group string) bool {
+	v, ok := a.Actions[group]
+	return !ok || v == nil || *v
 }
 
 // limits fills in the history and chunk sizes with their defaults.
@@ -464,4 +521,35 @@ func AckReaction(cfg *config.Config, a Account, e Envelope, agentID string) (str
 	}
 	emoji = strings.TrimSpace(emoji)
 	return emoji, emoji != ""
+}
+
+// ActionGroups are the actions.<group> gates that the message tool's
+// action needs on channel (R9.3, OpenClaw's groups): all must be on.
+func ActionGroups(channel, action string) []string {
+	switch channel {
+	case "telegram":
+		switch action {
+		case "react", "reactions":
+			return []string{"reactions"}
+		case "edit":
+			return []string{"editMessage"}
+		case "delete":
+			return []string{"deleteMessage"}
+		case "poll":
+			return []string{"sendMessage", "poll"}
+		}
+		return []string{"sendMessage"}
+	case "discord":
+		switch action {
+		case "react", "reactions":
+			return []string{"reactions"}
+		case "poll":
+			return []string{"polls"}
+		}
+	case "slack":
+		if action == "react" || action == "reactions" {
+			return []string{"reactions"}
+		}
+	}
+	return []string{"messages"}
 }

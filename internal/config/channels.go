@@ -73,6 +73,14 @@ type ChannelSettings struct {
 	// TypingReaction is a reaction shown on the message while its turn
 	// runs, where the platform has no typing indicator for bots (Slack).
 	TypingReaction *string `json:"typingReaction"`
+	// MediaMaxMB bounds the attachments of inbound messages a turn
+	// downloads (R8.9: Telegram and Discord 100, Slack 20).
+	MediaMaxMB *float64 `json:"mediaMaxMb"`
+	// Actions gates the message tool's actions by group (R9.3):
+	// sendMessage, reactions, poll, deleteMessage, editMessage
+	// (Telegram); messages, reactions, pins… (Slack); messages,
+	// reactions, polls… (Discord). Unset groups are on.
+	Actions map[string]*bool `json:"actions"`
 
 	// Telegram (§11).
 	BotToken      *Secret `json:"botToken"` // Telegram and Slack
@@ -251,7 +259,19 @@ type Messages struct {
 	// Slack "eyes"); AckReactionScope which turns get it.
 	AckReaction      *string `json:"ackReaction"`
 	AckReactionScope string  `json:"ackReactionScope"`
-	Rest             *Raw    `talon:"rest"`
+	// Inbound batches quick messages of one sender (R2.1 step 6).
+	Inbound MessagesInbound `json:"inbound"`
+	Rest    *Raw            `talon:"rest"`
+}
+
+// MessagesInbound is `messages.inbound`: the quiet window in which
+// text-only messages of one sender in one conversation are taken as one
+// turn; byChannel.<channel> over debounceMs; with neither, Telegram waits
+// 300 ms and the other channels not at all.
+type MessagesInbound struct {
+	DebounceMs *int           `json:"debounceMs"`
+	ByChannel  map[string]int `json:"byChannel"`
+	Rest       *Raw           `talon:"rest"`
 }
 
 // MessagesGroupChat is `messages.groupChat`.

@@ -21,6 +21,14 @@ var (
 	mentionModes  = []string{"allow", "deny"}
 )
 
+// MaxMediaMB is the largest mediaMaxMb Talon takes: an attachment is
+// held in memory while it is written to the workspace.
+const MaxMediaMB = 100
+
+// MaxDebounceMs bounds messages.inbound's quiet window: a message waits
+// at most this long before its turn starts.
+const MaxDebounceMs = 60_000
+
 // BuiltChannels are the platforms Talon has an adapter for.
 var BuiltChannels = []string{"telegram", "slack", "discord"}
 
@@ -57,6 +65,12 @@ func (k *checker) checkChannels(c *Config) {
 	k.patterns("messages.groupChat.mentionPatterns", c.Messages.GroupChat.MentionPatterns)
 	k.nonNegative("messages.groupChat.historyLimit", c.Messages.GroupChat.HistoryLimit)
 	k.oneOf("messages.ackReactionScope", c.Messages.AckReactionScope, ackScopes)
+	if ms := c.Messages.Inbound.DebounceMs; ms != nil {
+		k.debounce("messages.inbound.debounceMs", *ms)
+	}
+	for _, ch := range sortedKeys(c.Messages.Inbound.ByChannel) {
+		k.debounce(joinKey("messages.inbound.byChannel", ch), c.Messages.Inbound.ByChannel[ch])
+	}
 	for i, a := range c.Agents.List {
 		k.patterns(joinIndex("agents.list", i)+".groupChat.mentionPatterns", a.GroupChat.MentionPatterns)
 	}
@@ -89,6 +103,13 @@ func (k *checker) checkChannels(c *Config) {
 	}
 }
 
+// debounce checks a quiet window in milliseconds; 0 turns batching off.
+func (k *checker) debounce(path string, ms int) {
+	if ms < 0 || ms > MaxDebounceMs {
+		k.fail(path, fmt.Sprintf("expected milliseconds from 0 (no batching) to %d (got %d)", MaxDebounceMs, ms))
+	}
+}
+
 // settings checks one channel's or account's keys; root is the channel's
 // when s is an account's, for the keys an account inherits.
 func (k *checker) settings(channel, at string, s, root *ChannelSettings) {
@@ -101,6 +122,9 @@ func (k *checker) settings(channel, at string, s, root *ChannelSettings) {
 	k.nonNegative(at+".dmHistoryLimit", s.DMHistoryLimit)
 	k.between(at+".textChunkLimit", s.TextChunkLimit, 40000)
 	k.between(at+".maxLinesPerMessage", s.MaxLinesPerMessage, 1000)
+	if m := s.MediaMaxMB; m != nil && (*m <= 0 || *m > MaxMediaMB) {
+		k.fail(at+".mediaMaxMb", fmt.Sprintf("expected more than 0 and at most %d (megabytes of one inbound attachment), got %g", MaxMediaMB, *m))
+	}
 	for _, u := range []struct{ key, v string }{
 		{"apiRoot", s.APIRoot}, {"apiUrl", s.APIURL}, {"webhookUrl", s.WebhookURL},
 	} {

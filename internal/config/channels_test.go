@@ -128,6 +128,10 @@ func TestValidateChannels(t *testing.T) {
 			[]string{`channels.telegram.groups.-1.groupPolicy: expected one of allowlist, open, disabled`}},
 		{"limits", `{channels: {discord: {textChunkLimit: 0, historyLimit: -1}}}`,
 			[]string{`channels.discord.historyLimit: expected an integer from 0`, `channels.discord.textChunkLimit: expected an integer from 1`}},
+		{"media limit", `{channels: {slack: {mediaMaxMb: 0, accounts: {a: {mediaMaxMb: 4096}}}}}`,
+			[]string{`channels.slack.mediaMaxMb: expected more than 0 and at most 100`, `channels.slack.accounts.a.mediaMaxMb: expected more than 0 and at most 100`}},
+		{"debounce", `{messages: {inbound: {debounceMs: -1, byChannel: {telegram: 600000}}}}`,
+			[]string{`messages.inbound.debounceMs: expected milliseconds from 0`, `messages.inbound.byChannel.telegram: expected milliseconds from 0`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

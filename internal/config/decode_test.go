@@ -361,7 +361,7 @@ func TestDecodeRest(t *testing.T) {
 	tree := mustJSON5(t, `{
 		tools: {web: {search: {enabled: false, provider: "brave", apiKey: "k"}, fetch: {enabled: true}}},
 		channels: {telegram: {
-			enabled: true, streaming: "x", mediaMaxMb: 100, dmPolicy: "pairing",
+			enabled: true, streaming: "x", proxy: "p", dmPolicy: "pairing",
 			groups: {"-100": {systemPrompt: "p", requireMention: true, tools: {deny: ["exec"]}}},
 			accounts: {a1: {name: "A", groups: {}}},
 		}},
@@ -377,7 +377,7 @@ func TestDecodeRest(t *testing.T) {
 		{"tools.web.search.provider", MsgUnused},
 		{"tools.web.search.apiKey", MsgUnused},
 		{"channels.telegram.streaming", MsgUnused},
-		{"channels.telegram.mediaMaxMb", MsgUnused},
+		{"channels.telegram.proxy", MsgUnused},
 		{"channels.telegram.groups.-100.systemPrompt", MsgUnused},
 		{"channels.telegram.accounts.a1.name", MsgUnused},
 		{"commands.native", MsgUnused},
@@ -403,7 +403,7 @@ func TestDecodeRest(t *testing.T) {
 	want := map[string]string{
 		"search":   `{"provider":"brave","apiKey":"k"}`,
 		"fetch":    "<nil>",
-		"telegram": `{"streaming":"x","mediaMaxMb":100}`,
+		"telegram": `{"streaming":"x","proxy":"p"}`,
 		"group":    `{"systemPrompt":"p"}`,
 		"account":  `{"name":"A"}`,
 		"commands": `{"native":"auto"}`,

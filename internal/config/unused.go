@@ -90,7 +90,8 @@ var unusedKeys = []string{
 	// Channels: Talon reads the keys of channels.<id> and its accounts
 	// that types.go (channels.go) names — access control, mentions,
 	// routing, the Telegram, Slack and Discord connections, the group
-	// tool policies; the rest (streaming, media, actions, commands, …)
+	// tool policies, mediaMaxMb and actions; the rest (streaming,
+	// commands, capabilities, …)
 	// is kept. WhatsApp and the other platforms Talon has no adapter for
 	// are reported whole (checkChannels).
 	"channels.*.*", "channels.*.accounts.*.*",
@@ -107,7 +108,7 @@ var unusedKeys = []string{
 	"accessGroups.*.type", "accessGroups.*.channelId", "accessGroups.*.guildId",
 	"accessGroups.*.membership",
 	// messages.groupChat's mentionPatterns and historyLimit are read.
-	"messages.*", "messages.groupChat.*",
+	"messages.*", "messages.groupChat.*", "messages.inbound.*",
 
 	"commands.*", // commands.ownerAllowFrom is read
 
