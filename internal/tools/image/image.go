@@ -22,19 +22,11 @@ import (
 	_ "image/gif" // DecodeConfig for the formats the standard library has
 	_ "image/jpeg"
 	_ "image/png"
-	"io"
-	iofs "io/fs"
 	"net/http"
 	"os"
-	"path"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 
-	"talon/internal/contain"
 	"talon/internal/llm"
-	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
 
@@ -77,7 +69,6 @@ func (*imageTool) Description() string {
 
 func (*imageTool) Schema() json.RawMessage { return schema }
 
-var scheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
 func (*imageTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
 	if env == nil || env.Workspace == nil {
@@ -125,53 +116,17 @@ func (*imageTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 }
 
 // localPath turns the model's reference into a path relative to the
-// workspace, refusing URLs and paths that lead out of it.
+// workspace (tools.FilePath), refusing remote URLs with the image tool's
+// own words.
 func localPath(env *tools.Env, ref string) (string, error) {
-	p := strings.TrimPrefix(strings.TrimSpace(ref), "@") // OpenClaw accepts "@path"
-	switch lower := strings.ToLower(p); {
-	case p == "":
-		return "", errors.New(`argument "image" must not be empty`)
-	case strings.IndexByte(p, 0) >= 0:
-		return "", errors.New(`argument "image" contains a NUL byte`)
-	case strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://"):
+	lower := strings.ToLower(strings.TrimSpace(ref))
+	if strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
 		if env.Sandboxed {
 			return "", ErrSandboxedURL
 		}
 		return "", errors.New("remote image URLs are not fetched: the image tool reads files in the workspace; download the image into the workspace first and pass its path")
-	case strings.HasPrefix(lower, "file://"):
-		p = p[len("file://"):]
-	case scheme.MatchString(p):
-		return "", fmt.Errorf("unsupported image reference %q: pass the path of a file in the workspace", ref)
 	}
-	if path.IsAbs(p) {
-		rel, ok := inside(env, path.Clean(p))
-		if !ok {
-			return "", fmt.Errorf("path %q is outside the workspace; pass a path relative to the workspace", ref)
-		}
-		p = rel
-	}
-	c := path.Clean(p)
-	if _, ok := contain.Within(".", c); !ok {
-		return "", fmt.Errorf("path %q is outside the workspace", ref)
-	}
-	return c, nil
-}
-
-// inside maps an absolute path that names something in the workspace, as
-// commands see it (sandbox.Workdir) or as the host does, to a relative one.
-func inside(env *tools.Env, p string) (string, bool) {
-	if rel, ok := contain.Within(sandbox.Workdir, p); ok && rel != "." {
-		return rel, true
-	}
-	base, err := filepath.Abs(env.Workspace.Name())
-	if err != nil {
-		return "", false
-	}
-	rel, ok := contain.Within(base, p)
-	if !ok || rel == "." {
-		return "", false
-	}
-	return filepath.ToSlash(rel), true
+	return tools.FilePath(env, "image", ref)
 }
 
 // facts are what the tool reports about an image, and the image.
@@ -185,40 +140,9 @@ type facts struct {
 
 // read opens p in root and reads the facts of the image in it.
 func read(root *os.Root, p string) (facts, error) {
-	fi, err := root.Stat(p)
+	data, err := tools.ReadFile(root, p, MaxBytes)
 	if err != nil {
-		return facts{}, fsError(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return facts{}, errors.New("not a regular file")
-	}
-	if fi.Size() > MaxBytes {
-		return facts{}, fmt.Errorf("%d bytes; the limit is %d MiB", fi.Size(), MaxBytes>>20)
-	}
-	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return facts{}, fsError(err)
-	}
-	defer f.Close()
-	// The opened file, not the name stat'ed above, is what is read: it
-	// must still be a regular file, and have no other name that may lie
-	// outside the workspace.
-	ofi, err := f.Stat()
-	if err != nil {
-		return facts{}, fsError(err)
-	}
-	if !ofi.Mode().IsRegular() {
-		return facts{}, errors.New("not a regular file")
-	}
-	if err := tools.SingleLink(ofi, p); err != nil {
 		return facts{}, err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return facts{}, fsError(err)
-	}
-	if len(data) > MaxBytes {
-		return facts{}, fmt.Errorf("more than %d MiB", MaxBytes>>20)
 	}
 	info, err := Sniff(data)
 	if err != nil {
@@ -285,25 +209,4 @@ func webpSize(b []byte) (int, int, error) {
 		return int(binary.LittleEndian.Uint16(b[26:28]) & 0x3fff), int(binary.LittleEndian.Uint16(b[28:30]) & 0x3fff), nil
 	}
 	return 0, 0, fmt.Errorf("unknown first chunk %q", b[12:16])
-}
-
-// fsError words a filesystem error for the model without the host path.
-func fsError(err error) error {
-	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-		return errors.New("does not exist")
-	case errors.Is(err, iofs.ErrPermission):
-		return errors.New("permission denied")
-	case strings.Contains(err.Error(), "path escapes from parent"):
-		return errors.New("is outside the workspace (a symbolic link leads out of it)")
-	case errors.Is(err, syscall.ENOTDIR):
-		return errors.New("a parent in the path is not a directory")
-	case errors.Is(err, syscall.ELOOP):
-		return errors.New("too many levels of symbolic links")
-	}
-	var pe *iofs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return err
 }
