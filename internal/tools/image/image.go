@@ -69,7 +69,6 @@ func (*imageTool) Description() string {
 
 func (*imageTool) Schema() json.RawMessage { return schema }
 
-
 func (*imageTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
 	if env == nil || env.Workspace == nil {
 		return tools.Result{}, errors.New("running image: no workspace in the tool environment")
