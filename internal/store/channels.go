@@ -324,10 +324,16 @@ func insertChunks(ctx context.Context, tx *sql.Tx, chunks []Chunk, now int64) er
 		if c.InboxID != 0 {
 			inbox = c.InboxID
 		}
+		var buttons []byte
+		if len(c.Buttons) > 0 {
+			if buttons, err = json.Marshal(c.Buttons); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO channel_outbox
-			(batch, idx, inbox_id, key, channel, account_id, target, text, plain, reply_to, state, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-			c.Batch, c.Index, inbox, c.Key, c.Channel, c.AccountID, string(target), c.Text, c.Plain, c.ReplyTo, now, now); err != nil {
+			(batch, idx, inbox_id, key, channel, account_id, target, text, plain, reply_to, buttons, state, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+			c.Batch, c.Index, inbox, c.Key, c.Channel, c.AccountID, string(target), c.Text, c.Plain, c.ReplyTo, string(buttons), now, now); err != nil {
 			return fmt.Errorf("chunk %d: %w", c.Index, err)
 		}
 	}
@@ -368,7 +374,7 @@ func (db *DB) QueueSend(ctx context.Context, idempotencyKey string, chunks []Chu
 // Chunks lists the chunks of a batch in order, whatever their state.
 func (db *DB) Chunks(ctx context.Context, batch string) ([]Chunk, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT batch, idx, COALESCE(inbox_id, 0), key, channel, account_id, target,
-		text, plain, reply_to, state, message_id, error FROM channel_outbox WHERE batch = ? ORDER BY idx`, batch)
+		text, plain, reply_to, buttons, state, message_id, error FROM channel_outbox WHERE batch = ? ORDER BY idx`, batch)
 	if err != nil {
 		return nil, fmt.Errorf("reading outbox batch %q: %w", batch, err)
 	}
@@ -376,13 +382,18 @@ func (db *DB) Chunks(ctx context.Context, batch string) ([]Chunk, error) {
 	var out []Chunk
 	for rows.Next() {
 		var c Chunk
-		var target string
+		var target, buttons string
 		if err := rows.Scan(&c.Batch, &c.Index, &c.InboxID, &c.Key, &c.Channel, &c.AccountID, &target,
-			&c.Text, &c.Plain, &c.ReplyTo, &c.State, &c.MessageID, &c.Error); err != nil {
+			&c.Text, &c.Plain, &c.ReplyTo, &buttons, &c.State, &c.MessageID, &c.Error); err != nil {
 			return nil, fmt.Errorf("reading outbox batch %q: %w", batch, err)
 		}
 		if err := json.Unmarshal([]byte(target), &c.Target); err != nil {
 			return nil, fmt.Errorf("reading outbox batch %q: chunk %d: %w", batch, c.Index, err)
+		}
+		if buttons != "" {
+			if err := json.Unmarshal([]byte(buttons), &c.Buttons); err != nil {
+				return nil, fmt.Errorf("reading outbox batch %q: chunk %d buttons: %w", batch, c.Index, err)
+			}
 		}
 		out = append(out, c)
 	}

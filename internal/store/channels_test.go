@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -240,6 +241,22 @@ func TestRecoverSendsResendsIdempotentPlatforms(t *testing.T) {
 	}
 	if _, _, err := db.QueueSend(ctx, " ", nil); err == nil {
 		t.Error("QueueSend accepted an empty idempotency key")
+	}
+}
+
+func TestChunkButtonsPersist(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	buttons := []channel.Button{{Label: "Allow once", Data: "/approve ab12 allow-once"}, {Label: "Deny", Data: "/approve ab12 deny"}}
+	got, _, err := db.QueueSend(ctx, "approval:1", []Chunk{
+		{Channel: "telegram", AccountID: "default", Outbound: channel.Outbound{Text: "run ls?", Key: "k1"}},
+		{Channel: "telegram", AccountID: "default", Outbound: channel.Outbound{Text: "answer below", Key: "k2", Buttons: buttons}},
+	})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("QueueSend = %+v, %v", got, err)
+	}
+	if got[0].Buttons != nil || !reflect.DeepEqual(got[1].Buttons, buttons) {
+		t.Errorf("buttons read back = %+v, %+v; want none, %+v", got[0].Buttons, got[1].Buttons, buttons)
 	}
 }
 

@@ -141,6 +141,9 @@ CREATE TABLE channel_pairing_allow_entries (
 	PRIMARY KEY (channel, account_id, sender_id)
 ) WITHOUT ROWID;
 `,
+	// Inline buttons under an outbound chunk (an exec approval's answers),
+	// JSON, '' for none.
+	`ALTER TABLE channel_outbox ADD COLUMN buttons TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this binary writes.

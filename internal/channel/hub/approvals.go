@@ -69,13 +69,13 @@ func (c Chat) IsApprover(senderID string) bool {
 	return senderID != "" && slices.Contains(c.Approvers, senderID)
 }
 
-// Notify sends text to a session's conversation once per key (an exec
-// approval's prompt and its outcome).
-func (h *Hub) Notify(ctx context.Context, sessionKey, text, key string) error {
+// Notify sends text, with buttons under it, to a session's conversation
+// once per key (an exec approval's prompt and its outcome).
+func (h *Hub) Notify(ctx context.Context, sessionKey, text, key string, buttons ...channel.Button) error {
 	c, ok := h.ChatOf(ctx, sessionKey)
 	if !ok {
 		return fmt.Errorf("session %q has no running channel conversation", sessionKey)
 	}
-	_, err := h.Send(ctx, SendRequest{Channel: c.Channel, AccountID: c.AccountID, Target: c.Target, Text: text, IdempotencyKey: key})
+	_, err := h.Send(ctx, SendRequest{Channel: c.Channel, AccountID: c.AccountID, Target: c.Target, Text: text, IdempotencyKey: key, Buttons: buttons})
 	return err
 }

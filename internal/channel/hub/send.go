@@ -19,6 +19,9 @@ type SendRequest struct {
 	Target    channel.Target
 	Text      string // Markdown, rendered for the platform
 	ReplyTo   string // platform id of a message to reply to natively
+	// Buttons go under the last chunk (channel.Button), on the platforms
+	// that have them.
+	Buttons []channel.Button
 	// IdempotencyKey names the send: a request repeated with the same
 	// key sends nothing more and returns the first one's result.
 	IdempotencyKey string
@@ -51,6 +54,7 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (SendResult, error) {
 	chunks := render(acc.a, r.Text, r.Target)
 	if len(chunks) > 0 {
 		chunks[0].ReplyTo = r.ReplyTo
+		chunks[len(chunks)-1].Buttons = r.Buttons
 	}
 	sendKeys(r.IdempotencyKey, chunks)
 	queued, repeated, err := h.o.Store.QueueSend(ctx, r.IdempotencyKey, chunks)
