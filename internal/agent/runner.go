@@ -116,6 +116,10 @@ type Request struct {
 	// The group tool policy reads its room and sender (spec channels.md
 	// §10: groups.*.tools, toolsBySender).
 	Chat *Chat
+	// Files came with the turn's message (a chat's attachments): the run
+	// writes them into the session's workspace and tells the model where
+	// (saveInbound).
+	Files []InboundFile
 	// Fresh says the caller minted SessionKey for this run from a random
 	// id, so no session can exist yet and the runner skips looking for
 	// one (a stateless HTTP request: one read fewer per turn).
@@ -248,6 +252,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, tr.fail(ctx, err, "")
 	}
 	defer ws.Close()
+	if len(req.Files) > 0 {
+		ro := decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO
+		input = withNotes(input, saveInbound(ws, ro, r.now(), req.Files))
+		tr.pending = store.Items(input...)
+	}
 	skills := r.loadSkills(ws, agentID)
 	system, _ := buildPrompt(promptInput{
 		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,

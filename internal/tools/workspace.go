@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"talon/internal/contain"
 	"talon/internal/sandbox"
@@ -138,4 +139,29 @@ func FSError(err error) error {
 		err = pe.Err
 	}
 	return err
+}
+
+// BaseName makes a file name someone else chose (a chat attachment's, a
+// model's filename) safe to show, send and create in a directory: the
+// last element, without control characters, at most 128 bytes, "file"
+// when nothing is left.
+func BaseName(n string) string {
+	n = path.Base(strings.ReplaceAll(n, "\\", "/"))
+	n = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return -1
+		}
+		return r
+	}, n)
+	for len(n) > 128 {
+		ext := path.Ext(n)
+		if len(ext) > 16 {
+			ext = ""
+		}
+		n = strings.ToValidUTF8(n[:128-len(ext)], "") + ext
+	}
+	if n = strings.TrimSpace(n); n == "" || n == "." || n == "/" || n == ".." {
+		return "file"
+	}
+	return n
 }
