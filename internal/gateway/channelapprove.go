@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"talon/internal/approval"
+	"talon/internal/channel"
 	"talon/internal/channel/hub"
 )
 
@@ -87,10 +88,21 @@ func (s *Server) forwardApproval(t *tenant, e approval.Event) {
 		expires := time.UnixMilli(p.ExpiresAtMs).UTC().Format("15:04 UTC")
 		text := fmt.Sprintf("Approval needed to run:\n```\n%s\n```\nin %s (agent %s). An approver of this chat replies:\n`/approve %s allow-once`, `/approve %s allow-always` or `/approve %s deny` — before %s.",
 			p.Request.Command, p.Request.Cwd, p.Request.AgentID, slug, slug, slug, expires)
-		if err := h.Notify(ctx, p.Request.SessionKey, text, "approval:"+p.ID); err != nil {
+		if err := h.Notify(ctx, p.Request.SessionKey, text, "approval:"+p.ID, approvalButtons(slug)...); err != nil {
 			s.log.Warn("forwarding an exec approval to its chat", "tenant", t.id, "session", p.Request.SessionKey, "err", err)
 		}
 	}()
+}
+
+// approvalButtons answer an approval with one press; a press arrives as
+// the /approve command it stands for, from the presser, and is checked
+// as a typed one is.
+func approvalButtons(slug string) []channel.Button {
+	return []channel.Button{
+		{Label: "Allow once", Data: "/approve " + slug + " allow-once"},
+		{Label: "Always allow", Data: "/approve " + slug + " allow-always"},
+		{Label: "Deny", Data: "/approve " + slug + " deny"},
+	}
 }
 
 // chatApprovers is 1 when the chat a request's session came from has

@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"talon/internal/agent"
@@ -15,6 +18,7 @@ import (
 	"talon/internal/config"
 	"talon/internal/policy"
 	"talon/internal/session"
+	"talon/internal/tools"
 )
 
 // channelWatch is how often the configs of tenants with channels are
@@ -127,8 +131,34 @@ func (c channelTurns) Turn(ctx context.Context, r hub.TurnRequest) (hub.TurnResu
 		owner = slices.Contains(channel.Owners(rt.file.Config, e.Channel), e.Sender.ID)
 	}
 	c.s.recordChatRoute(ctx, c.t, r)
-	text, model, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text, chat, owner)
+	files, notes := c.media(ctx, e)
+	if len(notes) > 0 {
+		r.Text = strings.TrimSpace(r.Text + "\n\n" + strings.Join(notes, "\n"))
+	}
+	text, model, err := c.s.channelTurn(ctx, c.t, r.AgentID, r.SessionKey, r.Text, chat, owner, files)
 	return hub.TurnResult{Text: text, Model: model}, err
+}
+
+// media downloads a message's attachments for its turn (R8.9): the files
+// the run writes into the workspace, and a note for each one that could
+// not be had.
+func (c channelTurns) media(ctx context.Context, e channel.Envelope) ([]agent.InboundFile, []string) {
+	h := c.t.hub()
+	if h == nil || len(e.Media) == 0 {
+		return nil, nil
+	}
+	var files []agent.InboundFile
+	var notes []string
+	for _, f := range h.FetchMedia(ctx, e) {
+		name := tools.BaseName(cmp.Or(f.Name, f.Kind, "file"))
+		if f.Err != nil {
+			c.s.log.Info("channel attachment not downloaded", "tenant", c.t.id, "channel", e.Channel, "message", e.MessageID, "err", f.Err)
+			notes = append(notes, fmt.Sprintf("[media unavailable: %s: %v]", name, f.Err))
+			continue
+		}
+		files = append(files, agent.InboundFile{Name: name, MIME: f.MIME, Data: f.Data})
+	}
+	return files, notes
 }
 
 // startChannels starts the channels of every tenant whose config has a

@@ -33,7 +33,7 @@ var errChannelClosed = errors.New("the channel account stopped")
 // runs, /compact and /status are answered as in any chat, and a stop word
 // aborts the session's runs. It returns the final text ("" when the run
 // ended without one) and the model that wrote it ("" for a command).
-func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text string, chat *agent.Chat, owner bool) (reply, model string, _ error) {
+func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text string, chat *agent.Chat, owner bool, files []agent.InboundFile) (reply, model string, _ error) {
 	rt, err := t.current(s)
 	if err != nil {
 		return "", "", err
@@ -47,7 +47,7 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 	}
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: text}}}
 	r := s.prepareRun(t, rt, nil, "chat", "channel-"+store.NewID(), key, agentID, req, channelRunTimeout)
-	r.req.Owner, r.req.Chat = owner, chat
+	r.req.Owner, r.req.Chat, r.req.Files = owner, chat, files
 	if cmd, arg, ok := chatCommand(text); ok {
 		r.cmd, r.arg = cmd, arg
 	}
@@ -108,7 +108,7 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		ch = chat.Channel
 	case channelLabels[ch] == "":
 		return nil, fmt.Errorf("channel %q is not one Talon runs (telegram, slack, discord)", ch)
-	case inChat && ch != chat.Channel && !on(cross.AllowAcrossProviders, false):
+	case inChat && ch != chat.Channel && !reads(out.Action) && !on(cross.AllowAcrossProviders, false):
 		return nil, fmt.Errorf("this conversation is on %s: sending to %s from it is not allowed (tools.message.crossContext.allowAcrossProviders is off)", chat.Channel, ch)
 	}
 	account := out.AccountID
@@ -132,9 +132,12 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		if target, err = parseTarget(ch, out.Target, out.ThreadID); err != nil {
 			return nil, fmt.Errorf("target %q: %w", out.Target, err)
 		}
-		if inChat && ch == chat.Channel && target.Peer != chat.Target.Peer && !on(cross.AllowWithinProvider, true) {
+		if inChat && ch == chat.Channel && target.Peer != chat.Target.Peer && !reads(out.Action) && !on(cross.AllowWithinProvider, true) {
 			return nil, errors.New("only this conversation can be reached from it (tools.message.crossContext.allowWithinProvider is off)")
 		}
+	}
+	if err := h.Allowed(ch, account, out.Action); err != nil {
+		return nil, err
 	}
 	if out.DryRun {
 		return json.Marshal(map[string]any{"dryRun": true, "action": out.Action, "channel": ch, "accountId": account, "target": target})
@@ -147,6 +150,35 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		err = h.Edit(ctx, ch, account, target, out.MessageID, out.Text)
 	case "delete":
 		err = h.Delete(ctx, ch, account, target, out.MessageID)
+	case "reactions":
+		rs, err := h.Reactions(ctx, ch, account, target, out.MessageID)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"ok": true, "channel": ch, "messageId": out.MessageID, "reactions": nonNil(rs)})
+	case "read":
+		q := channel.ReadQuery{Limit: out.Read.Limit, Before: out.Read.Before, After: out.Read.After, Around: out.Read.Around}
+		msgs, err := h.Read(ctx, ch, account, target, q)
+		if err != nil {
+			return nil, err
+		}
+		// What chat members wrote is data for the model, not instructions.
+		return json.Marshal(map[string]any{"ok": true, "channel": ch, "target": target, "untrusted": true, "messages": nonNil(msgs)})
+	case "poll":
+		p := channel.Poll{Question: out.Poll.Question, Options: out.Poll.Options, Duration: out.Poll.Duration, Multi: out.Poll.Multi}
+		sent, err := h.SendPoll(ctx, ch, account, target, p)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"ok": true, "action": "poll", "channel": ch, "target": target, "messageId": sent.MessageID})
+	case "sendAttachment":
+		f := channel.File{Name: out.File.Name, MIME: out.File.MIME, Data: out.File.Data}
+		sent, err := h.SendFile(ctx, ch, account, target, f, out.Text, out.ReplyTo)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"ok": true, "action": "sendAttachment", "channel": ch, "target": target, "messageId": sent.MessageID,
+			"file": map[string]any{"name": f.Name, "contentType": f.MIME, "bytes": len(f.Data)}})
 	default:
 		res, err := h.Send(ctx, hub.SendRequest{Channel: ch, AccountID: account, Target: target, Text: out.Text, ReplyTo: out.ReplyTo,
 			IdempotencyKey: "tool:" + store.NewID()})
@@ -162,6 +194,18 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		return nil, err
 	}
 	return json.Marshal(map[string]any{"ok": true, "action": out.Action, "channel": ch, "messageId": out.MessageID})
+}
+
+// reads says action only reads: the cross-context policy guards the
+// actions that change a chat, not reads (R9.4).
+func reads(action string) bool { return action == "read" || action == "reactions" }
+
+// nonNil is s, or an empty list for JSON's [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // on is a config flag's value, def when unset.

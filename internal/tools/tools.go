@@ -104,16 +104,43 @@ type Messenger interface {
 	Send(ctx context.Context, sessionKey string, m OutMessage) (json.RawMessage, error)
 }
 
-// OutMessage is what the model asks the message tool to do: send (or
-// thread-reply) Text, react with Emoji to MessageID (or Remove the
-// bot's), edit MessageID to Text, or delete MessageID.
+// OutMessage is what the model asks the message tool to do (spec
+// channels.md §9): send (or thread-reply) Text; react with Emoji to
+// MessageID (or Remove the bot's); list a message's reactions; read the
+// conversation's history; edit MessageID to Text; delete MessageID; post
+// a Poll; or send File with Text as its caption (sendAttachment).
 type OutMessage struct {
-	Action                                              string // send, thread-reply, react, edit, delete
+	Action                                              string
 	Channel, AccountID, Target, ThreadID, ReplyTo, Text string
 	MessageID, Emoji                                    string
 	Remove                                              bool
+	File                                                *Attachment
+	Poll                                                *Poll
+	Read                                                *ReadQuery
 	// DryRun checks and resolves the message without sending it.
 	DryRun bool
+}
+
+// Attachment is a file the message tool sends, already read.
+type Attachment struct {
+	Name string // a base name
+	MIME string // "" when neither the model nor the content says
+	Data []byte
+}
+
+// Poll is the message tool's poll.
+type Poll struct {
+	Question string
+	Options  []string
+	Duration time.Duration // 0: the platform's default
+	Multi    bool
+}
+
+// ReadQuery is the message tool's read: up to Limit messages, before,
+// after or around a message id.
+type ReadQuery struct {
+	Limit                 int
+	Before, After, Around string
 }
 
 // Result is what a tool call returns to the model.
