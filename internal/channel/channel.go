@@ -66,6 +66,10 @@ type Envelope struct {
 	Text    string  `json:"text"`
 	Media   []Media `json:"media,omitempty"`
 	ReplyTo *Quote  `json:"replyTo,omitempty"`
+	// Batched are the ids of the messages of the same sender folded into
+	// this one by the inbound debounce (R2.1 step 6), in order; its Text
+	// holds all of theirs.
+	Batched []string `json:"batched,omitempty"`
 	// Pressed says the message is the press of one of the bot's Buttons:
 	// Text is the button's Data and MessageID the press's own id.
 	Pressed bool `json:"pressed,omitempty"`

@@ -21,6 +21,7 @@ import (
 // is acknowledged. Its state moves forward only:
 //
 //	received ─┬─> dropped                  refused by a gate (reason says which)
+//	          ├─> batched                  folded into an earlier message's turn (debounce)
 //	          ├─> history ──> consumed     admitted, not addressed: context of the next turn
 //	          ├─> paired                   a pairing request refreshed, nothing to send
 //	          └─> running ──> answered ──> delivered | failed
@@ -38,6 +39,7 @@ type InboxState string
 const (
 	InboxReceived  InboxState = "received"
 	InboxDropped   InboxState = "dropped"
+	InboxBatched   InboxState = "batched"
 	InboxHistory   InboxState = "history"
 	InboxConsumed  InboxState = "consumed"
 	InboxPaired    InboxState = "paired"
@@ -248,6 +250,34 @@ func transition(ctx context.Context, tx *sql.Tx, id int64, from, to InboxState, 
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("%w: inbound row %d is not %s", ErrStateChanged, id, from)
+	}
+	return nil
+}
+
+// BatchInbound folds received messages into an earlier received one, the
+// lead, whose envelope becomes e (the batch's text): the followers move
+// to batched in the same transaction, so a crash leaves the messages
+// either apart or batched, never both. ErrStateChanged when any of them
+// is no longer received (a control command took it).
+func (db *DB) BatchInbound(ctx context.Context, lead int64, e channel.Envelope, followers []int64) error {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("batching into inbound row %d: %w", lead, err)
+	}
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		now := ms(db.now())
+		if err := transition(ctx, tx, lead, InboxReceived, InboxReceived, now, `, envelope = ?`, string(body)); err != nil {
+			return err
+		}
+		for _, id := range followers {
+			if err := transition(ctx, tx, id, InboxReceived, InboxBatched, now, `, reason = ?`, fmt.Sprintf("batched into %d", lead)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("batching into inbound row %d: %w", lead, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,7 +35,12 @@ type account struct {
 	accepted  int // since the last prune
 }
 
-type worker struct{ more bool }
+// worker is the goroutine of one conversation. more says messages came
+// in since it last read the inbox; wake tells a debounce wait so.
+type worker struct {
+	more bool
+	wake chan struct{}
+}
 
 func newAccount(h *Hub, a Account) *account {
 	return &account{h: h, a: a, log: h.log.With("channel", a.Channel, "account", a.ID), workers: map[string]*worker{}}
@@ -193,9 +199,13 @@ func (acc *account) kick(conv string) {
 	}
 	if w, ok := acc.workers[conv]; ok {
 		w.more = true
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 		return
 	}
-	acc.workers[conv] = &worker{}
+	acc.workers[conv] = &worker{wake: make(chan struct{}, 1)}
 	acc.wg.Add(1)
 	go acc.work(conv)
 }
@@ -221,17 +231,26 @@ func (acc *account) work(conv string) {
 }
 
 func (acc *account) drain(conv string) bool {
-	rows, err := acc.h.o.Store.OpenInbound(acc.ctx, acc.a.Channel, acc.a.ID, conv)
-	if err != nil {
-		if acc.ctx.Err() == nil {
-			acc.log.Error("reading the inbox", "err", err)
+	// The rows are read again after each one: processing one may fold
+	// the next ones into it (debounce).
+	done := map[int64]bool{}
+	for {
+		rows, err := acc.h.o.Store.OpenInbound(acc.ctx, acc.a.Channel, acc.a.ID, conv)
+		if err != nil {
+			if acc.ctx.Err() == nil {
+				acc.log.Error("reading the inbox", "err", err)
+			}
+			return false
 		}
-		return false
-	}
-	for _, r := range rows {
+		i := slices.IndexFunc(rows, func(r store.Inbound) bool { return !done[r.ID] })
+		if i < 0 {
+			return true
+		}
 		if acc.ctx.Err() != nil {
 			return false
 		}
+		r := rows[i]
+		done[r.ID] = true
 		if err := acc.process(r); err != nil {
 			if errors.Is(err, store.ErrStateChanged) {
 				continue // taken meanwhile (a control command): not this worker's
@@ -242,7 +261,6 @@ func (acc *account) drain(conv string) bool {
 			return false
 		}
 	}
-	return true
 }
 
 // errStopped says the account stopped while a message was processed: it

@@ -81,6 +81,11 @@ func (acc *account) gate(r store.Inbound) error {
 		acc.log.Error("inbound message not routed", "err", err)
 		return acc.finish(r.ID, store.InboxReceived, store.InboxFailed, err.Error())
 	}
+	if acc.a.Debounce > 0 && batchable(e) {
+		if r, err = acc.debounce(r); err != nil {
+			return err
+		}
+	}
 	if err := st.StartInbound(acc.ctx, r.ID, store.InboxReceived, rt.AgentID, rt.SessionKey); err != nil {
 		return acc.stopped(err)
 	}
@@ -171,7 +176,7 @@ func (acc *account) turn(r store.Inbound, rt Route) error {
 	if !format.IsSilent(text) {
 		text = format.Prefix(text, channel.ResponsePrefix(acc.h.config(), acc.a, rt.AgentID, res.Model))
 	}
-	chunks := reply(acc.a, text, target, e.MessageID)
+	chunks := reply(acc.a, text, target, e.MessageID, len(e.Batched) > 0)
 	answerKeys(r.ID, chunks)
 	// The answer exists: commit it even if the account is stopping, so
 	// the turn is not run again.

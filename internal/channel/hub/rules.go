@@ -85,13 +85,14 @@ func historyLimit(a Account) int { return max(a.HistoryLimit, 0) }
 
 // reply is what a turn's text becomes: the chunks to send, rendered for
 // the account's platform, with the reply references replyToMode and the
-// model's reply tags ask for (R8.5). A silent reply has none (R8.8).
-func reply(a Account, text string, t channel.Target, current string) []store.Chunk {
+// model's reply tags ask for (R8.5); batched says the turn answers a
+// debounced batch. A silent reply has none (R8.8).
+func reply(a Account, text string, t channel.Target, current string, batched bool) []store.Chunk {
 	body, d := format.TakeDirectives(format.StripHeartbeat(text))
 	if body == "" || format.IsSilent(body) {
 		return nil
 	}
-	mode := replyMode(a, t.Peer)
+	mode := replyMode(a, t.Peer, batched)
 	ref := ""
 	switch {
 	case a.Channel == "slack" && mode == "off":
@@ -112,9 +113,9 @@ func reply(a Account, text string, t channel.Target, current string) []store.Chu
 
 // replyMode is the replyToMode for a conversation (R8.5): on Slack the
 // room's own, else the one for its chat type, else the account's.
-// "batched" applies to debounced batches, which the hub does not make,
-// so it acts as "off".
-func replyMode(a Account, p channel.Peer) string {
+// "batched" replies natively to the first message of a debounced batch
+// and acts as "off" for a single message.
+func replyMode(a Account, p channel.Peer, batched bool) string {
 	mode := a.ReplyToMode
 	if a.Channel == "slack" {
 		byType := map[channel.Kind]string{channel.Direct: a.ReplyByChatType.Direct,
@@ -126,9 +127,11 @@ func replyMode(a Account, p channel.Peer) string {
 			mode = r.ReplyToMode
 		}
 	}
-	switch mode {
-	case "first", "all":
+	switch {
+	case mode == "first" || mode == "all":
 		return mode
+	case mode == "batched" && batched:
+		return "first"
 	}
 	return "off"
 }

@@ -10,8 +10,8 @@ import (
 func TestReplyThreading(t *testing.T) {
 	cur := "42"
 	tg := Account{Channel: "telegram", ID: "default", ReplyToMode: "off"}
-	first, all := tg, tg
-	first.ReplyToMode, all.ReplyToMode = "first", "all"
+	first, all, batched := tg, tg, tg
+	first.ReplyToMode, all.ReplyToMode, batched.ReplyToMode = "first", "all", "batched"
 	slack := Account{Channel: "slack", ID: "default", ReplyToMode: "off",
 		ReplyByChatType: config.ReplyToModeByChatType{Direct: "all"},
 		SlackRooms:      map[string]config.SlackRoom{"C1": {ReplyToMode: "first"}}}
@@ -24,23 +24,27 @@ func TestReplyThreading(t *testing.T) {
 		p    channel.Peer
 		text string
 		want []string // ReplyTo of each chunk
+		// batch says the turn answers a debounced batch.
+		batch bool
 	}{
-		{"off: none", tg, dmPeer, long, []string{"", ""}},
-		{"off: an explicit tag still applies on Telegram", tg, dmPeer, "[[reply_to:7]] hi", []string{"7"}},
-		{"off: reply_to_current", tg, dmPeer, "[[reply_to_current]] hi", []string{cur}},
-		{"first: the first chunk", first, dmPeer, long, []string{cur, ""}},
-		{"all: every chunk", all, dmPeer, long, []string{cur, cur}},
-		{"slack off ignores tags", slack, room("C2"), "[[reply_to:7]] hi", []string{""}},
-		{"slack by chat type", slack, dmPeer, long, []string{cur, cur}},
-		{"slack room's own mode", slack, room("C1"), long, []string{cur, ""}},
-		{"silent", all, dmPeer, "NO_REPLY", nil},
-		{"heartbeat only", all, dmPeer, "HEARTBEAT_OK", nil},
+		{"off: none", tg, dmPeer, long, []string{"", ""}, false},
+		{"off: an explicit tag still applies on Telegram", tg, dmPeer, "[[reply_to:7]] hi", []string{"7"}, false},
+		{"off: reply_to_current", tg, dmPeer, "[[reply_to_current]] hi", []string{cur}, false},
+		{"first: the first chunk", first, dmPeer, long, []string{cur, ""}, false},
+		{"all: every chunk", all, dmPeer, long, []string{cur, cur}, false},
+		{"slack off ignores tags", slack, room("C2"), "[[reply_to:7]] hi", []string{""}, false},
+		{"slack by chat type", slack, dmPeer, long, []string{cur, cur}, false},
+		{"slack room's own mode", slack, room("C1"), long, []string{cur, ""}, false},
+		{"silent", all, dmPeer, "NO_REPLY", nil, false},
+		{"heartbeat only", all, dmPeer, "HEARTBEAT_OK", nil, false},
+		{"batched: a single message", batched, dmPeer, long, []string{"", ""}, false},
+		{"batched: a batch", batched, dmPeer, long, []string{cur, ""}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := tt.a
 			a.TextChunkLimit = 100
-			chunks := reply(a, tt.text, channel.Target{Peer: tt.p}, cur)
+			chunks := reply(a, tt.text, channel.Target{Peer: tt.p}, cur, tt.batch)
 			var got []string
 			for _, c := range chunks {
 				got = append(got, c.ReplyTo)
