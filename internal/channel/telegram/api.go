@@ -56,12 +56,13 @@ func (e *transportError) Unwrap() error { return e.err }
 type client struct {
 	http  *http.Client
 	base  string // <apiRoot>/bot<token>/
+	files string // <apiRoot>/file/bot<token>/
 	token string
 }
 
 // call posts params as JSON to method and decodes the result into out.
 func (c *client) call(ctx context.Context, method string, params, out any) error {
-	body, err := json.Marshal(params)
+	body, contentType, err := encode(params)
 	if err != nil {
 		return fmt.Errorf("telegram %s: encode request: %w", method, err)
 	}
@@ -76,7 +77,7 @@ func (c *client) call(ctx context.Context, method string, params, out any) error
 	if err != nil {
 		return fmt.Errorf("telegram %s: build request: %w", method, c.scrub(err))
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return &transportError{method: method, written: written.Load(), err: c.scrub(err)}

@@ -116,7 +116,8 @@ func New(o Options) (*Bot, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := &Bot{
-		api:       client{http: o.HTTPClient, base: root + "/bot" + o.Token + "/", token: o.Token},
+		api: client{http: o.HTTPClient, base: root + "/bot" + o.Token + "/",
+			files: root + "/file/bot" + o.Token + "/", token: o.Token},
 		accountID: o.AccountID,
 		webhook:   o.Webhook,
 		preview:   o.LinkPreview,

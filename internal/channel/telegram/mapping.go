@@ -48,7 +48,8 @@ func toEnvelope(u update, bot Info, accountID string) (channel.Envelope, bool) {
 	if text == "" {
 		text, ents = m.Caption, m.CaptionEntities
 	}
-	if text == "" {
+	media := mediaOf(m)
+	if text == "" && len(media) == 0 {
 		return channel.Envelope{}, false
 	}
 	peer, ok := peerOf(m, bot)
@@ -61,17 +62,11 @@ func toEnvelope(u update, bot Info, accountID string) (channel.Envelope, bool) {
 		DeliveryID: strconv.FormatInt(u.UpdateID, 10),
 		MessageID:  strconv.FormatInt(m.MessageID, 10),
 		Peer:       peer,
-		Sender: channel.Sender{
-			ID:       strconv.FormatInt(m.From.ID, 10),
-			Username: m.From.Username,
-			Name:     strings.TrimSpace(m.From.FirstName + " " + m.From.LastName),
-			IsBot:    m.From.IsBot,
-		},
-		Text: text,
-		Time: time.Unix(m.Date, 0).UTC(),
-	}
-	if peer.Kind != channel.Direct {
-		e.RoomLabel = m.Chat.Title
+		Sender:     senderOf(m.From),
+		Text:       text,
+		Media:      media,
+		RoomLabel:  roomLabel(peer, m),
+		Time:       time.Unix(m.Date, 0).UTC(),
 	}
 	e.ReplyTo = quoteOf(m, bot)
 	e.Mentioned, e.MentionsOthers = mentions(text, ents, bot)
@@ -79,6 +74,23 @@ func toEnvelope(u update, bot Info, accountID string) (channel.Envelope, bool) {
 		e.Mentioned = true
 	}
 	return e, true
+}
+
+func senderOf(u *user) channel.Sender {
+	return channel.Sender{
+		ID:       strconv.FormatInt(u.ID, 10),
+		Username: u.Username,
+		Name:     strings.TrimSpace(u.FirstName + " " + u.LastName),
+		IsBot:    u.IsBot,
+	}
+}
+
+// roomLabel is a group's title; a DM has none.
+func roomLabel(p channel.Peer, m *message) string {
+	if p.Kind == channel.Direct {
+		return ""
+	}
+	return m.Chat.Title
 }
 
 // peerOf applies R11.5: a private chat is the sender, a group or

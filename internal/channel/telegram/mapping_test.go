@@ -12,6 +12,16 @@ import (
 
 var testBot = Info{ID: 99, Username: "talon_bot", Name: "Talon"}
 
+// dm is a private message from Ann (in TestToEnvelope's updates).
+func dm(update, msg, text string, media ...channel.Media) *channel.Envelope {
+	return &channel.Envelope{DeliveryID: update, MessageID: msg, Peer: channel.Peer{Kind: channel.Direct, ID: "42"},
+		Sender: channel.Sender{ID: "42", Username: "ann", Name: "Ann Lee"}, Text: text, Media: media}
+}
+
+func media(ref, name, mime string, size int64, kind string) channel.Media {
+	return channel.Media{Ref: ref, Name: name, MIME: mime, Size: size, Kind: kind}
+}
+
 func TestToEnvelope(t *testing.T) {
 	ann := `"from":{"id":42,"is_bot":false,"first_name":"Ann","last_name":"Lee","username":"ann"}`
 	tests := []struct {
@@ -93,7 +103,38 @@ func TestToEnvelope(t *testing.T) {
 				Sender: channel.Sender{ID: "42", Username: "ann", Name: "Ann Lee"}, Text: "hi"}},
 		{name: "edited message", update: `{"update_id":20,"edited_message":{"message_id":3,` + ann + `,"chat":{"id":42,"type":"private"},"date":1,"text":"x"}}`},
 		{name: "channel post", update: `{"update_id":21,"channel_post":{"message_id":3,"chat":{"id":-100,"type":"channel"},"date":1,"text":"x"}}`},
-		{name: "sticker without text", update: `{"update_id":22,"message":{"message_id":3,` + ann + `,"chat":{"id":42,"type":"private"},"date":1,"sticker":{"file_id":"f"}}}`},
+		{
+			name:   "sticker without text is taken with Text empty",
+			update: `{"update_id":22,"message":{"message_id":3,` + ann + `,"chat":{"id":42,"type":"private"},"date":1700000000,"sticker":{"file_id":"f","width":512,"height":512,"is_animated":true,"file_size":900}}}`,
+			want:   dm("22", "3", "", media("f", "", "application/x-tgsticker", 900, "sticker")),
+		},
+		{
+			name:   "photo: the largest size, with its caption",
+			update: `{"update_id":26,"message":{"message_id":4,` + ann + `,"chat":{"id":42,"type":"private"},"date":1700000000,"caption":"cat","photo":[{"file_id":"s","width":90,"height":60,"file_size":900},{"file_id":"l","width":1280,"height":853,"file_size":90000},{"file_id":"m","width":320,"height":213,"file_size":9000}]}}`,
+			want:   dm("26", "4", "cat", media("l", "", "image/jpeg", 90000, "image")),
+		},
+		{
+			name:   "document keeps its name and type",
+			update: `{"update_id":27,"message":{"message_id":5,` + ann + `,"chat":{"id":42,"type":"private"},"date":1700000000,"document":{"file_id":"d","file_name":"r\u00e9sum\u00e9.pdf","mime_type":"application/pdf","file_size":1234}}}`,
+			want:   dm("27", "5", "", media("d", "résumé.pdf", "application/pdf", 1234, "document")),
+		},
+		{
+			name:   "audio",
+			update: `{"update_id":28,"message":{"message_id":6,` + ann + `,"chat":{"id":42,"type":"private"},"date":1700000000,"audio":{"file_id":"a","duration":3,"file_name":"song.mp3","mime_type":"audio/mpeg","file_size":40}}}`,
+			want:   dm("28", "6", "", media("a", "song.mp3", "audio/mpeg", 40, "audio")),
+		},
+		{
+			name:   "voice without a type is Ogg",
+			update: `{"update_id":29,"message":{"message_id":7,` + ann + `,"chat":{"id":42,"type":"private"},"date":1700000000,"voice":{"file_id":"v","duration":2}}}`,
+			want:   dm("29", "7", "", media("v", "", "audio/ogg", 0, "voice")),
+		},
+		{
+			name:   "video and video note",
+			update: `{"update_id":30,"message":{"message_id":8,` + ann + `,"chat":{"id":42,"type":"private"},"date":1700000000,"video":{"file_id":"vi","mime_type":"video/quicktime","file_size":-3},"video_note":{"file_id":"vn","length":240}}}`,
+			want: dm("30", "8", "", media("vi", "", "video/quicktime", 0, "video"),
+				media("vn", "", "video/mp4", 0, "video")),
+		},
+		{name: "file without an id", update: `{"update_id":31,"message":{"message_id":9,` + ann + `,"chat":{"id":42,"type":"private"},"date":1,"document":{"file_name":"x"},"photo":[{"width":1,"height":1}]}}`},
 		{name: "service message", update: `{"update_id":23,"message":{"message_id":3,` + ann + `,"chat":{"id":-5,"type":"group"},"date":1,"new_chat_members":[{"id":1,"is_bot":false,"first_name":"x"}]}}`},
 		{name: "no sender", update: `{"update_id":24,"message":{"message_id":3,"chat":{"id":-5,"type":"group"},"date":1,"text":"x"}}`},
 		{name: "channel chat type", update: `{"update_id":25,"message":{"message_id":3,` + ann + `,"chat":{"id":-100,"type":"channel"},"date":1,"text":"x"}}`},

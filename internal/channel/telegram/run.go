@@ -264,15 +264,41 @@ func (b *Bot) handle(ctx context.Context, u update, accept channel.Accept) error
 	if m := u.Message; m != nil && m.MigrateToChatID != 0 {
 		b.migrated(m.Chat.ID, m.MigrateToChatID)
 	}
+	if q := u.CallbackQuery; q != nil {
+		return b.press(ctx, u.UpdateID, q, accept)
+	}
 	e, ok := toEnvelope(u, b.Info(), b.accountID)
 	if !ok {
 		b.log.Debug("telegram update ignored", "update_id", u.UpdateID)
 		return nil
 	}
+	return b.take(ctx, u.UpdateID, e, accept)
+}
+
+// take passes one envelope to accept.
+func (b *Bot) take(ctx context.Context, id int64, e channel.Envelope, accept channel.Accept) error {
 	if err := accept(ctx, e); err != nil {
-		return fmt.Errorf("update %d: %w", u.UpdateID, err)
+		return fmt.Errorf("update %d: %w", id, err)
 	}
 	b.update(func(s *channel.Status) { s.LastInboundAt = time.Now() })
+	return nil
+}
+
+// press hands a button press to accept and answers it once stored; one
+// that cannot be placed is answered and dropped. A refused one is not
+// answered: it comes again, and is answered then.
+func (b *Bot) press(ctx context.Context, id int64, q *callbackQuery, accept channel.Accept) error {
+	e, ok := pressEnvelope(id, q, b.Info(), b.accountID, time.Now())
+	if ok {
+		if err := b.take(ctx, id, e, accept); err != nil {
+			return err
+		}
+	} else {
+		b.log.Debug("telegram button press dropped", "update_id", id)
+	}
+	if q.ID != "" {
+		b.answerPress(ctx, q.ID)
+	}
 	return nil
 }
 

@@ -66,17 +66,16 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 			return channel.Sent{}, err
 		}
 	}
+	if err := checkButtons(m.Buttons); err != nil {
+		return channel.Sent{}, fmt.Errorf("telegram: send: %w", err)
+	}
 	var out message
 	at := sendAttempt{html: m.Text != "", reply: replyTo != 0}
 	params := func(at sendAttempt) map[string]any { return b.sendParams(m, t, replyTo, at) }
 	if err := b.call(ctx, "send", "sendMessage", t, at, m.Plain != "", params, &out); err != nil {
 		return channel.Sent{}, err
 	}
-	if out.MessageID <= 0 {
-		return channel.Sent{}, fmt.Errorf("%w: the answer had no message id", ErrUnconfirmed)
-	}
-	b.update(func(s *channel.Status) { s.LastOutboundAt = time.Now() })
-	return channel.Sent{MessageID: strconv.FormatInt(out.MessageID, 10)}, nil
+	return b.sent(out)
 }
 
 // call makes one message request (send, edit, react, delete) under
@@ -124,6 +123,9 @@ func (b *Bot) sendParams(m channel.Outbound, t target, replyTo int64, at sendAtt
 	}
 	if !b.preview {
 		p["link_preview_options"] = map[string]any{"is_disabled": true}
+	}
+	if len(m.Buttons) > 0 {
+		p["reply_markup"] = keyboard(m.Buttons)
 	}
 	return p
 }

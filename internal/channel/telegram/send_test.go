@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"talon/internal/channel"
 	"talon/internal/channel/telegram/tgtest"
 )
@@ -137,13 +140,8 @@ func TestSend(t *testing.T) {
 			for i := range got {
 				got[i].MessageID = 0
 			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("sent %+v, want %+v", got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Fatalf("sent %+v, want %+v", got[i], tt.want[i])
-				}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("sent (-want +got):\n%s", diff)
 			}
 			if w := waits(); len(w) != len(tt.waits) || len(w) > 0 && w[0] != tt.waits[0] {
 				t.Fatalf("waits = %v, want %v", w, tt.waits)

@@ -6,9 +6,14 @@
 // polling with offset and timeout, 409 when a second poller overlaps),
 // deleteWebhook, setWebhook (then posts updates to the webhook with the
 // secret header, redelivering on any answer but 200), sendMessage
-// (validating HTML as Telegram does), sendChatAction, editMessageText
-// (the bot's own messages only), deleteMessage and setMessageReaction
-// (one emoji of Telegram's default reaction list, or none).
+// (validating HTML as Telegram does, and an inline keyboard's buttons),
+// sendChatAction, editMessageText (the bot's own messages only),
+// deleteMessage, setMessageReaction (one emoji of Telegram's default
+// reaction list, or none), getFile and the file download path for files
+// users sent (Say.File), sendPhoto and sendDocument (multipart, read
+// back with Uploads), sendPoll (InputPollOption objects, open_period
+// 5-600; Polls) and answerCallbackQuery for presses injected with
+// UserPresses (Answers, WaitAnswers).
 //
 // Where it is simpler than Telegram: parse modes other than HTML are
 // refused, any non-zero chat id exists, a webhook may be any https URL
@@ -16,7 +21,10 @@
 // after RetryDelay rather than Telegram's growing delays, an edit is
 // "not modified" when its text and parse mode are the message's (not
 // when only the markup differs but the entities agree), and any known
-// message may be deleted (Telegram limits that by age and rights).
+// message may be deleted (Telegram limits that by age and rights), a
+// "photo" is any bytes that start as JPEG or PNG do (sized 1280×853
+// whatever they hold), and a press is answered at any time (Telegram
+// gives up after a while).
 package tgtest
 
 import (
@@ -25,6 +33,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,6 +83,17 @@ type Message struct {
 	Text            string   `json:"text,omitempty"`
 	Entities        []Entity `json:"entities,omitempty"`
 	ReplyToMessage  *Message `json:"reply_to_message,omitempty"`
+	Caption         string   `json:"caption,omitempty"`
+	CaptionEntities []Entity `json:"caption_entities,omitempty"`
+	Photo           []File   `json:"photo,omitempty"`
+	Document        *File    `json:"document,omitempty"`
+	Audio           *File    `json:"audio,omitempty"`
+	Voice           *File    `json:"voice,omitempty"`
+	Video           *File    `json:"video,omitempty"`
+	VideoNote       *File    `json:"video_note,omitempty"`
+	Sticker         *File    `json:"sticker,omitempty"`
+	Poll            *Poll    `json:"poll,omitempty"`
+	ReplyMarkup     *Markup  `json:"reply_markup,omitempty"`
 
 	source string // parse mode and text as the bot sent them, for edits
 }
@@ -87,6 +107,7 @@ type Sent struct {
 	ParseMode     string
 	ReplyTo       int64
 	NoLinkPreview bool
+	Buttons       [][]Button // reply_markup's inline_keyboard, rows of buttons
 }
 
 // Edit is an editMessageText the fake carried out.
@@ -157,6 +178,7 @@ type Server struct {
 	nextUpdate int64
 	nextMsg    int64
 	messages   map[string]*Message // "<chat>/<id>" → message, for replies
+	chats      map[int64]Chat      // groups users spoke in, as they last were
 	pollGen    int
 	polls      int // getUpdates calls answered
 	waiting    int // getUpdates calls waiting for an update
@@ -170,6 +192,11 @@ type Server struct {
 	edits      []Edit
 	reactions  []Reaction
 	deletions  []Deletion
+	files      map[string]*stored // by file_id: what users sent, served by getFile
+	uploads    []Upload           // what the bot sent with sendPhoto and sendDocument
+	sentPolls  []SentPoll
+	presses    map[string]bool // callback query ids not yet answered
+	answers    []Answer
 	failures   map[string][]Failure // by method
 	deliveries []int                // webhook delivery answers, in order
 	requests   int                  // Bot API requests of any kind
@@ -196,6 +223,9 @@ func New(tls bool) *Server {
 		nextMsg:    1000,
 		messages:   map[string]*Message{},
 		failures:   map[string][]Failure{},
+		files:      map[string]*stored{},
+		chats:      map[int64]Chat{},
+		presses:    map[string]bool{},
 		hookClient: http.DefaultClient,
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
@@ -426,6 +456,8 @@ type Say struct {
 	// TextMentions adds a text_mention entity on the first occurrence of
 	// each key, naming the user.
 	TextMentions map[string]User
+	// File makes the message carry a file; Text is then its caption.
+	File *Attachment
 }
 
 var mentionRE = regexp.MustCompile(`@[A-Za-z0-9_]{5,32}`)
@@ -445,6 +477,7 @@ func (s *Server) UserSays(m Say) (Message, int64) {
 		msg.Chat = Chat{ID: m.From.ID, Type: "private"}
 	default:
 		msg.Chat = Chat{ID: m.Chat, Type: "supergroup", Title: m.ChatTitle, IsForum: m.Topic != 0}
+		s.chats[m.Chat] = msg.Chat
 	}
 	if m.Topic != 0 {
 		msg.MessageThreadID = m.Topic
@@ -460,17 +493,28 @@ func (s *Server) UserSays(m Say) (Message, int64) {
 			msg.ReplyToMessage = r
 		}
 	}
-	msg.Entities = entities(m.Text, m.TextMentions)
+	if m.File != nil {
+		s.attachLocked(&msg, *m.File)
+		msg.Text, msg.Caption, msg.CaptionEntities = "", m.Text, entities(m.Text, m.TextMentions)
+	} else {
+		msg.Entities = entities(m.Text, m.TextMentions)
+	}
 	s.messages[msgKey(msg.Chat.ID, msg.MessageID)] = &msg
 	id := s.enqueueLocked(map[string]any{"message": msg})
 	return msg, id
 }
 
 // Inject queues a raw update (its update_id is set here), for what
-// UserSays does not build: edits, reactions, migrations.
+// UserSays does not build: edits, reactions, migrations, odd presses. A
+// callback_query given as a map with a string id may be answered.
 func (s *Server) Inject(fields map[string]any) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if q, ok := fields["callback_query"].(map[string]any); ok {
+		if id, ok := q["id"].(string); ok {
+			s.presses[id] = true
+		}
+	}
 	return s.enqueueLocked(fields)
 }
 
@@ -553,6 +597,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests++
 	s.mu.Unlock()
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.serveFile(w, r, rest)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || method == "" {
@@ -566,7 +614,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(w, Failure{Code: 401, Description: "Unauthorized"})
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxRequest)
 	p, err := params(r)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		refuse(w, Failure{Code: 413, Description: "Request Entity Too Large"})
+		return
+	}
 	if err != nil {
 		refuse(w, badRequest(err.Error()))
 		return
@@ -600,6 +654,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.deleteMessage(w, p)
 	case "setMessageReaction":
 		s.setMessageReaction(w, p)
+	case "getFile":
+		s.getFile(w, p)
+	case "sendPhoto", "sendDocument":
+		s.sendFile(w, r, method, p)
+	case "sendPoll":
+		s.sendPoll(w, p)
+	case "answerCallbackQuery":
+		s.answerCallbackQuery(w, p)
 	default:
 		refuse(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
@@ -607,7 +669,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // carriesOut are the methods whose Failure.Drop carries the request out
 // before dropping the connection; they take their failure themselves.
-var carriesOut = map[string]bool{"sendMessage": true, "editMessageText": true, "deleteMessage": true, "setMessageReaction": true}
+var carriesOut = map[string]bool{"sendMessage": true, "editMessageText": true, "deleteMessage": true, "setMessageReaction": true,
+	"sendPhoto": true, "sendDocument": true, "sendPoll": true}
 
 // answer ends a request that was carried out: with result, or with no
 // answer at all when f drops it.
@@ -619,9 +682,15 @@ func answer(w http.ResponseWriter, f *Failure, result any) {
 	reply(w, result)
 }
 
-// params reads a request's parameters: a JSON body, a form, or the query.
+// params reads a request's parameters: a JSON body, a form (multipart
+// for uploads, whose files stay in r.MultipartForm), or the query.
 func params(r *http.Request) (map[string]json.RawMessage, error) {
 	p := map[string]json.RawMessage{}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if err := r.ParseMultipartForm(maxMemory); err != nil {
+			return nil, fmt.Errorf("can't parse multipart form: %w", err)
+		}
+	}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
@@ -919,6 +988,11 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]json.RawMessage
 		IsDisabled bool `json:"is_disabled"`
 	}
 	_ = json.Unmarshal(p["link_preview_options"], &preview)
+	markup, bad := replyMarkup(p)
+	if bad != "" {
+		refuse(w, badRequest(bad))
+		return
+	}
 
 	s.mu.Lock()
 	chatNum, _ := strconv.ParseInt(chatID, 10, 64)
@@ -933,12 +1007,12 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]json.RawMessage
 	}
 	s.nextMsg++
 	bot := s.Bot
-	msg := Message{MessageID: s.nextMsg, From: &bot, Chat: Chat{ID: chatNum, Type: chatType(chatNum)},
+	msg := Message{MessageID: s.nextMsg, From: &bot, Chat: s.botChatLocked(chatNum, thread),
 		Date: time.Now().Unix(), Text: shown, MessageThreadID: thread, IsTopicMessage: thread != 0, ReplyToMessage: replied,
-		source: mode + "\x00" + text}
+		ReplyMarkup: markup, source: mode + "\x00" + text}
 	s.messages[msgKey(chatNum, msg.MessageID)] = &msg
 	s.sent = append(s.sent, Sent{MessageID: msg.MessageID, ChatID: chatID, ThreadID: thread, Text: text,
-		ParseMode: mode, ReplyTo: rp.MessageID, NoLinkPreview: preview.IsDisabled})
+		ParseMode: mode, ReplyTo: rp.MessageID, NoLinkPreview: preview.IsDisabled, Buttons: buttonRows(markup)})
 	s.notify()
 	s.mu.Unlock()
 	answer(w, f, msg)
@@ -965,6 +1039,17 @@ func messageText(text, mode string) (shown, refusal string) {
 		return "", "message is too long"
 	}
 	return shown, ""
+}
+
+// botChatLocked is the chat of a message the bot sends: as users last
+// showed it (a group's title, a forum), or one made up from its id.
+func (s *Server) botChatLocked(id, thread int64) Chat {
+	c, ok := s.chats[id]
+	if !ok {
+		c = Chat{ID: id, Type: chatType(id)}
+	}
+	c.IsForum = c.IsForum || thread != 0
+	return c
 }
 
 func chatType(id int64) string {

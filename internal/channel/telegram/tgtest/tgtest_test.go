@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,6 +124,23 @@ func TestFakeAPI(t *testing.T) {
 		{"deleted", s.Token, "deleteMessage", map[string]any{"chat_id": 5, "message_id": 1001}, 200, ""},
 		{"edit deleted", s.Token, "editMessageText", map[string]any{"chat_id": 5, "message_id": 1001, "text": "x"}, 400,
 			"Bad Request: message to edit not found"},
+		{"unknown file", s.Token, "getFile", map[string]any{"file_id": "nope"}, 400, "Bad Request: invalid file_id"},
+		{"button data too long", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "x",
+			"reply_markup": map[string]any{"inline_keyboard": [][]any{{map[string]any{"text": "b", "callback_data": strings.Repeat("d", 65)}}}}}, 400,
+			"Bad Request: BUTTON_DATA_INVALID"},
+		{"button without text", s.Token, "sendMessage", map[string]any{"chat_id": 5, "text": "x",
+			"reply_markup": map[string]any{"inline_keyboard": [][]any{{map[string]any{"text": "", "callback_data": "d"}}}}}, 400,
+			"Bad Request: text buttons are unallowed in the inline keyboard"},
+		{"answer unknown press", s.Token, "answerCallbackQuery", map[string]any{"callback_query_id": "9"}, 400,
+			"Bad Request: query is too old and response timeout expired or query ID is invalid"},
+		{"poll options as strings", s.Token, "sendPoll", map[string]any{"chat_id": 5, "question": "Q", "options": []string{"a", "b"}}, 400,
+			"Bad Request: can't parse InputPollOption JSON object"},
+		{"poll of one option", s.Token, "sendPoll", map[string]any{"chat_id": 5, "question": "Q", "options": []any{map[string]any{"text": "a"}}}, 400,
+			"Bad Request: poll must have at least 2 option"},
+		{"poll for a day", s.Token, "sendPoll", map[string]any{"chat_id": 5, "question": "Q", "open_period": 86400,
+			"options": []any{map[string]any{"text": "a"}, map[string]any{"text": "b"}}}, 400, "Bad Request: wrong open_period specified"},
+		{"photo by JSON", s.Token, "sendPhoto", map[string]any{"chat_id": 5, "photo": "x"}, 400,
+			"Bad Request: there is no photo in the request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,5 +195,56 @@ func TestFakeSecondPollerGets409(t *testing.T) {
 	go post(s, s.Token, "getUpdates", map[string]any{"timeout": 0, "offset": 1 << 40})
 	if got := <-first; got != 409 {
 		t.Fatalf("overlapped poll answered %d, want 409", got)
+	}
+}
+
+func TestFakeFiles(t *testing.T) {
+	s := Start(t)
+	// A document a user sent is served by getFile and the file path.
+	m, _ := s.UserSays(Say{From: User{ID: 42, FirstName: "Ann"}, Text: "cap", File: &Attachment{Kind: "document", Name: "a.txt", MIME: "text/plain", Data: []byte("hello")}})
+	if m.Document == nil || m.Caption != "cap" || m.Text != "" || m.Document.FileName != "a.txt" || m.Document.FileSize != 5 {
+		t.Fatalf("message = %+v", m)
+	}
+	code, out := call(t, s, s.Token, "getFile", map[string]any{"file_id": m.Document.FileID})
+	path, _ := out["result"].(map[string]any)["file_path"].(string)
+	if code != 200 || path == "" {
+		t.Fatalf("getFile = %d %v", code, out)
+	}
+	for _, tt := range []struct {
+		token string
+		code  int
+		body  string
+	}{{s.Token, 200, "hello"}, {"1:bad", 404, ""}} {
+		resp, err := http.Get(s.URL + "/file/bot" + tt.token + "/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || tt.body != "" && string(body) != tt.body {
+			t.Fatalf("download with %s = %d %q", tt.token, resp.StatusCode, body)
+		}
+	}
+	// The bot's upload is recorded with its part's name, type and bytes.
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("chat_id", "5")
+	_ = w.WriteField("caption", "<b>x</b>")
+	_ = w.WriteField("parse_mode", "HTML")
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="document"; filename="r.pdf"`)
+	h.Set("Content-Type", "application/pdf")
+	part, _ := w.CreatePart(h)
+	_, _ = part.Write([]byte("%PDF"))
+	_ = w.Close()
+	resp, err := http.Post(s.URL+"/bot"+s.Token+"/sendDocument", w.FormDataContentType(), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := s.Uploads()
+	if resp.StatusCode != 200 || len(got) != 1 || got[0].Name != "r.pdf" || got[0].MIME != "application/pdf" ||
+		string(got[0].Data) != "%PDF" || got[0].Caption != "<b>x</b>" || got[0].ParseMode != "HTML" || got[0].ChatID != "5" {
+		t.Fatalf("upload = %d %+v", resp.StatusCode, got)
 	}
 }
