@@ -161,3 +161,41 @@ func TestSetWebhookRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestWebhookPress(t *testing.T) {
+	s := tgtest.Start(t)
+	in := &pressInbox{inbox: newInbox(), s: s}
+	in.fail = 1
+	b, _ := webhookBot(t, s, in.accept)
+	ctx := testCtx(t)
+	o := out("-1001", "run ls?", "run ls?")
+	o.Buttons = approve
+	sent, err := b.Send(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := s.UserPresses(tgtest.Press{From: ann, Chat: -1001, MessageID: mustID(t, sent.MessageID), Data: approve[0].Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := in.wait(ctx, t, 1)
+	answers, err := s.WaitAnswers(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].Pressed || got[0].Text != approve[0].Data || len(answers) != 1 || answers[0].ID != id {
+		t.Fatalf("envelopes %+v, answers %+v", got, answers)
+	}
+	// Refused once (500, not answered), then stored and answered.
+	if err := s.Wait(ctx, func() bool { return len(s.Deliveries()) >= 2 }); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Deliveries(); d[0] != 500 || d[1] != 200 {
+		t.Fatalf("webhook answers = %v", d)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.answered) != 2 || in.answered[1] != 0 {
+		t.Fatalf("answers seen at each accept = %v", in.answered)
+	}
+}
