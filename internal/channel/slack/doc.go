@@ -58,10 +58,23 @@
 // assistant threads, and the typingReaction fallback needs the inbound
 // message's ts, which channel.Target does not carry. Typing returns nil.
 //
+// # Files
+//
+// A message's files[] become Envelope.Media (Ref is url_private_download,
+// Kind from the MIME type, Slack's audio clips are voice); a message with
+// files and no text is admitted with Text "". A file Slack withholds
+// (hidden_by_limit, tombstone) is left out. Fetch downloads one with the
+// bot token (scope files:read) as a Bearer header, and only from an https
+// URL on files.slack.com or from the configured apiUrl's scheme and host;
+// Go's client drops the header on a redirect to another host. An announced
+// size over the limit is refused before any request, a larger body after
+// reading max+1 bytes, both wrapping channel.ErrTooLarge; Slack's sign-in
+// page (what a token without files:read gets, with status 200) is an error.
+//
 // # Not built
 //
 // Slash commands and interactive payloads (answered, not acted on), relay
-// mode, user tokens, inbound files (a message with no text is skipped),
+// mode, user tokens,
 // Enterprise Grid org-wide keys (team:<T>:channel:<C>), user-group mentions
 // (<!subteam^…>) containing the bot, and typingReaction.
 //

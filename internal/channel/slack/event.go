@@ -45,6 +45,7 @@ type message struct {
 	TS           string `json:"ts"`
 	ThreadTS     string `json:"thread_ts"`
 	ParentUserID string `json:"parent_user_id"`
+	Files        []file `json:"files"`
 	UserProfile  *struct {
 		Name        string `json:"name"`
 		DisplayName string `json:"display_name"`
@@ -99,8 +100,8 @@ func skipReason(m message, bot identity) string {
 		return "own message"
 	case m.BotID != "" && m.BotID == bot.BotID:
 		return "own message"
-	case strings.TrimSpace(m.Text) == "":
-		return "no text (inbound files are not built)"
+	case strings.TrimSpace(m.Text) == "" && len(mediaOf(m.Files)) == 0:
+		return "no text and no file to fetch"
 	}
 	return ""
 }
@@ -162,6 +163,7 @@ func envelope(account string, bot identity, cb callback, m message, kind channel
 		Peer:       peer,
 		Sender:     channel.Sender{ID: sender, IsBot: isBot},
 		Text:       m.Text,
+		Media:      mediaOf(m.Files),
 		TeamID:     cmpOr(m.Team, cb.TeamID),
 		Time:       tsTime(m.TS),
 	}

@@ -205,7 +205,9 @@ func TestSkipReason(t *testing.T) {
 		{"own by user id", message{User: "UBOT", Text: "hi"}, "own message"},
 		{"own by bot id", message{Subtype: "bot_message", BotID: "BBOT", Text: "hi"}, "own message"},
 		{"hidden", message{User: "U1", Text: "x", Hidden: true}, "hidden"},
-		{"files only", message{Subtype: "file_share", User: "U1"}, "no text (inbound files are not built)"},
+		{"no text, no file", message{User: "U1"}, "no text and no file to fetch"},
+		{"files only", message{Subtype: "file_share", User: "U1", Files: []file{{URLPrivate: "https://files.slack.com/files-pri/T1-F1/a.png"}}}, ""},
+		{"only a withheld file", message{Subtype: "file_share", User: "U1", Files: []file{{Mode: "hidden_by_limit", URLPrivate: "https://files.slack.com/x"}}}, "no text and no file to fetch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,6 +81,7 @@ type Server struct {
 	closed      chan struct{}
 	closeOnce   sync.Once
 	deliveredTo map[string]int
+	files       map[string]*hosted // file id → the file
 }
 
 // queued is an envelope waiting for its ack.
@@ -130,6 +131,7 @@ func Start(t testing.TB) *Server {
 		tickets:     map[string]bool{},
 		closed:      make(chan struct{}),
 		deliveredTo: map[string]int{},
+		files:       map[string]*hosted{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/auth.test", s.authTest)
@@ -142,6 +144,8 @@ func Start(t testing.TB) *Server {
 	mux.HandleFunc("POST /api/reactions.add", func(w http.ResponseWriter, r *http.Request) { s.react(w, r, "reactions.add") })
 	mux.HandleFunc("POST /api/reactions.remove", func(w http.ResponseWriter, r *http.Request) { s.react(w, r, "reactions.remove") })
 	mux.HandleFunc("GET /link/", s.socket)
+	mux.HandleFunc("GET /files-pri/{file}/{name}", s.download)
+	mux.HandleFunc("GET /files-pri/{file}/download/{name}", s.download)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
 	})
@@ -699,6 +703,9 @@ type Message struct {
 	ThreadTS string
 	Subtype  string // e.g. "message_changed", "bot_message"
 	BotID    string // set for a message another bot wrote
+	// Files are shared with the message (subtype file_share), served
+	// at their url_private to the bot token.
+	Files []File
 }
 
 // Event is one event the fake delivered.
@@ -742,6 +749,10 @@ func (s *Server) UserSays(ctx context.Context, m Message) ([]Event, error) {
 		s.ims[m.User] = m.Channel
 	}
 	parent := s.authors[m.ThreadTS]
+	var files []map[string]any
+	for _, f := range m.Files {
+		files = append(files, s.share(f))
+	}
 	s.mu.Unlock()
 
 	ev := map[string]any{
@@ -754,6 +765,10 @@ func (s *Server) UserSays(ctx context.Context, m Message) ([]Event, error) {
 	if m.BotID != "" {
 		ev["bot_id"] = m.BotID
 	}
+	if len(files) > 0 {
+		ev["files"], ev["upload"] = files, false
+		m.Subtype = cmp.Or(m.Subtype, "file_share")
+	}
 	if m.Subtype != "" {
 		ev["subtype"] = m.Subtype
 	}
@@ -764,7 +779,7 @@ func (s *Server) UserSays(ctx context.Context, m Message) ([]Event, error) {
 		}
 	}
 	evs := []map[string]any{ev}
-	if m.Mention && m.Kind != "im" && m.Subtype == "" {
+	if m.Mention && m.Kind != "im" && (m.Subtype == "" || m.Subtype == "file_share") {
 		mention := map[string]any{}
 		for k, v := range ev {
 			mention[k] = v
