@@ -54,6 +54,15 @@
 // (D…), not the user id Send posts to: it is learned from the user's
 // inbound DMs, else asked of conversations.open (scope im:write).
 //
+// SendFile (channel.Attacher) shares a file as Slack's files.uploadV2
+// does: files.getUploadURLExternal, the bytes POSTed to the upload URL
+// (which carries its own authorisation: no token is sent there), then
+// files.completeUploadExternal with channel_id, thread_ts and the caption
+// as initial_comment (scope files:write). Slack answers the file's id and
+// shares it in a message asynchronously, so Sent.MessageID is the file id
+// (F…), which React, Edit and Delete refuse. Files over Slack's 1 GB are
+// refused with channel.ErrTooLarge.
+//
 // Typing shows nothing: Slack has no typing indicator for bot tokens outside
 // assistant threads, and the typingReaction fallback needs the inbound
 // message's ts, which channel.Target does not carry. Typing returns nil.

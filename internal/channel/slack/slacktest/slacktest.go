@@ -1,7 +1,9 @@
 // Package slacktest is a loopback fake of Slack for tests: the Web API
 // methods Talon calls (auth.test, apps.connections.open, chat.postMessage,
 // chat.update, chat.delete, reactions.add, reactions.remove,
-// conversations.info, conversations.open), a Socket Mode WebSocket server that says hello,
+// conversations.info, conversations.open, files.getUploadURLExternal with
+// its upload URL, files.completeUploadExternal), files shared by people
+// served at their url_private to the bot token, a Socket Mode WebSocket server that says hello,
 // delivers event envelopes, records acknowledgements and redelivers
 // unacknowledged envelopes on the next connection as Slack does, and an
 // Events API client that POSTs signed events (or badly signed, or stale, or
@@ -82,6 +84,9 @@ type Server struct {
 	closeOnce   sync.Once
 	deliveredTo map[string]int
 	files       map[string]*hosted // file id → the file
+	uploads     []Uploaded
+	// pendingUploads are upload URLs handed out, by file id.
+	pendingUploads map[string]*pendingUpload
 }
 
 // queued is an envelope waiting for its ack.
@@ -120,18 +125,19 @@ type Failure struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		changed:     make(chan struct{}),
-		revoked:     map[string]bool{},
-		failures:    map[string][]Failure{},
-		authors:     map[string]string{},
-		messages:    map[string]string{},
-		ims:         map[string]string{},
-		kinds:       map[string]string{},
-		conns:       map[*websocket.Conn]bool{},
-		tickets:     map[string]bool{},
-		closed:      make(chan struct{}),
-		deliveredTo: map[string]int{},
-		files:       map[string]*hosted{},
+		changed:        make(chan struct{}),
+		revoked:        map[string]bool{},
+		failures:       map[string][]Failure{},
+		authors:        map[string]string{},
+		messages:       map[string]string{},
+		ims:            map[string]string{},
+		kinds:          map[string]string{},
+		conns:          map[*websocket.Conn]bool{},
+		tickets:        map[string]bool{},
+		closed:         make(chan struct{}),
+		deliveredTo:    map[string]int{},
+		files:          map[string]*hosted{},
+		pendingUploads: map[string]*pendingUpload{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/auth.test", s.authTest)
@@ -144,6 +150,9 @@ func Start(t testing.TB) *Server {
 	mux.HandleFunc("POST /api/reactions.add", func(w http.ResponseWriter, r *http.Request) { s.react(w, r, "reactions.add") })
 	mux.HandleFunc("POST /api/reactions.remove", func(w http.ResponseWriter, r *http.Request) { s.react(w, r, "reactions.remove") })
 	mux.HandleFunc("GET /link/", s.socket)
+	mux.HandleFunc("POST /api/files.getUploadURLExternal", s.getUploadURL)
+	mux.HandleFunc("POST /upload/v1/{id}", s.upload)
+	mux.HandleFunc("POST /api/files.completeUploadExternal", s.completeUpload)
 	mux.HandleFunc("GET /files-pri/{file}/{name}", s.download)
 	mux.HandleFunc("GET /files-pri/{file}/download/{name}", s.download)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
