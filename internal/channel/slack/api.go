@@ -104,6 +104,11 @@ func (e *UnconfirmedError) Unwrap() []error { return []error{channel.ErrUnconfir
 // decodes the answer into out, which must have the ok/error fields of
 // envelope. It makes exactly one request.
 func (a *App) call(ctx context.Context, method, token string, body any, out any) error {
+	return a.callUpTo(ctx, method, token, body, out, maxResponse)
+}
+
+// callUpTo is call for an answer of at most limit bytes.
+func (a *App) callUpTo(ctx context.Context, method, token string, body any, out any, limit int64) error {
 	var rd io.Reader
 	ctype := ""
 	switch b := body.(type) {
@@ -133,7 +138,7 @@ func (a *App) call(ctx context.Context, method, token string, body any, out any)
 		return &UnconfirmedError{Method: method, Err: err}
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return &UnconfirmedError{Method: method, Err: fmt.Errorf("reading the answer: %w", err)}
 	}
@@ -143,8 +148,8 @@ func (a *App) call(ctx context.Context, method, token string, body any, out any)
 	if resp.StatusCode != http.StatusOK {
 		return &UnconfirmedError{Method: method, Err: fmt.Errorf("HTTP %d", resp.StatusCode)}
 	}
-	if len(raw) > maxResponse {
-		return &UnconfirmedError{Method: method, Err: fmt.Errorf("answer larger than %d bytes", maxResponse)}
+	if int64(len(raw)) > limit {
+		return &UnconfirmedError{Method: method, Err: fmt.Errorf("answer larger than %d bytes", limit)}
 	}
 	var env struct {
 		OK     bool   `json:"ok"`

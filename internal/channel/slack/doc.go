@@ -63,6 +63,19 @@
 // (F…), which React, Edit and Delete refuse. Files over Slack's 1 GB are
 // refused with channel.ErrTooLarge.
 //
+// # History
+//
+// Read (channel.Reader) returns up to 100 messages (20 when no limit is
+// given), newest first: conversations.history for a conversation,
+// conversations.replies for a thread (Target.ThreadID), whose parent is
+// included. Slack returns a thread oldest first, so Read walks it, 200
+// replies a page, up to ten pages, and keeps the newest. Before and After
+// map to latest and oldest (exclusive); After gives the newest messages
+// after the one named, as Slack does, and Around is refused: Slack cannot
+// read around a message. Reactions lists reactions.get (full) with the
+// users Slack names and Me for the bot's own. Scopes: channels:history,
+// groups:history, im:history, mpim:history, reactions:read.
+//
 // Typing shows nothing: Slack has no typing indicator for bot tokens outside
 // assistant threads, and the typingReaction fallback needs the inbound
 // message's ts, which channel.Target does not carry. Typing returns nil.

@@ -55,8 +55,14 @@ func (a *App) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 // again only after a 429, which Slack answers before doing anything. Any
 // other failure may have been done and is returned as it is.
 func (a *App) write(ctx context.Context, method string, body, out any) error {
+	return a.offer(ctx, method, func() error { return a.call(ctx, method, a.botToken, body, out) })
+}
+
+// offer makes a call with do, again after each 429 up to maxPostAttempts
+// times while Retry-After is at most maxRetryAfter.
+func (a *App) offer(ctx context.Context, method string, do func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := a.call(ctx, method, a.botToken, body, out)
+		err := do()
 		var rl *RateLimitError
 		if !errors.As(err, &rl) || attempt >= maxPostAttempts || rl.RetryAfter > maxRetryAfter {
 			return err

@@ -12,6 +12,7 @@ type Reaction struct {
 	TS      string `json:"timestamp"`
 	Name    string `json:"name"`
 	Remove  bool   `json:"remove,omitempty"`
+	User    string `json:"user,omitempty"` // who, for a person's reaction
 }
 
 // Update is one chat.update Slack took.
@@ -236,6 +237,9 @@ func (s *Server) chatUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.updates = append(s.updates, Update{Channel: channel, TS: ts, Text: text})
+	if m := s.find(channel, ts); m != nil {
+		m.text = text
+	}
 	s.notify()
 	s.mu.Unlock()
 	answer(w, drop, map[string]any{"channel": channel, "ts": ts, "text": text})
@@ -256,6 +260,7 @@ func (s *Server) chatDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	delete(s.messages, channel+"/"+ts)
+	s.forget(channel, ts)
 	s.deletes = append(s.deletes, Deletion{Channel: channel, TS: ts})
 	s.notify()
 	s.mu.Unlock()

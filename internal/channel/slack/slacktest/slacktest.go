@@ -2,7 +2,10 @@
 // methods Talon calls (auth.test, apps.connections.open, chat.postMessage,
 // chat.update, chat.delete, reactions.add, reactions.remove,
 // conversations.info, conversations.open, files.getUploadURLExternal with
-// its upload URL, files.completeUploadExternal), files shared by people
+// its upload URL, files.completeUploadExternal, conversations.history,
+// conversations.replies and reactions.get over the history it holds —
+// what people said, what the bot posted, what Hold seeded —), files
+// shared by people
 // served at their url_private to the bot token, a Socket Mode WebSocket server that says hello,
 // delivers event envelopes, records acknowledgements and redelivers
 // unacknowledged envelopes on the next connection as Slack does, and an
@@ -87,6 +90,8 @@ type Server struct {
 	uploads     []Uploaded
 	// pendingUploads are upload URLs handed out, by file id.
 	pendingUploads map[string]*pendingUpload
+	history        map[string][]*stored // conversation id → its messages, oldest first
+	peopleReacted  []Reaction           // reactions people put on messages
 }
 
 // queued is an envelope waiting for its ack.
@@ -138,6 +143,7 @@ func Start(t testing.TB) *Server {
 		deliveredTo:    map[string]int{},
 		files:          map[string]*hosted{},
 		pendingUploads: map[string]*pendingUpload{},
+		history:        map[string][]*stored{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/auth.test", s.authTest)
@@ -153,6 +159,9 @@ func Start(t testing.TB) *Server {
 	mux.HandleFunc("POST /api/files.getUploadURLExternal", s.getUploadURL)
 	mux.HandleFunc("POST /upload/v1/{id}", s.upload)
 	mux.HandleFunc("POST /api/files.completeUploadExternal", s.completeUpload)
+	mux.HandleFunc("POST /api/conversations.history", s.conversationsHistory)
+	mux.HandleFunc("POST /api/conversations.replies", s.conversationsReplies)
+	mux.HandleFunc("POST /api/reactions.get", s.reactionsGet)
 	mux.HandleFunc("GET /files-pri/{file}/{name}", s.download)
 	mux.HandleFunc("GET /files-pri/{file}/download/{name}", s.download)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -499,6 +508,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		conv = s.imOf(p.Channel)
 	}
 	s.messages[conv+"/"+p.TS] = BotUserID
+	s.record(conv, &stored{ts: p.TS, user: BotUserID, botID: BotID, text: p.Text, threadTS: p.ThreadTS})
 	s.posted = append(s.posted, p)
 	s.notify()
 	s.mu.Unlock()
@@ -762,6 +772,7 @@ func (s *Server) UserSays(ctx context.Context, m Message) ([]Event, error) {
 	for _, f := range m.Files {
 		files = append(files, s.share(f))
 	}
+	s.record(m.Channel, &stored{ts: ts, user: m.User, botID: m.BotID, text: m.Text, threadTS: m.ThreadTS, files: files})
 	s.mu.Unlock()
 
 	ev := map[string]any{

@@ -120,7 +120,7 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": false, "error": code})
 		return
 	}
-	var out []map[string]any
+	var out, objs []map[string]any
 	ts := s.nextTS()
 	for _, f := range files {
 		p := s.pendingUploads[f.ID]
@@ -128,7 +128,10 @@ func (s *Server) completeUpload(w http.ResponseWriter, r *http.Request) {
 		s.uploads = append(s.uploads, Uploaded{FileID: f.ID, Name: p.name, Title: cmp.Or(f.Title, p.name), MIME: p.mime,
 			Data: p.data, Channel: channel, ThreadTS: thread, Comment: comment, TS: ts})
 		out = append(out, map[string]any{"id": f.ID, "title": cmp.Or(f.Title, p.name)})
+		objs = append(objs, map[string]any{"id": f.ID, "name": p.name, "title": cmp.Or(f.Title, p.name),
+			"mimetype": p.mime, "size": len(p.data), "mode": "hosted"})
 	}
+	s.record(channel, &stored{ts: ts, user: BotUserID, botID: BotID, text: comment, threadTS: thread, files: objs})
 	s.authors[ts] = BotUserID
 	s.messages[channel+"/"+ts] = BotUserID
 	s.notify()
