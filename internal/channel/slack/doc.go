@@ -63,6 +63,23 @@
 // (F…), which React, Edit and Delete refuse. Files over Slack's 1 GB are
 // refused with channel.ErrTooLarge.
 //
+// # Buttons
+//
+// An Outbound with Buttons is posted with blocks: its text as section
+// blocks (3,000 characters each, cut at a line end) and one actions block
+// of buttons (label ≤ 75 characters, value = Data ≤ 2,000, action_id
+// talon_button_<i>), keeping text as the notification fallback. A press
+// arrives as a block_actions payload — a Socket Mode "interactive"
+// envelope, or over HTTP a form POST whose payload field holds the JSON,
+// signed and checked exactly as events — and becomes an Envelope from the
+// presser with Pressed and Mentioned set, Text the button's value,
+// MessageID the press's action_ts, DeliveryID its trigger_id, in the
+// conversation and thread of the message the button is on. It is
+// acknowledged (the envelope answered, or 200 with an empty body, which
+// leaves the message as it is) only after Accept returned nil; a press
+// without a user, a message or a button value, and any other interactive
+// payload, is acknowledged and dropped.
+//
 // # History
 //
 // Read (channel.Reader) returns up to 100 messages (20 when no limit is
@@ -95,7 +112,8 @@
 //
 // # Not built
 //
-// Slash commands and interactive payloads (answered, not acted on), relay
+// Slash commands and interactive payloads other than button presses
+// (answered, not acted on), updating the pressed message, relay
 // mode, user tokens,
 // Enterprise Grid org-wide keys (team:<T>:channel:<C>), user-group mentions
 // (<!subteam^…>) containing the bot, and typingReaction.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -80,10 +81,15 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
-		// Slash commands and interactive payloads: Slack shows this
-		// text to the person who ran the command.
+		form, err := url.ParseQuery(string(body))
+		if payload := form.Get("payload"); err == nil && payload != "" {
+			a.serveInteractive(w, r, []byte(payload))
+			return
+		}
+		// A slash command: Slack shows this text to the person who
+		// ran it.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "Talon does not handle Slack slash commands or interactive messages yet.")
+		io.WriteString(w, "Talon does not handle Slack slash commands yet.")
 		return
 	}
 	cb, err := decodeCallback(body)
@@ -109,6 +115,25 @@ func (a *App) answerChallenge(w http.ResponseWriter, challenge string) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]string{"challenge": challenge})
+}
+
+// serveInteractive answers an interactive payload (a button press) 200,
+// with an empty body so Slack leaves the message as it is, once Accept
+// stored it, or when there is nothing to take; 500 when Accept refused.
+func (a *App) serveInteractive(w http.ResponseWriter, r *http.Request, payload []byte) {
+	a.mu.Lock()
+	accept := a.accept
+	a.mu.Unlock()
+	if accept == nil {
+		http.Error(w, "not running yet", http.StatusServiceUnavailable)
+		return
+	}
+	if err := a.handleInteractive(r.Context(), payload, accept); err != nil {
+		a.log.Warn("slack: button press not taken", "err", err)
+		http.Error(w, "press not stored", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 func (a *App) serveCallback(w http.ResponseWriter, r *http.Request, body []byte) {

@@ -21,6 +21,9 @@ type postMessage struct {
 	Mrkdwn      bool   `json:"mrkdwn"`
 	UnfurlLinks bool   `json:"unfurl_links"`
 	UnfurlMedia bool   `json:"unfurl_media"`
+	// Blocks carry the text and the buttons when there are buttons;
+	// Text is then the notification's fallback.
+	Blocks []block `json:"blocks,omitempty"`
 }
 
 // Send posts one chunk with chat.postMessage and returns its ts. The text
@@ -106,7 +109,15 @@ func buildPost(m channel.Outbound) (postMessage, error) {
 	}
 	// A DM peer's id is the user's: chat.postMessage posts to the bot's
 	// DM with a user given the user id.
-	return postMessage{Channel: m.Peer.ID, Text: text, ThreadTS: thread, Mrkdwn: true}, nil
+	p := postMessage{Channel: m.Peer.ID, Text: text, ThreadTS: thread, Mrkdwn: true}
+	if len(m.Buttons) > 0 {
+		blocks, err := buttonBlocks(text, m.Buttons)
+		if err != nil {
+			return postMessage{}, fmt.Errorf("slack send: %w", err)
+		}
+		p.Blocks = blocks
+	}
+	return p, nil
 }
 
 // checkText refuses a text Slack would refuse or cut.

@@ -404,7 +404,7 @@ func TestEventsEndpoint(t *testing.T) {
 			slacktest.PostOptions{}, 400, "malformed event\n"},
 		{"other event type", `{"type":"event_callback","event_id":"Ev7","event":{"type":"reaction_added"}}`, slacktest.PostOptions{}, 200, ""},
 		{"slash command", "command=%2Ftalon&text=hi", slacktest.PostOptions{ContentType: "application/x-www-form-urlencoded"}, 200,
-			"Talon does not handle Slack slash commands or interactive messages yet."},
+			"Talon does not handle Slack slash commands yet."},
 		{"event", string(ev), slacktest.PostOptions{}, 200, ""},
 	}
 	for _, tt := range tests {

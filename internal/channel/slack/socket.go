@@ -162,8 +162,12 @@ func (a *App) frame(ctx context.Context, conn *websocket.Conn, data []byte, acce
 		a.log.Warn("slack socket: ignoring a frame without a valid envelope_id", "type", clip(f.Type, 40))
 		return nil
 	}
-	if f.Type == "events_api" {
-		err := a.handleCallback(ctx, f.Payload, accept)
+	if f.Type == "events_api" || f.Type == "interactive" {
+		handle := a.handleCallback
+		if f.Type == "interactive" {
+			handle = a.handleInteractive
+		}
+		err := handle(ctx, f.Payload, accept)
 		if err != nil && !errors.Is(err, errMalformed) {
 			// Not stored: no ack, so Slack delivers it again.
 			a.log.Warn("slack socket: event not taken; leaving it unacknowledged", "err", err, "retry_attempt", f.RetryAttempt)

@@ -97,6 +97,7 @@ type Server struct {
 // queued is an envelope waiting for its ack.
 type queued struct {
 	id      string
+	typ     string // events_api or interactive
 	payload json.RawMessage
 	sent    int // how many times it was written to a connection
 }
@@ -110,6 +111,10 @@ type Posted struct {
 	UnfurlLinks *bool  `json:"unfurl_links,omitempty"`
 	UnfurlMedia *bool  `json:"unfurl_media,omitempty"`
 	TS          string `json:"ts"`
+	// Sections are the texts of its section blocks and Buttons the
+	// buttons of its actions blocks, when it was posted with blocks.
+	Sections []string `json:"sections,omitempty"`
+	Buttons  []Button `json:"buttons,omitempty"`
 }
 
 // Failure is an answer to inject into the next call of a method.
@@ -484,6 +489,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	p.Text, _ = a["text"].(string)
 	p.ThreadTS, _ = a["thread_ts"].(string)
 	p.Mrkdwn, p.UnfurlLinks, p.UnfurlMedia = boolArg(a["mrkdwn"]), boolArg(a["unfurl_links"]), boolArg(a["unfurl_media"])
+	if b, ok := a["blocks"]; ok {
+		var err error
+		if p.Sections, p.Buttons, err = parseBlocks(b); err != nil {
+			writeJSON(w, map[string]any{"ok": false, "error": "invalid_blocks", "errors": []string{err.Error()}})
+			return
+		}
+	}
 	s.mu.Lock()
 	_, known := s.kinds[p.Channel]
 	isUser := strings.HasPrefix(p.Channel, "U") || strings.HasPrefix(p.Channel, "W")
@@ -671,7 +683,7 @@ func (s *Server) newest() *websocket.Conn {
 // write sends one envelope; s.mu is held.
 func (s *Server) write(ctx context.Context, c *websocket.Conn, q *queued) error {
 	env := map[string]any{
-		"envelope_id": q.id, "type": "events_api", "accepts_response_payload": false,
+		"envelope_id": q.id, "type": q.typ, "accepts_response_payload": q.typ == "interactive",
 		"retry_attempt": q.sent, "payload": q.payload,
 	}
 	if q.sent > 0 {
@@ -690,11 +702,11 @@ func (s *Server) write(ctx context.Context, c *websocket.Conn, q *queued) error 
 
 // enqueue queues one Events API payload for Socket Mode delivery and
 // writes it to a live connection if there is one.
-func (s *Server) enqueue(payload []byte) string {
+func (s *Server) enqueue(typ string, payload []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	q := &queued{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", s.seq), payload: payload}
+	q := &queued{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", s.seq), typ: typ, payload: payload}
 	s.pending = append(s.pending, q)
 	// Slack picks any connection; the fake picks the newest that
 	// still reads, so a silenced one does not swallow new events.
@@ -839,7 +851,7 @@ func (s *Server) Inject(ctx context.Context, event map[string]any) (Event, error
 	typ, _ := event["type"].(string)
 	e := Event{ID: id, Type: typ, Payload: payload}
 	if target == "" {
-		e.EnvelopeID = s.enqueue(payload)
+		e.EnvelopeID = s.enqueue("events_api", payload)
 		return e, nil
 	}
 	e.Status, e.Body, err = s.Post(ctx, target, payload, PostOptions{})
