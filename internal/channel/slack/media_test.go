@@ -73,12 +73,18 @@ func TestInboundFiles(t *testing.T) {
 
 func TestFetch(t *testing.T) {
 	data := bytes.Repeat([]byte("x"), 1000)
-	var elsewhere atomic.Int32
+	var elsewhere, tokens atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		elsewhere.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			tokens.Add(1)
+		}
 		w.Write(data)
 	}))
 	t.Cleanup(other.Close)
+	// The same loopback server under another name: Go keeps the
+	// Authorization header on a redirect only to the same host name.
+	cdn := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/cdn/a.bin"
 	tests := []struct {
 		name      string
 		file      slacktest.File
@@ -88,6 +94,7 @@ func TestFetch(t *testing.T) {
 		wantErr   string
 		tooLarge  bool
 		downloads int
+		reached   int32 // requests that reached the other host
 	}{
 		{name: "ok", file: slacktest.File{Name: "a.bin", Data: data}, max: 1000, downloads: 1},
 		{name: "announced over the limit is not downloaded", file: slacktest.File{Name: "a.bin", Data: data}, max: 999,
@@ -108,6 +115,8 @@ func TestFetch(t *testing.T) {
 			wantErr: "the file reference is not a URL"},
 		{name: "sign-in page", file: slacktest.File{Name: "a.bin", Data: data}, max: 1000, revoke: true,
 			wantErr: "lacks the files:read scope"},
+		{name: "a redirect to another host carries no token", file: slacktest.File{Name: "a.bin", Data: data, RedirectTo: cdn}, max: 1000,
+			downloads: 1, reached: 1},
 		{name: "zero limit", file: slacktest.File{Name: "a.bin", Data: data}, max: 0, wantErr: "the size limit must be positive"},
 	}
 	for _, tt := range tests {
@@ -137,8 +146,11 @@ func TestFetch(t *testing.T) {
 			if n := r.fake.Downloads("a.bin"); n != tt.downloads {
 				t.Errorf("downloads = %d, want %d", n, tt.downloads)
 			}
-			if elsewhere.Load() != before {
-				t.Error("a request reached the other host")
+			if n := elsewhere.Load() - before; n != tt.reached {
+				t.Errorf("%d requests reached the other host, want %d", n, tt.reached)
+			}
+			if tokens.Load() != 0 {
+				t.Error("the bot token reached the other host")
 			}
 		})
 	}

@@ -21,6 +21,9 @@ type File struct {
 	Subtype string
 	// Mode is Slack's file mode; "hidden_by_limit" withholds the URL.
 	Mode string
+	// RedirectTo answers the download with a 302 to this URL, as a
+	// CDN in front of the files host would.
+	RedirectTo string
 }
 
 // hosted is a file the fake serves at its url_private.
@@ -92,6 +95,10 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		return
 	case h == nil || team != TeamID || (r.PathValue("name") != h.Name):
 		http.NotFound(w, r)
+		return
+	}
+	if h.RedirectTo != "" {
+		http.Redirect(w, r, h.RedirectTo, http.StatusFound)
 		return
 	}
 	w.Header().Set("Content-Type", h.MIME)
