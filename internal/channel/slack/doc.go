@@ -1,7 +1,9 @@
 // Package slack is one Slack bot account as a channel.Transport: it receives
 // messages over Socket Mode (a WebSocket the app opens) or the HTTP Events
 // API (signed POSTs the gateway routes to App.ServeHTTP), turns them into
-// channel.Envelope values, and posts replies with chat.postMessage.
+// channel.Envelope values, and posts replies with chat.postMessage. It
+// also fetches inbound files, sends files, reads history and reactions, and
+// posts buttons whose presses come back as messages.
 //
 // # Acknowledgement
 //
@@ -112,14 +114,16 @@
 //
 // # Not built
 //
-// Slash commands and interactive payloads other than button presses
-// (answered, not acted on), updating the pressed message, relay
-// mode, user tokens,
-// Enterprise Grid org-wide keys (team:<T>:channel:<C>), user-group mentions
-// (<!subteam^…>) containing the bot, and typingReaction.
+// Polls (Slack has none, so App is no channel.Pollster); slash commands and
+// interactive payloads other than button presses (answered, not acted
+// on); updating the pressed message; reading around a message; relay
+// mode; user tokens; Enterprise Grid org-wide keys
+// (team:<T>:channel:<C>); user-group mentions (<!subteam^…>) containing
+// the bot; and typingReaction.
 //
 // # Concurrency
 //
-// Run is called once per App; Send, React, Edit, Delete, Typing, Status and
-// ServeHTTP may be called from any goroutine at any time.
+// Run is called once per App; Send, SendFile, Fetch, Read, Reactions,
+// React, Edit, Delete, Typing, Status and ServeHTTP may be called from any
+// goroutine at any time.
 package slack

@@ -1,16 +1,16 @@
 // Package slacktest is a loopback fake of Slack for tests: the Web API
-// methods Talon calls (auth.test, apps.connections.open, chat.postMessage,
-// chat.update, chat.delete, reactions.add, reactions.remove,
-// conversations.info, conversations.open, files.getUploadURLExternal with
-// its upload URL, files.completeUploadExternal, conversations.history,
-// conversations.replies and reactions.get over the history it holds —
-// what people said, what the bot posted, what Hold seeded —), files
-// shared by people
-// served at their url_private to the bot token, a Socket Mode WebSocket server that says hello,
-// delivers event envelopes, records acknowledgements and redelivers
-// unacknowledged envelopes on the next connection as Slack does, and an
-// Events API client that POSTs signed events (or badly signed, or stale, or
-// marked as retries) to a Request URL.
+// methods Talon calls (auth.test, apps.connections.open, chat.postMessage
+// with Block Kit buttons, chat.update, chat.delete, reactions.add,
+// reactions.remove, reactions.get, conversations.info, conversations.open,
+// conversations.history, conversations.replies, files.getUploadURLExternal
+// with its upload URL, files.completeUploadExternal) over the history it
+// keeps (what people said, what the bot posted, what Hold seeded); files
+// people share, served at their url_private to the bot token; a Socket
+// Mode WebSocket server that says hello, delivers event and interactive
+// envelopes, records acknowledgements and redelivers unacknowledged
+// envelopes on the next connection as Slack does; and an Events API client
+// that POSTs signed events and button presses (or badly signed, or stale,
+// or marked as retries) to a Request URL.
 //
 // It speaks Slack's wire format — JSON shapes, ok:false error bodies, 429
 // with Retry-After, WebSocket frames — closely enough that a real Slack
