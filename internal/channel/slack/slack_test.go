@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -405,6 +406,8 @@ func TestEventsEndpoint(t *testing.T) {
 		{"other event type", `{"type":"event_callback","event_id":"Ev7","event":{"type":"reaction_added"}}`, slacktest.PostOptions{}, 200, ""},
 		{"slash command", "command=%2Ftalon&text=hi", slacktest.PostOptions{ContentType: "application/x-www-form-urlencoded"}, 200,
 			"Talon does not handle Slack slash commands yet."},
+		{"unsigned button press", "payload=" + url.QueryEscape(`{"type":"block_actions","user":{"id":"U0ALICE"},"channel":{"id":"D0ALICE"},"message":{"ts":"1777000000.000001"},"actions":[{"type":"button","value":"/approve x deny","action_ts":"1777000001.000001"}]}`),
+			slacktest.PostOptions{BadSignature: true, ContentType: "application/x-www-form-urlencoded"}, 401, "invalid signature\n"},
 		{"event", string(ev), slacktest.PostOptions{}, 200, ""},
 	}
 	for _, tt := range tests {
