@@ -19,7 +19,13 @@
 // Inbound: MESSAGE_CREATE becomes a channel.Envelope — a DM is a direct
 // peer (the author), a guild channel a room, a thread a room whose
 // ParentPeer is its channel. The bot's own messages and group DMs are
-// not accepted.
+// not accepted. A message's attachments[] become Envelope.Media (kind
+// from the MIME type Discord guessed; a voice message is "voice"), and a
+// message with files and no text is accepted with Text "". Fetch
+// downloads one from its signed CDN URL without the token (https only,
+// or the apiUrl's own host), refusing a file over the limit whether
+// announced, sent as Content-Length or counted while reading. Stickers
+// (sticker_items) are not taken as media.
 //
 // Outbound: Send posts a chunk with a nonce derived from its key and
 // enforce_nonce, so Discord posts a chunk once however often it is sent

@@ -60,6 +60,7 @@ func toEnvelope(m *message, w where) (channel.Envelope, error) {
 		MessageID:  m.ID,
 		Sender:     sender(m),
 		Text:       m.Content,
+		Media:      mediaOf(m),
 		GuildID:    m.GuildID,
 		Time:       messageTime(m),
 	}

@@ -75,11 +75,20 @@ func (b *Bot) call(ctx context.Context, method, path string, in, out any) error 
 			return fmt.Errorf("encoding %s %s: %w", method, path, err)
 		}
 	}
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return b.callBody(ctx, method, path, body, contentType, out)
+}
+
+// callBody is call with a body already encoded (a multipart form).
+func (b *Bot) callBody(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	for attempt := 0; ; attempt++ {
 		if err := b.waitGlobal(ctx); err != nil {
 			return err
 		}
-		wait, err := b.once(ctx, method, path, body, out)
+		wait, err := b.once(ctx, method, path, body, contentType, out)
 		if wait == 0 {
 			return err
 		}
@@ -94,15 +103,15 @@ func (b *Bot) call(ctx context.Context, method, path string, in, out any) error 
 }
 
 // once sends the request; a 429 is returned as the wait it asks for.
-func (b *Bot) once(ctx context.Context, method, path string, body []byte, out any) (time.Duration, error) {
+func (b *Bot) once(ctx context.Context, method, path string, body []byte, contentType string, out any) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, method, b.apiURL+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("building %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bot "+b.token)
 	req.Header.Set("User-Agent", userAgent)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {

@@ -53,8 +53,11 @@ const (
 	msgReply   = 19
 )
 
-// flagSuppressEmbeds is the message flag that hides link previews.
-const flagSuppressEmbeds = 1 << 2
+// Message flags Talon sets or reads.
+const (
+	flagSuppressEmbeds = 1 << 2  // hides link previews
+	flagVoiceMessage   = 1 << 13 // the attachment is a voice message
+)
 
 // payload is one gateway frame.
 type payload struct {
@@ -141,20 +144,22 @@ type messageRef struct {
 }
 
 type message struct {
-	ID                string      `json:"id"`
-	ChannelID         string      `json:"channel_id"`
-	GuildID           string      `json:"guild_id"`
-	Author            user        `json:"author"`
-	Member            *member     `json:"member"`
-	Content           string      `json:"content"`
-	Timestamp         string      `json:"timestamp"`
-	Type              int         `json:"type"`
-	WebhookID         string      `json:"webhook_id"`
-	Mentions          []user      `json:"mentions"`
-	MentionRoles      []string    `json:"mention_roles"`
-	MentionEveryone   bool        `json:"mention_everyone"`
-	MessageReference  *messageRef `json:"message_reference"`
-	ReferencedMessage *message    `json:"referenced_message"`
+	ID                string       `json:"id"`
+	ChannelID         string       `json:"channel_id"`
+	GuildID           string       `json:"guild_id"`
+	Author            user         `json:"author"`
+	Member            *member      `json:"member"`
+	Content           string       `json:"content"`
+	Timestamp         string       `json:"timestamp"`
+	Type              int          `json:"type"`
+	Flags             int          `json:"flags"`
+	WebhookID         string       `json:"webhook_id"`
+	Attachments       []attachment `json:"attachments"`
+	Mentions          []user       `json:"mentions"`
+	MentionRoles      []string     `json:"mention_roles"`
+	MentionEveryone   bool         `json:"mention_everyone"`
+	MessageReference  *messageRef  `json:"message_reference"`
+	ReferencedMessage *message     `json:"referenced_message"`
 }
 
 // messageText is what a post and an edit both set: the text, whom it
@@ -172,6 +177,15 @@ type createMessage struct {
 	Nonce            string      `json:"nonce,omitempty"`
 	EnforceNonce     bool        `json:"enforce_nonce,omitempty"`
 	MessageReference *messageRef `json:"message_reference,omitempty"`
+}
+
+// attachment is a file of a message as Discord describes it.
+type attachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"`
+	URL         string `json:"url"`
 }
 
 type allowedMentions struct {

@@ -76,6 +76,8 @@ type Server struct {
 	channels   map[string]channel
 	messages   map[string]message // every message, by id
 	nonces     map[string]string  // nonce → message id (enforce_nonce)
+	files      map[string]cdnFile // CDN path → the file
+	downloads  []Download
 	sent       []Sent
 	typing     []string
 	reactions  []Reaction
@@ -135,6 +137,7 @@ type message struct {
 	MentionEveryone   bool            `json:"mention_everyone"`
 	MessageReference  *messageRef     `json:"message_reference,omitempty"`
 	ReferencedMessage json.RawMessage `json:"referenced_message,omitempty"`
+	Attachments       []attachment    `json:"attachments"`
 }
 
 type member struct {
@@ -215,6 +218,7 @@ func New() *Server {
 		nextID:     1600000000000000000,
 		messages:   map[string]message{},
 		nonces:     map[string]string{},
+		files:      map[string]cdnFile{},
 		heartbeat:  DefaultHeartbeat,
 		hold:       closed(),
 		privileged: IntentMessageContent | IntentGuildMembers,

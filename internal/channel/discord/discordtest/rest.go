@@ -16,6 +16,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	for _, p := range []string{"/gateway", "/gateway/{$}", "/gateway-resume", "/gateway-resume/{$}"} {
 		mux.HandleFunc("GET "+p, s.gateway) // -resume is READY's resume_gateway_url
 	}
+	mux.HandleFunc("GET /attachments/{cid}/{aid}/{name}", s.cdn) // the CDN: signed URLs, no token
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" /api/v10"+path, s.api(h))
@@ -201,7 +202,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	m := message{
 		ID: s.id(), ChannelID: chID, GuildID: ch.GuildID, Author: user{ID: BotID, Username: BotName, Bot: true},
 		Content: in.Content, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Flags: in.Flags, Nonce: nonce,
-		Mentions: []user{}, MentionRoles: []string{},
+		Mentions: []user{}, MentionRoles: []string{}, Attachments: []attachment{},
 	}
 	sent := Sent{ID: m.ID, ChannelID: chID, Content: in.Content, Nonce: nonce, EnforceNonce: in.EnforceNonce,
 		Flags: in.Flags, AllowedMentions: in.AllowedMentions}

@@ -26,6 +26,11 @@ type Say struct {
 	Roles []string
 	// Bot marks the author as a bot.
 	Bot bool
+	// Files are the message's attachments, served by the fake's CDN.
+	Files []File
+	// Voice makes the message a voice message (flag IS_VOICE_MESSAGE;
+	// its one file gets a duration and a waveform).
+	Voice bool
 }
 
 // UserSays posts m as a user and dispatches MESSAGE_CREATE in the live
@@ -49,6 +54,17 @@ func (s *Server) UserSays(m Say) string {
 	msg := message{
 		ID: s.id(), ChannelID: chID, GuildID: ch.GuildID, Author: author, Content: m.Text,
 		Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Mentions: []user{}, MentionRoles: []string{},
+		Attachments: []attachment{},
+	}
+	for _, f := range m.Files {
+		a := s.attach(chID, f)
+		if m.Voice {
+			a.DurationSecs, a.Waveform = 2.5, voiceWaveform
+		}
+		msg.Attachments = append(msg.Attachments, a)
+	}
+	if m.Voice {
+		msg.Flags |= 1 << 13 // IS_VOICE_MESSAGE
 	}
 	var prefix []string
 	if m.MentionBot {
