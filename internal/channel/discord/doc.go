@@ -32,6 +32,10 @@
 // within Discord's nonce window (minutes); 429s are waited out (they
 // post nothing); an outcome that stays unknown is ErrUnconfirmed. React,
 // Edit and Delete (channel.Actor) are one request each, never repeated.
+// SendFile (channel.Attacher) posts one file as multipart/form-data
+// (payload_json + files[0]) with the caption as content, refusing a file
+// over 25 MB (and Discord's own 413) with channel.ErrTooLarge; having no
+// key, it is never repeated either.
 //
 // A Bot is safe for concurrent use: Run once at a time, Send, Typing,
 // the actions and Status from any goroutine.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,41 +28,69 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 	if err != nil {
 		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
-	if m.ReplyTo != "" && !snowflake(m.ReplyTo) {
-		return channel.Sent{}, fmt.Errorf("discord send: reply-to id %q is not a snowflake", m.ReplyTo)
+	ref, err := replyRef(m.ReplyTo)
+	if err != nil {
+		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
 	chID, err := b.channelFor(ctx, m.Target)
 	if err != nil {
 		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
-	body := createMessage{messageText: text}
-	if m.ReplyTo != "" {
-		no := false
-		body.MessageReference = &messageRef{MessageID: m.ReplyTo, FailIfNotExists: &no}
-	}
+	body := createMessage{messageText: text, MessageReference: ref}
 	if m.Key != "" {
 		body.Nonce, body.EnforceNonce = Nonce(m.Key), true
 	}
+	return b.postJSON(ctx, "discord send", chID, body)
+}
+
+// postJSON posts a message body as JSON; see post.
+func (b *Bot) postJSON(ctx context.Context, step, chID string, body createMessage) (channel.Sent, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return channel.Sent{}, fmt.Errorf("%s: encoding: %w", step, err)
+	}
+	return b.post(ctx, step, chID, data, "application/json", body.EnforceNonce)
+}
+
+// post creates a message in chID. With an enforced nonce (repeat) a post
+// whose outcome is unknown is repeated once, and Discord answers with
+// the message it already created; without one it is never repeated. An
+// outcome still unknown is ErrUnconfirmed (spec R8.12).
+func (b *Bot) post(ctx context.Context, step, chID string, body []byte, contentType string, repeat bool) (channel.Sent, error) {
 	var got message
 	path := "/channels/" + chID + "/messages"
-	err = b.call(ctx, http.MethodPost, path, body, &got)
-	if err != nil && body.EnforceNonce && unknownOutcome(err) && ctx.Err() == nil {
+	err := b.callBody(ctx, http.MethodPost, path, body, contentType, &got)
+	if err != nil && repeat && unknownOutcome(err) && ctx.Err() == nil {
 		b.log.Warn("discord send outcome unknown, repeating with the same nonce", "err", err)
 		got = message{}
-		err = b.call(ctx, http.MethodPost, path, body, &got)
+		err = b.callBody(ctx, http.MethodPost, path, body, contentType, &got)
 	}
 	if err != nil {
 		b.setError(err)
 		if unknownOutcome(err) {
-			return channel.Sent{}, fmt.Errorf("discord send to %s: %w: %w", chID, ErrUnconfirmed, err)
+			return channel.Sent{}, fmt.Errorf("%s to %s: %w: %w", step, chID, ErrUnconfirmed, err)
 		}
-		return channel.Sent{}, fmt.Errorf("discord send to %s: %w", chID, err)
+		return channel.Sent{}, fmt.Errorf("%s to %s: %w", step, chID, err)
 	}
 	if !snowflake(got.ID) {
-		return channel.Sent{}, fmt.Errorf("discord send to %s: %w: the answer has no message id", chID, ErrUnconfirmed)
+		return channel.Sent{}, fmt.Errorf("%s to %s: %w: the answer has no message id", step, chID, ErrUnconfirmed)
 	}
 	b.update(func(s *channel.Status) { s.LastOutboundAt = b.now() })
 	return channel.Sent{MessageID: got.ID}, nil
+}
+
+// replyRef is the message_reference of a native reply to id ("" for
+// none). fail_if_not_exists false posts even when the original was
+// deleted meanwhile, rather than losing the message.
+func replyRef(id string) (*messageRef, error) {
+	if id == "" {
+		return nil, nil
+	}
+	if !snowflake(id) {
+		return nil, fmt.Errorf("reply-to id %q is not a snowflake", id)
+	}
+	no := false
+	return &messageRef{MessageID: id, FailIfNotExists: &no}, nil
 }
 
 // text is the content of a post or an edit with the rules both follow:
@@ -72,6 +101,12 @@ func (b *Bot) text(content string) (messageText, error) {
 	if strings.TrimSpace(content) == "" {
 		return messageText{}, errors.New("empty message")
 	}
+	return b.textOf(content), nil
+}
+
+// textOf is text without the check that there is some: a file or a poll
+// is a message of its own.
+func (b *Bot) textOf(content string) messageText {
 	t := messageText{
 		Content:         content,
 		AllowedMentions: allowedMentions{Parse: []string{"users"}, RepliedUser: true},
@@ -79,7 +114,7 @@ func (b *Bot) text(content string) (messageText, error) {
 	if b.suppressEmbeds {
 		t.Flags = flagSuppressEmbeds
 	}
-	return t, nil
+	return t
 }
 
 // unknownOutcome says Discord may have acted on a request that failed:

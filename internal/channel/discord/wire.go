@@ -177,6 +177,14 @@ type createMessage struct {
 	Nonce            string      `json:"nonce,omitempty"`
 	EnforceNonce     bool        `json:"enforce_nonce,omitempty"`
 	MessageReference *messageRef `json:"message_reference,omitempty"`
+	// Attachments describe the files[n] parts of a multipart post.
+	Attachments []attachmentRef `json:"attachments,omitempty"`
+}
+
+// attachmentRef names the file part files[ID] of a post.
+type attachmentRef struct {
+	ID       int    `json:"id"`
+	Filename string `json:"filename"`
 }
 
 // attachment is a file of a message as Discord describes it.

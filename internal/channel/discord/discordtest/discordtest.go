@@ -70,30 +70,31 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu         sync.Mutex
-	changed    chan struct{}
-	nextID     uint64
-	channels   map[string]channel
-	messages   map[string]message // every message, by id
-	nonces     map[string]string  // nonce → message id (enforce_nonce)
-	files      map[string]cdnFile // CDN path → the file
-	downloads  []Download
-	sent       []Sent
-	typing     []string
-	reactions  []Reaction
-	edits      []Edit
-	deletions  []Deletion
-	requests   []string
-	conn       *websocket.Conn
-	sess       *session
-	identify   []Identify
-	resumes    int
-	dials      []string
-	beatSeq    *int64
-	resumeDown bool
-	readyCount int
-	beats      int
-	connected  bool
+	mu          sync.Mutex
+	changed     chan struct{}
+	nextID      uint64
+	channels    map[string]channel
+	messages    map[string]message // every message, by id
+	nonces      map[string]string  // nonce → message id (enforce_nonce)
+	files       map[string]cdnFile // CDN path → the file
+	uploadLimit int64
+	downloads   []Download
+	sent        []Sent
+	typing      []string
+	reactions   []Reaction
+	edits       []Edit
+	deletions   []Deletion
+	requests    []string
+	conn        *websocket.Conn
+	sess        *session
+	identify    []Identify
+	resumes     int
+	dials       []string
+	beatSeq     *int64
+	resumeDown  bool
+	readyCount  int
+	beats       int
+	connected   bool
 
 	hold         chan struct{} // closed: gateway connections proceed
 	heartbeat    time.Duration
@@ -138,6 +139,8 @@ type message struct {
 	MessageReference  *messageRef     `json:"message_reference,omitempty"`
 	ReferencedMessage json.RawMessage `json:"referenced_message,omitempty"`
 	Attachments       []attachment    `json:"attachments"`
+	Components        json.RawMessage `json:"components,omitempty"`
+	Poll              json.RawMessage `json:"poll,omitempty"`
 }
 
 type member struct {
@@ -163,6 +166,9 @@ type Sent struct {
 	ReplyTo         string
 	FailIfNotExists *bool
 	AllowedMentions *AllowedMentions
+	Files           []File   // a multipart post's files[n], in order
+	Poll            *Poll    // a poll message's poll
+	Buttons         []Button // the buttons of its action rows, in order
 }
 
 // AllowedMentions is the allowed_mentions object of a post.
@@ -214,14 +220,15 @@ func Start(t testing.TB) *Server {
 // tests; New serves a fake outside one, e.g. in a helper process.)
 func New() *Server {
 	s := &Server{
-		changed:    make(chan struct{}),
-		nextID:     1600000000000000000,
-		messages:   map[string]message{},
-		nonces:     map[string]string{},
-		files:      map[string]cdnFile{},
-		heartbeat:  DefaultHeartbeat,
-		hold:       closed(),
-		privileged: IntentMessageContent | IntentGuildMembers,
+		changed:     make(chan struct{}),
+		nextID:      1600000000000000000,
+		messages:    map[string]message{},
+		nonces:      map[string]string{},
+		files:       map[string]cdnFile{},
+		uploadLimit: MaxUpload,
+		heartbeat:   DefaultHeartbeat,
+		hold:        closed(),
+		privileged:  IntentMessageContent | IntentGuildMembers,
 		channels: map[string]channel{
 			ChannelID:      {ID: ChannelID, Type: 0, GuildID: GuildID, Name: "general"},
 			ThreadID:       {ID: ThreadID, Type: 11, GuildID: GuildID, ParentID: ChannelID, Name: "a-thread"},

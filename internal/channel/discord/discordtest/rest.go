@@ -159,28 +159,21 @@ func (s *Server) dmWith(userID string) channel {
 // as Discord does: a second post with the same nonce returns the first
 // message and creates nothing.
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Content          string           `json:"content"`
-		Nonce            json.RawMessage  `json:"nonce"`
-		EnforceNonce     bool             `json:"enforce_nonce"`
-		Flags            int              `json:"flags"`
-		MessageReference *messageRef      `json:"message_reference"`
-		AllowedMentions  *AllowedMentions `json:"allowed_mentions"`
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil {
-		fail(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-		return
+	s.mu.Lock()
+	limit := s.uploadLimit
+	s.mu.Unlock()
+	in, files, ferr := readPost(r, limit)
+	var poll *Poll
+	var btns []Button
+	if ferr == nil {
+		poll, btns, ferr = in.check(files)
 	}
 	nonce, err := nonceText(in.Nonce)
-	switch {
-	case err != nil:
-		fail(w, http.StatusBadRequest, 50035, "Invalid Form Body: nonce: "+err.Error())
-		return
-	case strings.TrimSpace(in.Content) == "":
-		fail(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
-		return
-	case utf8.RuneCountInString(in.Content) > 2000:
-		fail(w, http.StatusBadRequest, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length.")
+	if ferr == nil && err != nil {
+		ferr = invalid("nonce", err.Error())
+	}
+	if ferr != nil {
+		fail(w, ferr.status, ferr.code, ferr.msg)
 		return
 	}
 	s.mu.Lock()
@@ -202,10 +195,16 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	m := message{
 		ID: s.id(), ChannelID: chID, GuildID: ch.GuildID, Author: user{ID: BotID, Username: BotName, Bot: true},
 		Content: in.Content, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Flags: in.Flags, Nonce: nonce,
-		Mentions: []user{}, MentionRoles: []string{}, Attachments: []attachment{},
+		Mentions: []user{}, MentionRoles: []string{}, Attachments: []attachment{}, Components: in.Components,
+	}
+	if in.Poll != nil {
+		m.Poll, _ = json.Marshal(in.Poll)
+	}
+	for _, f := range files {
+		m.Attachments = append(m.Attachments, s.attach(chID, f))
 	}
 	sent := Sent{ID: m.ID, ChannelID: chID, Content: in.Content, Nonce: nonce, EnforceNonce: in.EnforceNonce,
-		Flags: in.Flags, AllowedMentions: in.AllowedMentions}
+		Flags: in.Flags, AllowedMentions: in.AllowedMentions, Files: files, Poll: poll, Buttons: btns}
 	if ref := in.MessageReference; ref != nil {
 		sent.ReplyTo, sent.FailIfNotExists = ref.MessageID, ref.FailIfNotExists
 		if orig, ok := s.messages[ref.MessageID]; ok {
