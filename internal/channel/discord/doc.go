@@ -35,7 +35,12 @@
 // SendFile (channel.Attacher) posts one file as multipart/form-data
 // (payload_json + files[0]) with the caption as content, refusing a file
 // over 25 MB (and Discord's own 413) with channel.ErrTooLarge; having no
-// key, it is never repeated either.
+// key, it is never repeated either. SendPoll (channel.Pollster) posts a
+// poll object (question ≤300, 1–10 answers ≤55, duration rounded up to
+// whole hours, 1–768). Read (channel.Reader) pages GET
+// /channels/{id}/messages (limit 1–100, 0 for Discord's 50; one of
+// before, after, around) newest first; Reactions reads a message's
+// reactions[] (count, me, emoji) without listing who reacted.
 //
 // A Bot is safe for concurrent use: Run once at a time, Send, Typing,
 // the actions and Status from any goroutine.

@@ -155,6 +155,7 @@ type message struct {
 	Flags             int          `json:"flags"`
 	WebhookID         string       `json:"webhook_id"`
 	Attachments       []attachment `json:"attachments"`
+	Reactions         []reaction   `json:"reactions"`
 	Mentions          []user       `json:"mentions"`
 	MentionRoles      []string     `json:"mention_roles"`
 	MentionEveryone   bool         `json:"mention_everyone"`
@@ -179,12 +180,44 @@ type createMessage struct {
 	MessageReference *messageRef `json:"message_reference,omitempty"`
 	// Attachments describe the files[n] parts of a multipart post.
 	Attachments []attachmentRef `json:"attachments,omitempty"`
+	Poll        *pollRequest    `json:"poll,omitempty"`
+}
+
+// pollRequest is Discord's poll create request object.
+type pollRequest struct {
+	Question         pollMedia    `json:"question"`
+	Answers          []pollAnswer `json:"answers"`
+	Duration         *int         `json:"duration,omitempty"` // hours; nil for Discord's 24
+	AllowMultiselect bool         `json:"allow_multiselect"`
+	LayoutType       int          `json:"layout_type"`
+}
+
+type pollMedia struct {
+	Text string `json:"text"`
+}
+
+type pollAnswer struct {
+	PollMedia pollMedia `json:"poll_media"`
 }
 
 // attachmentRef names the file part files[ID] of a post.
 type attachmentRef struct {
 	ID       int    `json:"id"`
 	Filename string `json:"filename"`
+}
+
+// reaction is one emoji's reactions on a message.
+type reaction struct {
+	Count int   `json:"count"`
+	Me    bool  `json:"me"`
+	Emoji emoji `json:"emoji"`
+}
+
+// emoji is a reaction's emoji: a Unicode one has only a name.
+type emoji struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Animated bool   `json:"animated"`
 }
 
 // attachment is a file of a message as Discord describes it.

@@ -152,6 +152,7 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	delete(s.messages, m.ID)
+	delete(s.reacts, m.ID)
 	s.deletions = append(s.deletions, Deletion{ChannelID: m.ChannelID, MessageID: m.ID})
 	s.emit("MESSAGE_DELETE", map[string]string{"id": m.ID, "channel_id": m.ChannelID, "guild_id": m.GuildID})
 	s.change()
@@ -181,6 +182,11 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.reactions = append(s.reactions, Reaction{ChannelID: m.ChannelID, MessageID: m.ID, Emoji: emoji, Removed: r.Method == http.MethodDelete})
+	if r.Method == http.MethodDelete {
+		s.removeReaction(m.ID, emoji, BotID)
+	} else {
+		s.addReaction(m.ID, emoji, BotID)
+	}
 	s.change()
 	if failure == LoseAnswer && hangUp(w) {
 		return

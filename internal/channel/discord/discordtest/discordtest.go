@@ -79,6 +79,7 @@ type Server struct {
 	files       map[string]cdnFile // CDN path → the file
 	uploadLimit int64
 	downloads   []Download
+	reacts      map[string][]reacted // message id → its reactions
 	sent        []Sent
 	typing      []string
 	reactions   []Reaction
@@ -141,6 +142,7 @@ type message struct {
 	Attachments       []attachment    `json:"attachments"`
 	Components        json.RawMessage `json:"components,omitempty"`
 	Poll              json.RawMessage `json:"poll,omitempty"`
+	Reactions         []reactionOut   `json:"reactions,omitempty"`
 }
 
 type member struct {
@@ -224,6 +226,7 @@ func New() *Server {
 		nextID:      1600000000000000000,
 		messages:    map[string]message{},
 		nonces:      map[string]string{},
+		reacts:      map[string][]reacted{},
 		files:       map[string]cdnFile{},
 		uploadLimit: MaxUpload,
 		heartbeat:   DefaultHeartbeat,

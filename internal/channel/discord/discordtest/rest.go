@@ -30,6 +30,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("GET /channels/{id}", s.channel)
 	api("POST /channels/{id}/messages", s.post)
 	api("POST /channels/{id}/typing", s.typingIn)
+	api("GET /channels/{id}/messages", s.history)
+	api("GET /channels/{id}/messages/{mid}", s.getMessage)
 	api("PATCH /channels/{id}/messages/{mid}", s.edit)
 	api("DELETE /channels/{id}/messages/{mid}", s.deleteMessage)
 	api("PUT /channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
