@@ -42,6 +42,17 @@
 // before, after, around) newest first; Reactions reads a message's
 // reactions[] (count, me, emoji) without listing who reacted.
 //
+// Buttons: Outbound.Buttons become one action row of up to five buttons
+// (custom_id = Data; the first primary, a deny red, the rest grey). A
+// press arrives as INTERACTION_CREATE type 3 and becomes an envelope
+// (Pressed, Mentioned, Text = custom_id, MessageID = DeliveryID = the
+// interaction id) from the presser in the button's conversation; it is
+// acknowledged with DEFERRED_UPDATE_MESSAGE only after accept took it,
+// and Discord waits 3 s for that answer: a slower accept leaves the
+// presser a "This interaction failed" notice although the press was
+// stored. A press that maps to no conversation is acknowledged and
+// dropped; slash commands and other interactions are not handled.
+//
 // A Bot is safe for concurrent use: Run once at a time, Send, Typing,
 // the actions and Status from any goroutine.
 package discord

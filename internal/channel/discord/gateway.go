@@ -455,6 +455,10 @@ func (g *gwConn) dispatch(ctx context.Context, p payload) error {
 		if err := g.message(ctx, p.D); err != nil {
 			return err
 		}
+	case "INTERACTION_CREATE":
+		if err := g.interaction(ctx, p.D); err != nil {
+			return err
+		}
 	default:
 		b.track(p.T, p.D)
 	}

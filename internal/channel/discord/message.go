@@ -33,7 +33,7 @@ func (g *gwConn) message(ctx context.Context, d json.RawMessage) error {
 	var info chanInfo
 	err := b.retry(ctx, "looking up the channel", func() error {
 		var err error
-		info, err = b.channelInfo(ctx, &m)
+		info, err = b.channelInfo(ctx, m.ChannelID, m.GuildID)
 		return err
 	})
 	if err != nil {
@@ -58,25 +58,25 @@ func (g *gwConn) message(ctx context.Context, d json.RawMessage) error {
 // gateway fills, else asked once (GET /channels/{id}) and cached. A
 // channel Discord will not show (403, 404) is taken as a plain room, or
 // for a message outside a guild as a DM.
-func (b *Bot) channelInfo(ctx context.Context, m *message) (chanInfo, error) {
-	if info, ok := b.cache.channel(m.ChannelID); ok {
+func (b *Bot) channelInfo(ctx context.Context, chID, guildID string) (chanInfo, error) {
+	if info, ok := b.cache.channel(chID); ok {
 		return info, nil
 	}
 	var ch channelObj
-	err := b.call(ctx, http.MethodGet, "/channels/"+m.ChannelID, nil, &ch)
+	err := b.call(ctx, http.MethodGet, "/channels/"+chID, nil, &ch)
 	if api := (*APIError)(nil); errors.As(err, &api) && api.Status < 500 && api.Status != http.StatusTooManyRequests {
-		ch = channelObj{ID: m.ChannelID, Type: chanGuildText}
-		if m.GuildID == "" {
+		ch = channelObj{ID: chID, Type: chanGuildText}
+		if guildID == "" {
 			ch.Type = chanDM
 		}
 	} else if err != nil {
 		return chanInfo{}, err
 	}
-	if ch.ID != m.ChannelID {
-		return chanInfo{}, fmt.Errorf("GET /channels/%s answered for channel %q", m.ChannelID, ch.ID)
+	if ch.ID != chID {
+		return chanInfo{}, fmt.Errorf("GET /channels/%s answered for channel %q", chID, ch.ID)
 	}
 	b.cache.addChannel(ch)
-	if info, ok := b.cache.channel(m.ChannelID); ok {
+	if info, ok := b.cache.channel(chID); ok {
 		return info, nil
 	}
 	return chanInfo{typ: ch.Type}, nil // a parent_id that is no snowflake is dropped

@@ -23,6 +23,7 @@ const maxNonce = 25
 // answer was lost is repeated once here and Discord answers with the
 // message it already posted. An outcome still unknown after that is
 // returned wrapped in ErrUnconfirmed and never repeated again.
+// m.Buttons go under the text as one action row (see buttonRow).
 func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error) {
 	text, err := b.text(m.Text)
 	if err != nil {
@@ -32,11 +33,15 @@ func (b *Bot) Send(ctx context.Context, m channel.Outbound) (channel.Sent, error
 	if err != nil {
 		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
+	row, err := buttonRow(m.Buttons)
+	if err != nil {
+		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
+	}
 	chID, err := b.channelFor(ctx, m.Target)
 	if err != nil {
 		return channel.Sent{}, fmt.Errorf("discord send: %w", err)
 	}
-	body := createMessage{messageText: text, MessageReference: ref}
+	body := createMessage{messageText: text, MessageReference: ref, Components: row}
 	if m.Key != "" {
 		body.Nonce, body.EnforceNonce = Nonce(m.Key), true
 	}

@@ -181,6 +181,34 @@ type createMessage struct {
 	// Attachments describe the files[n] parts of a multipart post.
 	Attachments []attachmentRef `json:"attachments,omitempty"`
 	Poll        *pollRequest    `json:"poll,omitempty"`
+	Components  []component     `json:"components,omitempty"`
+}
+
+// component is a message component: an action row (type 1) holding
+// buttons (type 2).
+type component struct {
+	Type       int         `json:"type"`
+	Style      int         `json:"style,omitempty"`
+	Label      string      `json:"label,omitempty"`
+	CustomID   string      `json:"custom_id,omitempty"`
+	Components []component `json:"components,omitempty"`
+}
+
+// interaction is INTERACTION_CREATE's payload, as far as a button press
+// needs it.
+type interaction struct {
+	ID        string   `json:"id"`
+	Type      int      `json:"type"`
+	Token     string   `json:"token"`
+	GuildID   string   `json:"guild_id"`
+	ChannelID string   `json:"channel_id"`
+	Member    *member  `json:"member"`
+	User      *user    `json:"user"`
+	Message   *message `json:"message"`
+	Data      struct {
+		CustomID      string `json:"custom_id"`
+		ComponentType int    `json:"component_type"`
+	} `json:"data"`
 }
 
 // pollRequest is Discord's poll create request object.

@@ -1,6 +1,8 @@
 // Package discordtest is a loopback fake of Discord for tests: the REST
 // API v10 (the routes a bot uses to check its token, find the gateway,
-// look up channels, post, edit and delete messages, react and type) and the gateway WebSocket
+// look up channels, post (JSON or multipart with files, polls, buttons),
+// read history and reactions, edit and delete messages, react, type and
+// answer interactions), its CDN for attachments, and the gateway WebSocket
 // (HELLO, heartbeats, IDENTIFY with intent checks, READY, GUILD_CREATE,
 // MESSAGE_CREATE with sequence numbers, RESUME replaying missed events,
 // INVALID_SESSION, close codes). It speaks Discord's JSON shapes, status
@@ -10,8 +12,11 @@
 // a thread the gateway announces and one it does not, roles, and a group
 // DM. Tests inject messages with UserSays, read what the bot posted with
 // WaitSent (and its reactions, edits and deletions with Reactions, Edits
-// and Deletions), drop the connection with Kick and inject failures. A Server
-// is safe for concurrent use.
+// and Deletions; its files, polls and buttons in Sent), attach files to
+// a user's message (Say.Files, served at signed CDN URLs), add users'
+// reactions (UserReacts), press the bot's buttons (Press, answered
+// through Callbacks), drop the connection with Kick and inject failures.
+// A Server is safe for concurrent use.
 package discordtest
 
 import (
@@ -81,6 +86,8 @@ type Server struct {
 	downloads   []Download
 	reacts      map[string][]reacted // message id → its reactions
 	sent        []Sent
+	pending     map[string]*pending // interaction id → its token
+	callbacks   []Callback
 	typing      []string
 	reactions   []Reaction
 	edits       []Edit
@@ -227,6 +234,7 @@ func New() *Server {
 		messages:    map[string]message{},
 		nonces:      map[string]string{},
 		reacts:      map[string][]reacted{},
+		pending:     map[string]*pending{},
 		files:       map[string]cdnFile{},
 		uploadLimit: MaxUpload,
 		heartbeat:   DefaultHeartbeat,

@@ -37,6 +37,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("PUT /channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
 	api("DELETE /channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.react)
 	api("POST /users/@me/channels", s.openDM)
+	mux.HandleFunc("POST /api/v10/interactions/{id}/{token}/callback", s.callback)
 	mux.HandleFunc("/api/v10/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, 0, "404: Not Found")
 	})
