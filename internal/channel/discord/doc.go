@@ -25,7 +25,9 @@
 // downloads one from its signed CDN URL without the token (https only,
 // or the apiUrl's own host), refusing a file over the limit whether
 // announced, sent as Content-Length or counted while reading. Stickers
-// (sticker_items) are not taken as media.
+// (sticker_items) are not taken as media. Without the Message Content
+// intent Discord strips attachments with the text, so an unmentioned
+// guild message has no media either.
 //
 // Outbound: Send posts a chunk with a nonce derived from its key and
 // enforce_nonce, so Discord posts a chunk once however often it is sent

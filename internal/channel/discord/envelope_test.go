@@ -151,6 +151,15 @@ func TestWithoutMessageContent(t *testing.T) {
 			t.Errorf("message %s text = %q, want %q", id, got.Text, want)
 		}
 	}
+	file := []discordtest.File{{Name: "a.png", MIME: "image/png", Data: []byte("x")}}
+	hidden := fake.UserSays(discordtest.Say{ChannelID: discordtest.ChannelID, Files: file})
+	shown := fake.UserSays(discordtest.Say{ChannelID: discordtest.ChannelID, MentionBot: true, Files: file})
+	if got := r.in.wait(t, ctx, hidden); len(got.Media) != 0 {
+		t.Errorf("an unmentioned guild message kept its attachments: %+v", got.Media)
+	}
+	if got := r.in.wait(t, ctx, shown); len(got.Media) != 1 {
+		t.Errorf("a mention's attachments: %+v", got.Media)
+	}
 }
 
 func TestToEnvelopeRejects(t *testing.T) {

@@ -37,7 +37,8 @@ type Say struct {
 // gateway session (kept for RESUME when the bot is disconnected; lost,
 // as on Discord, when there is no session). It returns the message id.
 // Without the Message Content intent a guild message that does not
-// mention the bot arrives with empty content, as on Discord.
+// mention the bot arrives with empty content and no attachments, as on
+// Discord.
 func (s *Server) UserSays(m Say) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,7 +97,7 @@ func (s *Server) UserSays(m Say) string {
 	s.messages[msg.ID] = msg
 	wire := msg
 	if s.sess != nil && s.sess.intents&IntentMessageContent == 0 && ch.GuildID != "" && !mentions(msg, BotID) {
-		wire.Content = ""
+		wire.Content, wire.Attachments = "", []attachment{}
 	}
 	s.emit("MESSAGE_CREATE", wire)
 	s.change()
