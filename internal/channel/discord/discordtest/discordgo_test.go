@@ -2,6 +2,8 @@ package discordtest_test
 
 import (
 	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +115,105 @@ func TestDiscordgoAcceptsTheFake(t *testing.T) {
 	}
 	if got := fake.Sent(); len(got) != 2 || got[1].Content != "after a 429" {
 		t.Errorf("sent = %+v", got)
+	}
+}
+
+// TestDiscordgoMediaPollsButtons runs discordgo through the fake's
+// newer shapes: a multipart upload, a poll, buttons and a press answered
+// through the interaction callback, history, reactions and an
+// attachment on the CDN.
+func TestDiscordgoMediaPollsButtons(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fake := discordtest.Start(t)
+	pointAt(fake)
+	s, err := discordgo.New("Bot " + discordtest.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.LogLevel = -1
+	s.Identify.Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages | discordgo.IntentMessageContent
+	messages := make(chan *discordgo.MessageCreate, 10)
+	presses := make(chan *discordgo.InteractionCreate, 1)
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { messages <- m })
+	s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { presses <- i })
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := fake.WaitReady(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	withFile, err := s.ChannelMessageSendComplex(discordtest.ChannelID, &discordgo.MessageSend{Content: "report",
+		Files: []*discordgo.File{{Name: "r.txt", ContentType: "text/plain", Reader: strings.NewReader("body")}}})
+	if err != nil || len(withFile.Attachments) != 1 || withFile.Attachments[0].Filename != "r.txt" {
+		t.Fatalf("file send = %+v, %v", withFile, err)
+	}
+	poll, err := s.ChannelMessageSendComplex(discordtest.ChannelID, &discordgo.MessageSend{Poll: &discordgo.Poll{
+		Question: discordgo.PollMedia{Text: "lunch?"}, Answers: []discordgo.PollAnswer{{Media: &discordgo.PollMedia{Text: "yes"}}, {Media: &discordgo.PollMedia{Text: "no"}}},
+		Duration: 2, LayoutType: discordgo.PollLayoutTypeDefault}})
+	if err != nil || poll.Poll == nil || poll.Poll.Question.Text != "lunch?" {
+		t.Fatalf("poll send = %+v, %v", poll, err)
+	}
+	withButton, err := s.ChannelMessageSendComplex(discordtest.ChannelID, &discordgo.MessageSend{Content: "ok?", Components: []discordgo.MessageComponent{
+		discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.Button{Label: "Yes", Style: discordgo.PrimaryButton, CustomID: "yes"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := fake.Sent()
+	if len(sent) != 3 || string(sent[0].Files[0].Data) != "body" || sent[1].Poll.Duration != 2 || len(sent[1].Poll.Answers) != 2 ||
+		len(sent[2].Buttons) != 1 || sent[2].Buttons[0] != (discordtest.Button{Label: "Yes", Style: 1, CustomID: "yes"}) {
+		t.Errorf("sent = %+v", sent)
+	}
+
+	id, err := fake.Press(discordtest.Press{MessageID: withButton.ID, CustomID: "yes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := recv(t, ctx, presses)
+	if in.ID != id || in.Type != discordgo.InteractionMessageComponent || in.MessageComponentData().CustomID != "yes" || in.Member == nil || in.Member.User.ID != discordtest.UserID {
+		t.Errorf("INTERACTION_CREATE = %+v", in.Interaction)
+	}
+	if err := s.InteractionRespond(in.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InteractionRespond(in.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err == nil {
+		t.Error("a second response was taken")
+	}
+	if cbs := fake.Callbacks(); len(cbs) != 1 || cbs[0] != (discordtest.Callback{InteractionID: id, Type: 6}) {
+		t.Errorf("callbacks = %+v", cbs)
+	}
+
+	if err := s.MessageReactionAdd(discordtest.ChannelID, poll.ID, "👍"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.UserReacts(poll.ID, "👍", discordtest.UserID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ChannelMessage(discordtest.ChannelID, poll.ID)
+	if err != nil || len(got.Reactions) != 1 || got.Reactions[0].Count != 2 || !got.Reactions[0].Me || got.Reactions[0].Emoji.Name != "👍" {
+		t.Errorf("message with reactions = %+v, %v", got, err)
+	}
+	page, err := s.ChannelMessages(discordtest.ChannelID, 2, "", "", "")
+	if err != nil || len(page) != 2 || page[0].ID != withButton.ID || page[1].ID != poll.ID {
+		t.Errorf("history = %+v, %v", page, err)
+	}
+
+	for range 3 {
+		recv(t, ctx, messages) // the echoes of the bot's posts
+	}
+	fake.UserSays(discordtest.Say{ChannelID: discordtest.ChannelID, Text: "pic", Files: []discordtest.File{{Name: "a.png", MIME: "image/png", Data: []byte("png")}}})
+	m := recv(t, ctx, messages)
+	if len(m.Attachments) != 1 || m.Attachments[0].Size != 3 || m.Attachments[0].ContentType != "image/png" {
+		t.Fatalf("attachments = %+v", m.Attachments)
+	}
+	resp, err := fake.Client().Get(m.Attachments[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || string(body) != "png" {
+		t.Errorf("CDN answered %d %q", resp.StatusCode, body)
 	}
 }
