@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -376,6 +377,32 @@ func TestDiscordChannel(t *testing.T) {
 	if len(users) != 1 || !strings.Contains(users[0], "what now?") || !strings.Contains(users[0], "chatter without a mention") {
 		t.Errorf("the channel's session has user messages %q, want one turn: the mention with the chatter as context", users)
 	}
+
+	// The message tool reads the DM's history and a message's reactions,
+	// and posts a native poll (spec channels.md R9.2).
+	said := dc.UserSays(discordtest.Say{Text: "react to me"})
+	if err := dc.UserReacts(said, "👍", discordtest.UserID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ call, want string }{
+		{`{"action":"read","limit":10}`, "react to me"},
+		{`{"action":"reactions","messageId":"` + said + `"}`, `"emoji":"👍","count":1`},
+		{`{"action":"poll","pollQuestion":"Ship it?","pollOption":["yes","no"],"pollDurationSeconds":3600}`, `"action":"poll"`},
+	} {
+		n := len(dc.Sent())
+		dc.UserSays(discordtest.Say{Text: "/call message " + tc.call})
+		if _, err := dc.WaitSent(ctx, n+1); err != nil {
+			t.Fatalf("%s: no answer: %v", tc.call, err)
+		}
+		waitFor(t, "an answer saying "+tc.want, func() bool {
+			return slices.ContainsFunc(dc.Sent()[n:], func(m discordtest.Sent) bool { return strings.Contains(m.Content, tc.want) })
+		})
+	}
+	if !slices.ContainsFunc(dc.Sent(), func(m discordtest.Sent) bool {
+		return m.Poll != nil && m.Poll.Question == "Ship it?" && m.Poll.Duration == 1
+	}) {
+		t.Errorf("no poll in %+v", dc.Sent())
+	}
 }
 
 // TestChannelExecApproval: a command a channel turn runs that needs an
@@ -437,4 +464,34 @@ func TestChannelExecApproval(t *testing.T) {
 		}
 		return false
 	})
+
+	// The request's buttons answer it too: a press arrives as the
+	// /approve it stands for, from the presser, checked as typed, and is
+	// answered to Telegram.
+	tg.UserSays(tgtest.Say{From: owner, Text: `/call exec {"command":"echo pressed-deny"}`})
+	var req tgtest.Sent
+	if err := tg.Wait(ctx, func() bool {
+		for _, m := range tg.Sent() {
+			if strings.Contains(m.Text, "echo pressed-deny") && len(m.Buttons) == 1 && len(m.Buttons[0]) == 3 {
+				req = m
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("no approval request with buttons: %v (sent %q)", err, all())
+	}
+	deny := req.Buttons[0][2].CallbackData
+	if !strings.HasSuffix(deny, " deny") {
+		t.Fatalf("the third button is %+v, want deny", req.Buttons[0][2])
+	}
+	if _, _, err := tg.UserPresses(tgtest.Press{From: owner, MessageID: req.MessageID, Data: deny}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Wait(ctx, func() bool { return in("4242", "deny: echo pressed-deny") }); err != nil {
+		t.Fatalf("the approver's press was not taken: %v (sent %q)", err, all())
+	}
+	if _, err := tg.WaitAnswers(ctx, 1); err != nil {
+		t.Errorf("the presses were not answered: %v", err)
+	}
 }

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -148,7 +150,7 @@ func TestMessageTool(t *testing.T) {
 		{"to another chat", `{"action":"send","target":"-100777","message":"to the team"}`, "-100777", "to the team"},
 		{"another platform", `{"action":"send","channel":"slack","target":"channel:C1","message":"x"}`, "61", "allowAcrossProviders is off"},
 		{"a bad target", `{"action":"send","target":"../etc","message":"x"}`, "61", "a Telegram target is a numeric chat id"},
-		{"an action not built", `{"action":"poll","message":"x"}`, "61", `"poll"`},
+		{"an action not built", `{"action":"pin","messageId":"1"}`, "61", `unsupported action "pin"`},
 		{"dry run", `{"action":"send","target":"42","message":"not sent","dryRun":true}`, "61", `"dryRun":true`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +185,90 @@ func TestMessageTool(t *testing.T) {
 	want := row{"agent:main:main", "direct", "", "telegram", "telegram", "61", "default"}
 	if !slices.Contains(l.Sessions, want) {
 		t.Errorf("sessions %+v, want one %+v", l.Sessions, want)
+	}
+}
+
+// TestMessageToolFilesPollsReads: the message tool posts a workspace
+// file and a poll where the platform has them, refuses what Telegram
+// lacks (history), holds an action the account turned off, and an
+// inbound attachment lands in the workspace where the model reads it.
+func TestMessageToolFilesPollsReads(t *testing.T) {
+	tg := tgtest.Start(t)
+	ts, url := startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"],
+		"mediaMaxMb":1,"actions":{"deleteMessage":false}}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sent := func(text string) bool {
+		for _, m := range tg.Sent() {
+			if strings.Contains(m.Text, text) {
+				return true
+			}
+		}
+		return false
+	}
+	user := tgtest.User{ID: 62, FirstName: "Ida"}
+	// An attachment: written under inbound/<day>/, read back by the
+	// model with the read tool.
+	day := time.Now().UTC().Format("2006-01-02")
+	tg.UserSays(tgtest.Say{From: user, Text: `/call read {"path":"inbound/` + day + `/notes.txt"}`,
+		File: &tgtest.Attachment{Kind: "document", Name: "notes.txt", MIME: "text/plain", Data: []byte("quarterly numbers: 42")}})
+	if err := tg.Wait(ctx, func() bool { return sent("quarterly numbers: 42") }); err != nil {
+		t.Fatalf("the model did not read the attachment from its workspace: %v (sent %+v)", err, tg.Sent())
+	}
+	// One over mediaMaxMb is not downloaded; the model is told why.
+	tg.UserSays(tgtest.Say{From: user, Text: "big one", File: &tgtest.Attachment{Kind: "document", Name: "big.bin", Data: []byte("x"), Size: 2 << 20}})
+	waitHistory(t, url, "agent:main:main", "[media unavailable: big.bin:")
+
+	for _, tc := range []struct{ name, call, want string }{
+		{"a poll", `{"action":"poll","pollQuestion":"Lunch?","pollOption":["pizza","sushi"],"pollMulti":true}`, `"action":"poll"`},
+		{"a file from the workspace", `{"action":"sendAttachment","media":"inbound/` + day + `/notes.txt","message":"*the* notes"}`, `"name":"notes.txt"`},
+		{"a file as base64", `{"action":"sendAttachment","buffer":"` + base64.StdEncoding.EncodeToString([]byte("a,b\n")) + `","filename":"t.csv"}`, `"contentType":"text/csv"`},
+		{"history Telegram lacks", `{"action":"read","limit":5}`, "unsupported action for channel telegram"},
+		{"an action turned off", `{"action":"delete","messageId":"1"}`, "channels.telegram.actions.deleteMessage is false"},
+		{"a file outside the workspace", `{"action":"sendAttachment","media":"/etc/passwd"}`, "outside the workspace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg.UserSays(tgtest.Say{From: user, Text: "/call message " + tc.call})
+			if err := tg.Wait(ctx, func() bool { return sent(tc.want) }); err != nil {
+				var got []string
+				for _, m := range tg.Sent() {
+					got = append(got, m.Text)
+				}
+				t.Fatalf("no answer saying %q: %v\n%s", tc.want, err, strings.Join(got, "\n"))
+			}
+		})
+	}
+	if p := tg.Polls(); len(p) != 1 || p[0].Question != "Lunch?" || !slices.Equal(p[0].Options, []string{"pizza", "sushi"}) || !p[0].Multi {
+		t.Errorf("polls %+v", p)
+	}
+	ups := tg.Uploads()
+	if len(ups) != 2 || ups[0].Name != "notes.txt" || string(ups[0].Data) != "quarterly numbers: 42" || ups[0].Caption != "<i>the</i> notes" ||
+		ups[1].Name != "t.csv" || string(ups[1].Data) != "a,b\n" {
+		t.Errorf("uploads %+v", ups)
+	}
+	_ = ts
+}
+
+// waitHistory waits until a session's chat.history holds text.
+func waitHistory(t *testing.T, url, key, text string) {
+	t.Helper()
+	c := dialWS(t, url)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h := mustCall[struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}](t, c, "chat.history", map[string]any{"sessionKey": key})
+		for _, m := range h.Messages {
+			if strings.Contains(string(m.Content), text) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the history of %s: %+v", text, key, h.Messages)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
