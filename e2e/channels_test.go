@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -116,8 +117,14 @@ func TestTelegramChannel(t *testing.T) {
 	if err != nil || !strings.Contains(out, code) {
 		t.Fatalf("talon pairing list: %v\n%s", err, out)
 	}
-	if out, err := talonCLI(t, "pairing", "approve", "telegram", strings.ToLower(code), "--state-dir", dir); err != nil || !strings.Contains(out, "4242") {
+	// The first sender approved where no command owner is configured
+	// becomes the owner (R7.5).
+	if out, err := talonCLI(t, "pairing", "approve", "telegram", strings.ToLower(code), "--state-dir", dir); err != nil ||
+		!strings.Contains(out, "4242") || !strings.Contains(out, "telegram:4242 is now the command owner") {
 		t.Fatalf("talon pairing approve: %v\n%s", err, out)
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(dir, "talon.json")); !strings.Contains(string(cfg), `"ownerAllowFrom"`) {
+		t.Errorf("the config after the first approval names no owner:\n%s", cfg)
 	}
 
 	// Approved: the next DM is answered, in chunks of at most 120

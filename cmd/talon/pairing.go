@@ -110,6 +110,10 @@ tenant's channels (<state-dir>/tenants/<id>).`,
 				return err
 			}
 			defer db.Close()
+			cfgPath, err := f.configFile()
+			if err != nil {
+				return err
+			}
 			r, err := db.ApprovePairing(cmd.Context(), store.PairingMatch{Channel: ch, AccountID: f.accountID(), Code: channel.NormalizeCode(code)}, time.Now(), channel.PairingTTL)
 			if errors.Is(err, store.ErrPairingNotFound) {
 				return exitError{1, fmt.Sprintf("pairing approve: no pending %s request has code %s (it may have expired after an hour, or been approved); talon pairing list shows the waiting ones", ch, channel.NormalizeCode(code))}
@@ -117,7 +121,14 @@ tenant's channels (<state-dir>/tenants/<id>).`,
 			if err != nil {
 				return fmt.Errorf("pairing approve: %w", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Approved %s sender %s on account %s: their next message gets an answer.\n", r.Channel, r.SenderID, r.AccountID)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Approved %s sender %s on account %s: their next message gets an answer.\n", r.Channel, r.SenderID, r.AccountID)
+			switch boot, err := bootstrapOwner(cfgPath, r.Channel, r.SenderID); {
+			case err != nil:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: commands.ownerAllowFrom is empty but was not written: %v\n", err)
+			case boot == channel.OwnerConfigured:
+				fmt.Fprintf(out, "commands.ownerAllowFrom was empty: %s:%s is now the command owner (in %s).\n", r.Channel, r.SenderID, cfgPath)
+			}
 			return nil
 		},
 	}
@@ -186,6 +197,42 @@ func (f pairingFlags) open(cmd *cobra.Command, ch string, need bool) (*store.DB,
 		return nil, "", fmt.Errorf("opening the channels' database: %w", err)
 	}
 	return db, ch, nil
+}
+
+// configFile is the config file of the state directory (or tenant)
+// the flags name.
+func (f pairingFlags) configFile() (string, error) {
+	state, err := resolveStateDir(f.stateDir)
+	if err != nil {
+		return "", err
+	}
+	dir := state
+	if f.tenant != "" {
+		dir = filepath.Join(state, "tenants", f.tenant)
+	}
+	return configIn(dir, f.configPath), nil
+}
+
+// bootstrapOwner is R7.5's first-owner bootstrap of a CLI approval: the
+// first sender approved where no command owner is configured becomes the
+// owner, written into the config file (which the gateway reloads).
+func bootstrapOwner(path, ch, sender string) (string, error) {
+	f, err := config.Load(path)
+	if err != nil {
+		return channel.OwnerUnavailable, err
+	}
+	next := f.Tree.Clone()
+	boot := channel.BootstrapOwner(next, f.Config, ch, sender)
+	if boot != channel.OwnerConfigured {
+		return boot, nil
+	}
+	if _, err := config.Parse(path, next.Indented()); err != nil {
+		return channel.OwnerUnavailable, err
+	}
+	if _, err := config.Save(path, next); err != nil {
+		return channel.OwnerUnavailable, err
+	}
+	return boot, nil
 }
 
 func isChatChannel(ch string) bool { return ch == "telegram" || ch == "slack" || ch == "discord" }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/config"
 )
 
 func TestAccounts(t *testing.T) {
@@ -191,6 +193,39 @@ func TestAckReaction(t *testing.T) {
 			got, ok := AckReaction(cfg, a, tc.e, tc.agent)
 			if got != tc.want || ok != (tc.want != "") {
 				t.Errorf("got %q %v, want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestBootstrapOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, ch, sender, want, wantOwners string
+	}{
+		{"no owners: the sender becomes one", `{channels: {telegram: {}}}`, "telegram", "58466", OwnerConfigured, `["telegram:58466"]`},
+		{"empty list counts as none", `{commands: {native: "auto", ownerAllowFrom: []}}`, "slack", "U1", OwnerConfigured, `["slack:U1"]`},
+		{"owners exist: nothing added", `{commands: {ownerAllowFrom: ["discord:9"]}}`, "telegram", "1", OwnerAlready, `["discord:9"]`},
+		{"a sender id that is not one", `{}`, "telegram", "1:2", OwnerUnavailable, ``},
+		{"a wildcard is never an owner", `{}`, "telegram", "*", OwnerUnavailable, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := config.Parse("t.json5", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := BootstrapOwner(f.Tree, f.Config, tc.ch, tc.sender); got != tc.want {
+				t.Errorf("BootstrapOwner = %q, want %q", got, tc.want)
+			}
+			got := ""
+			if v := f.Tree.Lookup("commands", "ownerAllowFrom"); v != nil {
+				b, _ := v.MarshalJSON()
+				got = string(b)
+			}
+			if got != tc.wantOwners {
+				t.Errorf("commands.ownerAllowFrom = %s, want %s", got, tc.wantOwners)
+			}
+			if tc.want == OwnerConfigured && f.Tree.Lookup("commands", "native") == nil && strings.Contains(tc.src, "native") {
+				t.Error("the other commands keys were lost")
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"strings"
 	"time"
+
+	"talon/internal/config"
 )
 
 // Pairing rules of spec channels.md §7. The store (hub) keeps requests;
@@ -121,4 +123,36 @@ func NextPairing(pending []PairingRequest, senderID string, now time.Time) (Pair
 		return PairingFull, PairingRequest{}
 	}
 	return PairingCreate, PairingRequest{}
+}
+
+// The outcomes of the first-owner bootstrap (R7.5), as
+// channels.pairing.approve reports them.
+const (
+	OwnerNotRequested = "not-requested"
+	OwnerConfigured   = "configured"
+	OwnerAlready      = "already-configured"
+	OwnerUnavailable  = "unavailable"
+)
+
+// BootstrapOwner is R7.5's first-owner bootstrap on a config tree: when
+// cfg (the tree, loaded) names no command owner at all, the approved
+// sender becomes the only one — commands.ownerAllowFrom is set to
+// ["<channel>:<senderID>"] in tree — and it returns OwnerConfigured;
+// with any owner already there it changes nothing (OwnerAlready), so a
+// later approval never adds owners.
+func BootstrapOwner(tree *config.Value, cfg *config.Config, ch, senderID string) string {
+	ch, senderID = strings.TrimSpace(ch), strings.TrimSpace(senderID)
+	if ch == "" || senderID == "" || senderID == "*" || strings.ContainsAny(senderID, ": \t\n") {
+		return OwnerUnavailable
+	}
+	if len(cfg.Commands.OwnerAllowFrom) > 0 {
+		return OwnerAlready
+	}
+	cmds := tree.Get("commands")
+	if cmds == nil || cmds.Kind != config.Object {
+		cmds = config.NewObject()
+		tree.Set("commands", cmds)
+	}
+	cmds.Set("ownerAllowFrom", config.NewStrings(ch+":"+senderID))
+	return OwnerConfigured
 }

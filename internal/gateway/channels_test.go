@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"talon/internal/channel/slack/slacktest"
 	"talon/internal/channel/telegram/tgtest"
+	"talon/protocol"
 )
 
 // tgAddr is a fake Bot API's host:port, for tenants.network.allowHosts.
@@ -470,5 +472,66 @@ func TestSlackTypingReaction(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("reactions %+v, want hourglass_flowing_sand put on %s and taken off", r, evs[0].TS)
 		}
+	}
+}
+
+// TestPairingOverWS: channels.pairing.list shows a stranger's request
+// without its code; approving it with bootstrapCommandOwner needs
+// operator.admin, makes the first approved sender the command owner, and
+// never a second one (spec channels.md R7.5, R7.8).
+func TestPairingOverWS(t *testing.T) {
+	tg := tgtest.Start(t)
+	ts, url := startWS(t, `,"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"pairing"}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialWS(t, url)
+	pairing := dialWS(t, url, protocol.ScopePairing)
+	type list struct {
+		Requests []struct {
+			RequestID string `json:"requestId"`
+			SenderID  string `json:"senderId"`
+			Code      string `json:"code"`
+		} `json:"requests"`
+		CommandOwnerConfigured bool `json:"commandOwnerConfigured"`
+	}
+	request := func(sender int64) string {
+		tg.UserSays(tgtest.Say{From: tgtest.User{ID: sender, FirstName: "S"}, Text: "hi"})
+		for {
+			l := mustCall[list](t, pairing, "channels.pairing.list", map[string]any{"channel": "telegram"})
+			for _, r := range l.Requests {
+				if r.Code != "" {
+					t.Fatalf("the list shows a code: %+v", r)
+				}
+				if r.SenderID == strconv.FormatInt(sender, 10) {
+					return r.RequestID
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("no request of %d listed: %+v", sender, l)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	approve := map[string]any{"channel": "telegram", "accountId": "default", "requestId": request(501), "bootstrapCommandOwner": true}
+	if _, err := callErr(pairing, "channels.pairing.approve", approve); err == nil || !strings.Contains(err.Error(), "missing scope: operator.admin") {
+		t.Fatalf("bootstrap without operator.admin: %v", err)
+	}
+	type answer struct {
+		SenderID              string `json:"senderId"`
+		CommandOwnerBootstrap string `json:"commandOwnerBootstrap"`
+	}
+	if a := mustCall[answer](t, c, "channels.pairing.approve", approve); a.SenderID != "501" || a.CommandOwnerBootstrap != "configured" {
+		t.Fatalf("first approval: %+v", a)
+	}
+	if l := mustCall[list](t, c, "channels.pairing.list", nil); !l.CommandOwnerConfigured {
+		t.Error("commandOwnerConfigured is false after the bootstrap")
+	}
+	second := map[string]any{"channel": "telegram", "accountId": "default", "requestId": request(502), "bootstrapCommandOwner": true}
+	if a := mustCall[answer](t, c, "channels.pairing.approve", second); a.CommandOwnerBootstrap != "already-configured" {
+		t.Fatalf("second approval: %+v", a)
+	}
+	b, err := os.ReadFile(filepath.Join(ts.dir, "talon.json"))
+	if err != nil || !strings.Contains(string(b), `"telegram:501"`) || strings.Contains(string(b), "502") {
+		t.Errorf("config after two approvals (%v):\n%s", err, b)
 	}
 }

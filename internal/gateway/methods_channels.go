@@ -308,11 +308,10 @@ func pairingApprove(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	boot := "not-requested"
-	if p.BootstrapCommandOwner != nil && *p.BootstrapCommandOwner {
-		// Writing commands.ownerAllowFrom from a pairing is not built:
-		// say so rather than approve as if it were.
-		boot = "unavailable"
+	bootstrap := p.BootstrapCommandOwner != nil && *p.BootstrapCommandOwner
+	if bootstrap && !c.c.has(protocol.ScopeAdmin) {
+		// It writes the config: the scope config writes need too.
+		return nil, protocol.Errorf("missing scope: %s (bootstrapCommandOwner writes commands.ownerAllowFrom)", protocol.ScopeAdmin)
 	}
 	d, err := h.ApprovePairing(c.ctx, ch, acct, id, p.Notify != nil && *p.Notify)
 	if err != nil {
@@ -321,7 +320,37 @@ func pairingApprove(s *Server, c *call) (any, error) {
 		}
 		return nil, err
 	}
+	boot := channel.OwnerNotRequested
+	if bootstrap {
+		boot = bootstrapOwner(s, c, ch, d.SenderID)
+	}
 	return map[string]any{"requestId": d.RequestID, "senderId": d.SenderID, "notification": d.Notification, "commandOwnerBootstrap": boot}, nil
+}
+
+// bootstrapOwner makes an approved sender the command owner when the
+// config names none (R7.5), under the config's write lock. The approval
+// stands either way: a config that cannot be written is "unavailable".
+func bootstrapOwner(s *Server, c *call, ch, sender string) string {
+	tx, err := beginEdit(c)
+	if err != nil {
+		s.log.Warn("pairing: bootstrapping the command owner", "tenant", c.t.id, "err", err)
+		return channel.OwnerUnavailable
+	}
+	defer tx.done()
+	next := tx.cur.file.Tree.Clone()
+	boot := channel.BootstrapOwner(next, tx.cur.file.Config, ch, sender)
+	if boot != channel.OwnerConfigured {
+		return boot
+	}
+	f, err := tx.check(next)
+	if err == nil {
+		err = tx.save(f)
+	}
+	if err != nil {
+		s.log.Warn("pairing: bootstrapping the command owner", "tenant", c.t.id, "err", err)
+		return channel.OwnerUnavailable
+	}
+	return boot
 }
 
 func pairingDismiss(s *Server, c *call) (any, error) {
