@@ -535,3 +535,28 @@ func TestPairingOverWS(t *testing.T) {
 		t.Errorf("config after two approvals (%v):\n%s", err, b)
 	}
 }
+
+// TestChannelNewSession: /new in a chat starts the session over (R2.3):
+// the next turn's history no longer holds the earlier conversation.
+func TestChannelNewSession(t *testing.T) {
+	tg := tgtest.Start(t)
+	_, url := startWS(t, `,"session":{"dmScope":"per-channel-peer"},"channels":{"telegram":{"botToken":"`+tg.Token+`","apiRoot":"`+tg.URL+`","dmPolicy":"open","allowFrom":["*"]}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	user := tgtest.User{ID: 63, FirstName: "Noa"}
+	key := "agent:main:telegram:direct:63"
+	tg.UserSays(tgtest.Say{From: user, Text: "remember the launch code word"})
+	waitHistory(t, url, key, "remember the launch code word")
+	tg.UserSays(tgtest.Say{From: user, Text: "/new"})
+	if err := tg.Wait(ctx, func() bool {
+		return slices.ContainsFunc(tg.Sent(), func(m tgtest.Sent) bool { return strings.Contains(m.Text, "New session started") })
+	}); err != nil {
+		t.Fatalf("no answer to /new: %v (sent %+v)", err, tg.Sent())
+	}
+	h := mustCall[struct {
+		Messages []json.RawMessage `json:"messages"`
+	}](t, dialWS(t, url), "chat.history", map[string]any{"sessionKey": key})
+	if len(h.Messages) != 0 {
+		t.Errorf("after /new the session's history has %d messages: %s", len(h.Messages), h.Messages)
+	}
+}

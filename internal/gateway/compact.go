@@ -32,19 +32,21 @@ const busyNotice = "a run of this session is still active; try again when it has
 const (
 	cmdCompact = "/compact"
 	cmdStatus  = "/status"
+	cmdNew     = "/new"
+	cmdReset   = "/reset"
 )
 
 // chatCommand reads a message that is a chat command (/compact with its
-// optional focus, /status) rather than a turn; ok is false for any other
-// message.
+// optional focus, /status, /new, /reset) rather than a turn; ok is false
+// for any other message.
 func chatCommand(text string) (cmd, arg string, ok bool) {
 	t := strings.TrimSpace(text)
-	for _, c := range []string{cmdCompact, cmdStatus} {
+	for _, c := range []string{cmdCompact, cmdStatus, cmdNew, cmdReset} {
 		rest, found := strings.CutPrefix(t, c)
 		if !found || rest != "" && !unicode.IsSpace([]rune(rest)[0]) {
 			continue
 		}
-		if c == cmdStatus && strings.TrimSpace(rest) != "" {
+		if c != cmdCompact && strings.TrimSpace(rest) != "" {
 			return "", "", false
 		}
 		return c, strings.TrimSpace(rest), true
@@ -203,16 +205,29 @@ func (s *Server) compactionEvents(t *tenant, key, runID string) func(agent.Compa
 
 // command runs a chat command on a session for the HTTP endpoint and a
 // chat run: /compact under the session's lock, if no run holds it (its
-// reply says so otherwise), or /status. It returns the reply.
+// reply says so otherwise), /new and /reset likewise, or /status. It
+// returns the reply.
 func (s *Server) command(ctx context.Context, t *tenant, rt *runtime, agentID, key, cmd, arg string, on func(agent.CompactionEvent)) (string, error) {
 	if cmd == cmdStatus {
 		return s.statusReply(ctx, rt, agentID, key)
 	}
 	unlock, ok := s.locks.tryLock(sessionLockKey(t, key))
 	if !ok {
+		if cmd != cmdCompact {
+			return "Not reset: " + busyNotice + " (a stop word ends it).", nil
+		}
 		return compaction.NoticeUnavailable(busyNotice), nil
 	}
 	defer unlock()
+	if cmd == cmdNew || cmd == cmdReset {
+		// As sessions.reset: a new session id, the transcript kept.
+		entry, err := rt.runner.Store.ResetSession(ctx, agentID, key, time.Now())
+		if err != nil {
+			return "", err
+		}
+		s.sessionsChanged(t, sessionTarget{agent: agentID, key: key}, entry.SessionID, strings.TrimPrefix(cmd, "/"), nil)
+		return "New session started: the conversation before this is no longer in the model's context.", nil
+	}
 	res, err := rt.runner.Compact(ctx, agentID, key, arg, on)
 	if err != nil {
 		return "", err

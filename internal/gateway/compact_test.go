@@ -378,6 +378,10 @@ func TestChatCommandParsing(t *testing.T) {
 		{"/compactly", "", "", false},
 		{"please /compact", "", "", false},
 		{"/Compact", "", "", false},
+		{"/new", cmdNew, "", true},
+		{" /reset ", cmdReset, "", true},
+		{"/new idea for the launch", "", "", false},
+		{"/newer", "", "", false},
 	} {
 		cmd, arg, ok := chatCommand(c.in)
 		if cmd != c.cmd || arg != c.arg || ok != c.ok {
