@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -36,10 +35,12 @@ type account struct {
 }
 
 // worker is the goroutine of one conversation. more says messages came
-// in since it last read the inbox; wake tells a debounce wait so.
+// in since it last read the inbox; wake tells a debounce wait so; folded
+// are the rows of its last read that the debounce folded into another.
 type worker struct {
-	more bool
-	wake chan struct{}
+	more   bool
+	wake   chan struct{}
+	folded map[int64]bool
 }
 
 func newAccount(h *Hub, a Account) *account {
@@ -205,7 +206,7 @@ func (acc *account) kick(conv string) {
 		}
 		return
 	}
-	acc.workers[conv] = &worker{wake: make(chan struct{}, 1)}
+	acc.workers[conv] = &worker{wake: make(chan struct{}, 1), folded: map[int64]bool{}}
 	acc.wg.Add(1)
 	go acc.work(conv)
 }
@@ -231,26 +232,20 @@ func (acc *account) work(conv string) {
 }
 
 func (acc *account) drain(conv string) bool {
-	// The rows are read again after each one: processing one may fold
-	// the next ones into it (debounce).
-	done := map[int64]bool{}
-	for {
-		rows, err := acc.h.o.Store.OpenInbound(acc.ctx, acc.a.Channel, acc.a.ID, conv)
-		if err != nil {
-			if acc.ctx.Err() == nil {
-				acc.log.Error("reading the inbox", "err", err)
-			}
-			return false
+	rows, err := acc.h.o.Store.OpenInbound(acc.ctx, acc.a.Channel, acc.a.ID, conv)
+	if err != nil {
+		if acc.ctx.Err() == nil {
+			acc.log.Error("reading the inbox", "err", err)
 		}
-		i := slices.IndexFunc(rows, func(r store.Inbound) bool { return !done[r.ID] })
-		if i < 0 {
-			return true
-		}
+		return false
+	}
+	for _, r := range rows {
 		if acc.ctx.Err() != nil {
 			return false
 		}
-		r := rows[i]
-		done[r.ID] = true
+		if acc.folded(conv, r.ID) {
+			continue // the debounce folded it into an earlier one
+		}
 		if err := acc.process(r); err != nil {
 			if errors.Is(err, store.ErrStateChanged) {
 				continue // taken meanwhile (a control command): not this worker's
@@ -261,6 +256,20 @@ func (acc *account) drain(conv string) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// folded says the debounce folded row id of conv into an earlier row
+// since the worker last read the inbox, and forgets it.
+func (acc *account) folded(conv string, id int64) bool {
+	acc.mu.Lock()
+	defer acc.mu.Unlock()
+	w := acc.workers[conv]
+	if w == nil || !w.folded[id] {
+		return false
+	}
+	delete(w.folded, id)
+	return true
 }
 
 // errStopped says the account stopped while a message was processed: it

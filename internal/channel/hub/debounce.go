@@ -59,6 +59,13 @@ func (acc *account) debounce(r store.Inbound) (store.Inbound, error) {
 		} else if err != nil {
 			return r, acc.stopped(err)
 		}
+		acc.mu.Lock()
+		if w := acc.workers[store.Conversation(r.Envelope)]; w != nil {
+			for _, id := range ids {
+				w.folded[id] = true
+			}
+		}
+		acc.mu.Unlock()
 		for _, id := range ids {
 			acc.settle(id, store.InboxBatched)
 		}
