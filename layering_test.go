@@ -19,7 +19,7 @@ var layers = []struct {
 	{0, []string{"atomicfile", "contain", "netguard", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml"}},
 	{1, []string{"plugin/yamltool", "authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
 	{2, []string{"policy", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
-	{3, []string{"session", "compaction", "channel"}},
+	{3, []string{"session", "compaction", "channel", "automation"}},
 	{4, []string{"store", "sandbox", "provider", "approval", "channel/telegram", "channel/slack", "channel/discord"}},
 	{5, []string{"sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling", "channel/hub", "channel/telegram/tgtest", "channel/slack/slacktest", "channel/discord/discordtest"}},
 	{6, []string{"tools"}},
