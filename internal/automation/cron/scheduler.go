@@ -394,7 +394,8 @@ func (s *Scheduler) release(sl *slot, next int64, ok bool) {
 	t.running--
 	s.running--
 	live := !t.removed && t.jobs[sl.id] == sl && t.cfg.Enabled && !s.closed
-	if live && ok {
+	// A waiting run settles and arms the job itself.
+	if live && ok && sl.wait == nil {
 		s.heap.arm(sl, next)
 		s.poke()
 	}
