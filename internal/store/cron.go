@@ -179,10 +179,10 @@ func insertCronJob(ctx context.Context, tx *sql.Tx, j automation.Job, def, state
 	case n >= MaxCronJobs:
 		return ErrTooManyCronJobs
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO cron_jobs (id, name, description, agent_id, enabled,
-		schedule_kind, definition, config_revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.ID, j.Name, j.Description, j.AgentID, j.Enabled, j.Schedule.Kind, def, j.ConfigRevision,
-		j.CreatedAtMs, j.UpdatedAtMs); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO cron_jobs (id, name, agent_id, enabled, schedule_kind,
+		definition, config_revision, created_at, updated_at, search) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.ID, j.Name, j.AgentID, j.Enabled, j.Schedule.Kind, def, j.ConfigRevision,
+		j.CreatedAtMs, j.UpdatedAtMs, cronJobSearch(j)); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO cron_job_state (job_id, next_run_at, last_run_status, state)
@@ -208,9 +208,9 @@ func (db *DB) UpdateCronJob(ctx context.Context, j automation.Job, expectedRevis
 }
 
 func updateCronJob(ctx context.Context, tx *sql.Tx, j automation.Job, def, state string, expected int64) error {
-	res, err := tx.ExecContext(ctx, `UPDATE cron_jobs SET name = ?, description = ?, agent_id = ?, enabled = ?,
-		schedule_kind = ?, definition = ?, config_revision = ?, updated_at = ? WHERE id = ? AND config_revision = ?`,
-		j.Name, j.Description, j.AgentID, j.Enabled, j.Schedule.Kind, def, j.ConfigRevision, j.UpdatedAtMs,
+	res, err := tx.ExecContext(ctx, `UPDATE cron_jobs SET name = ?, agent_id = ?, enabled = ?, schedule_kind = ?,
+		definition = ?, config_revision = ?, updated_at = ?, search = ? WHERE id = ? AND config_revision = ?`,
+		j.Name, j.AgentID, j.Enabled, j.Schedule.Kind, def, j.ConfigRevision, j.UpdatedAtMs, cronJobSearch(j),
 		j.ID, expected)
 	if err != nil {
 		return err
@@ -320,7 +320,7 @@ func (q CronListQuery) where() (string, []any, error) {
 		if len(q.Query) > maxCronQuery {
 			return "", nil, fmt.Errorf("query is longer than %d bytes", maxCronQuery)
 		}
-		conds = append(conds, "instr(lower(j.id || ' ' || j.name || ' ' || j.description || ' ' || j.agent_id), ?) > 0")
+		conds = append(conds, "instr(j.search, ?) > 0")
 		args = append(args, strings.ToLower(q.Query))
 	}
 	switch q.ScheduleKind {
@@ -421,6 +421,11 @@ func checkCronRun(r automation.Run) error {
 		return fmt.Errorf("status %q: want ok, error, skipped or lost", r.Status)
 	}
 	return nil
+}
+
+// cronJobSearch is what CronListQuery.Query matches, lower-cased once.
+func cronJobSearch(j automation.Job) string {
+	return strings.ToLower(j.ID + " " + j.Name + " " + j.Description + " " + j.AgentID)
 }
 
 // cronRunSearch is what CronRunQuery.Query matches, lower-cased once.

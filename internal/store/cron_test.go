@@ -264,7 +264,11 @@ func TestListCronJobs(t *testing.T) {
 		mk("j1", "beta report", "", automation.KindCron, true, i64(300), "ok", 10),
 		mk("j2", "Alpha digest", "ops", automation.KindEvery, true, i64(100), "error", 30),
 		mk("j3", "gamma", "ops", automation.KindAt, false, nil, "", 20),
-		mk("j4", "delta", "sales", automation.KindCron, true, nil, "skipped", 40),
+		func() automation.Job {
+			j := mk("j4", "delta", "sales", automation.KindCron, true, nil, "skipped", 40)
+			j.Description = "Wöchentlicher ÄRGER"
+			return j
+		}(),
 		mk("j5", "Epsilon", "", automation.KindEvery, false, i64(200), "ok", 50),
 	} {
 		if err := db.AddCronJob(ctx, j); err != nil {
@@ -284,6 +288,7 @@ func TestListCronJobs(t *testing.T) {
 		{"next run desc keeps none last", CronListQuery{Enabled: "all", SortDir: "desc"}, []string{"j1", "j5", "j2", "j3", "j4"}, 5},
 		{"query matches name, any case", CronListQuery{Enabled: "all", Query: "ALPHA"}, []string{"j2"}, 1},
 		{"query matches agent id", CronListQuery{Enabled: "all", Query: "sales"}, []string{"j4"}, 1},
+		{"query matches description, case folded beyond ASCII", CronListQuery{Enabled: "all", Query: "ärger"}, []string{"j4"}, 1},
 		{"query matches id", CronListQuery{Enabled: "all", Query: "j3"}, []string{"j3"}, 1},
 		{"schedule kind", CronListQuery{Enabled: "all", ScheduleKind: "every"}, []string{"j2", "j5"}, 2},
 		{"last run status", CronListQuery{Enabled: "all", LastRunStatus: "ok"}, []string{"j5", "j1"}, 2},

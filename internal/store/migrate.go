@@ -147,21 +147,22 @@ CREATE TABLE channel_pairing_allow_entries (
 	// 6: cron jobs (spec automation.md R4.1). The definition and the
 	// runtime state are apart, so an edit that keeps the schedule keeps
 	// the counters; the columns beside the JSON are what cron.list and
-	// cron.runs filter and sort on. cron_quarantine keeps the rows a
+	// cron.runs filter and sort on (search: the text a query matches,
+	// lower-cased by Go, as SQLite's lower() knows only ASCII). cron_quarantine keeps the rows a
 	// legacy import could not read, for review (R4.2). Runs are keyed by
 	// (job, run id) so importing a run log twice adds nothing.
 	`
 CREATE TABLE cron_jobs (
 	id              TEXT    PRIMARY KEY,
 	name            TEXT    NOT NULL,
-	description     TEXT    NOT NULL DEFAULT '',
 	agent_id        TEXT    NOT NULL DEFAULT '',
 	enabled         INTEGER NOT NULL,
 	schedule_kind   TEXT    NOT NULL,
 	definition      TEXT    NOT NULL,
 	config_revision INTEGER NOT NULL,
 	created_at      INTEGER NOT NULL,
-	updated_at      INTEGER NOT NULL
+	updated_at      INTEGER NOT NULL,
+	search          TEXT    NOT NULL
 ) WITHOUT ROWID;
 
 CREATE TABLE cron_job_state (
