@@ -39,9 +39,10 @@ type LegacyOptions struct {
 	// NowMs stamps what the files leave undated (a job's createdAtMs, a
 	// quarantined row).
 	NowMs int64
-	// Check, when set, is run on each job read (Talon's Validate): a job
-	// it refuses is quarantined with its error rather than imported.
-	Check func(Job) error
+	// Check, when set, is run on each job read: it may complete the job
+	// (Normalize) and refuse it (Validate), and a job it refuses is
+	// quarantined with its error rather than imported.
+	Check func(*Job) error
 }
 
 // Quarantined is a row an import could not use, kept for review.
@@ -84,7 +85,7 @@ func ParseLegacy(f LegacyFiles, o LegacyOptions) LegacyImport {
 			case err == nil && seen[j.ID]:
 				err = fmt.Errorf("duplicate job id %q", j.ID)
 			case err == nil && o.Check != nil:
-				err = o.Check(j)
+				err = o.Check(&j)
 			}
 			if err != nil {
 				q(source, err.Error(), row)

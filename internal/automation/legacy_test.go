@@ -64,6 +64,9 @@ func TestParseLegacyJobs(t *testing.T) {
 			"schedule":{"kind":"cron","expr":"0 7 * * *","tz":"UTC"},"deliver":false,
 			"payload":{"kind":"agentTurn","message":"hi"},"delivery":{"mode":"announce","channel":"slack","to":"C1"}}`,
 			ptrTo(base(func(j *Job) { j.Delivery = &Delivery{Mode: DeliverNone, Channel: "slack", To: "C1"} })), ""},
+		{"disabled", `{"id":"j1","name":"Brief","enabled":false,"createdAtMs":5,"updatedAtMs":6,
+			"schedule":{"kind":"cron","expr":"0 7 * * *","tz":"UTC"},"payload":{"kind":"agentTurn","message":"hi"}}`,
+			ptrTo(base(func(j *Job) { j.Enabled = false })), ""},
 		{"failureAlert false", `{"id":"j1","name":"Brief","createdAtMs":5,"updatedAtMs":6,"failureAlert":false,
 			"schedule":{"kind":"cron","expr":"0 7 * * *","tz":"UTC"},"payload":{"kind":"agentTurn","message":"hi"}}`,
 			ptrTo(base(func(j *Job) { j.FailureAlert = &FailureAlert{Disabled: true} })), ""},
@@ -122,7 +125,7 @@ func TestParseLegacyStore(t *testing.T) {
 	cases := []struct {
 		name       string
 		files      LegacyFiles
-		check      func(Job) error
+		check      func(*Job) error
 		jobs       []string
 		states     map[string]JobState
 		runs       []string
@@ -146,15 +149,17 @@ func TestParseLegacyStore(t *testing.T) {
 		{"a duplicate id is quarantined, the first kept",
 			LegacyFiles{Jobs: []byte(`[` + job("a") + `,` + job("a") + `,` + job("c") + `]`)}, nil,
 			[]string{"a", "c"}, nil, nil, []string{"jobs.json[1]"}},
-		{"Check refuses a job; the next still counts",
+		{"Check completes one job and refuses another; the next still counts",
 			LegacyFiles{Jobs: []byte(`[` + job("bad") + `,` + job("c") + `]`)},
-			func(j Job) error {
+			func(j *Job) error {
 				if j.ID == "bad" {
 					return errors.New("schedule.expr: invalid")
 				}
+				j.State.ScheduleErrors = 1
 				return nil
 			},
-			[]string{"c"}, nil, nil, []string{"jobs.json[0]"}},
+			[]string{"c"}, map[string]JobState{"c": {NextRunAtMs: i64p(99), LastRunStatus: "ok", ScheduleErrors: 1}},
+			nil, []string{"jobs.json[0]"}},
 		{"a file that is not JSON is kept whole",
 			LegacyFiles{Jobs: []byte(`{jobs: [ // json5`)}, nil, nil, nil, nil, []string{"jobs.json"}},
 		{"OpenClaw's quarantine is carried over",
