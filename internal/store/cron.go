@@ -37,6 +37,9 @@ const (
 // ErrCronJobExists refuses a job whose id is taken.
 var ErrCronJobExists = errors.New("a cron job with this id exists")
 
+// ErrCronRunExists refuses a run id the job has recorded already.
+var ErrCronRunExists = errors.New("the job has a run with this id already")
+
 // ErrTooManyCronJobs refuses a job beyond MaxCronJobs.
 var ErrTooManyCronJobs = fmt.Errorf("a tenant has at most %d cron jobs: remove one first", MaxCronJobs)
 
@@ -448,14 +451,16 @@ func encodeCronRun(r automation.Run) (string, error) {
 }
 
 // AppendCronRun records a run-log entry and drops that job's oldest
-// entries beyond MaxCronRunsPerJob. A run id already recorded for the job
-// is refused.
+// entries beyond MaxCronRunsPerJob; ErrCronRunExists when the job has
+// the run id already.
 func (db *DB) AppendCronRun(ctx context.Context, r automation.Run) error {
 	entry, err := encodeCronRun(r)
 	if err == nil {
 		err = db.write(ctx, func(tx *sql.Tx) error {
-			if _, err := insertCronRun(ctx, tx, r, entry, false); err != nil {
+			if added, err := insertCronRun(ctx, tx, r, entry); err != nil {
 				return err
+			} else if !added {
+				return ErrCronRunExists
 			}
 			return capCronRuns(ctx, tx, r.JobID)
 		})
@@ -466,15 +471,12 @@ func (db *DB) AppendCronRun(ctx context.Context, r automation.Run) error {
 	return nil
 }
 
-// insertCronRun adds a run and reports whether it did; with orIgnore a
-// run id the job has already is left as it is (an import run twice).
-func insertCronRun(ctx context.Context, tx *sql.Tx, r automation.Run, entry string, orIgnore bool) (bool, error) {
-	verb := "INSERT"
-	if orIgnore {
-		verb = "INSERT OR IGNORE"
-	}
-	res, err := tx.ExecContext(ctx, verb+` INTO cron_runs (job_id, run_id, ts, status, delivery_status, search, entry)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.JobID, r.RunID, r.Ts, r.Status, r.DeliveryStatus, cronRunSearch(r), entry)
+// insertCronRun adds a run and reports whether it did: a run id the job
+// has already is left as it is.
+func insertCronRun(ctx context.Context, tx *sql.Tx, r automation.Run, entry string) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO cron_runs (job_id, run_id, ts, status, delivery_status, search, entry)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, run_id) DO NOTHING`,
+		r.JobID, r.RunID, r.Ts, r.Status, r.DeliveryStatus, cronRunSearch(r), entry)
 	if err != nil {
 		return false, err
 	}

@@ -101,7 +101,7 @@ func importCronRun(ctx context.Context, tx *sql.Tx, r automation.Run) (bool, err
 	if err != nil {
 		return false, refusal{err, jsonText(r)}
 	}
-	return insertCronRun(ctx, tx, r, entry, true)
+	return insertCronRun(ctx, tx, r, entry)
 }
 
 // jsonText is v as JSON, for a quarantined row.
@@ -118,8 +118,8 @@ func jsonText(v any) string {
 func quarantineCron(ctx context.Context, tx *sql.Tx, rows []automation.Quarantined) (int, error) {
 	added := 0
 	for _, q := range rows {
-		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO cron_quarantine (source, reason, raw, quarantined_at)
-			VALUES (?, ?, ?, ?)`, q.Source, q.Reason, q.Raw, q.AtMs)
+		res, err := tx.ExecContext(ctx, `INSERT INTO cron_quarantine (source, reason, raw, quarantined_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (source, raw) DO NOTHING`, q.Source, q.Reason, q.Raw, q.AtMs)
 		if err != nil {
 			return 0, err
 		}

@@ -402,7 +402,7 @@ func TestCronRuns(t *testing.T) {
 		r    automation.Run
 		want string
 	}{
-		{"same run id again", cronRun("a", "r1", 60, "ok", "", ""), "UNIQUE"},
+		{"same run id again", cronRun("a", "r1", 60, "ok", "", ""), "a run with this id already"},
 		{"no run id", cronRun("a", "", 60, "ok", "", ""), "run id"},
 		{"no job id", cronRun("", "r9", 60, "ok", "", ""), "job id"},
 		{"not finished", func() automation.Run { r := cronRun("a", "r9", 60, "ok", "", ""); r.Action = "started"; return r }(), "action"},
