@@ -69,7 +69,7 @@ var pure = map[string]struct{ std, ours []string }{
 	// context and time for the Transport interface's types, never
 	// time.Now; a caller passes the clock and the randomness in.
 	"channel": {
-		std:  []string{"context", "encoding/base64", "crypto/sha256", "errors", "fmt", "regexp", "slices", "sort", "strconv", "strings", "time", "unicode", "unicode/utf8"},
+		std:  []string{"bytes", "context", "encoding/base64", "encoding/json", "crypto/sha256", "errors", "fmt", "regexp", "slices", "sort", "strconv", "strings", "time", "unicode", "unicode/utf8"},
 		ours: []string{"config", "policy"},
 	},
 	"channel/format": {

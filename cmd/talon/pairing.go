@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -132,7 +136,21 @@ tenant's channels (<state-dir>/tenants/<id>).`,
 			return nil
 		},
 	}
-	cmd.AddCommand(list, approve)
+	var dryRun bool
+	imp := &cobra.Command{
+		Use:   "import [DIR]",
+		Short: "Import OpenClaw's pairing files from DIR (default ~/.openclaw/credentials), leaving them as they are",
+		Long: `OpenClaw kept DM pairing in DIR as <channel>-pairing.json (pending requests) and
+<channel>[-<account>]-allowFrom.json (approved senders; without an account, the channel's
+default account in the config). pairing import adds what they hold for telegram, slack and
+discord to the state directory's database and prints one line per file. The files are not
+changed (OpenClaw may still run on them), and importing again adds nothing new. Expired
+requests, and requests whose code or sender is already pending, are skipped.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return f.importLegacy(cmd, args, dryRun) },
+	}
+	imp.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be imported and write nothing")
+	cmd.AddCommand(list, approve, imp)
 	return cmd
 }
 
@@ -233,6 +251,255 @@ func bootstrapOwner(path, ch, sender string) (string, error) {
 		return channel.OwnerUnavailable, err
 	}
 	return boot, nil
+}
+
+// maxLegacyFile bounds a legacy pairing file: OpenClaw's hold a few
+// requests and a list of ids.
+const maxLegacyFile = 1 << 20
+
+// legacyRead is one legacy pairing file, read and parsed.
+type legacyRead struct {
+	file    channel.LegacyFile
+	err     error // reading or parsing it failed
+	pairing channel.LegacyPairing
+	allow   channel.LegacyAllow
+	// reqs and allows are the file's spans in the import.
+	reqs, allows [2]int
+}
+
+// importLegacy is pairing import: read the legacy files of a directory,
+// store what they hold in one transaction, report per file.
+func (f pairingFlags) importLegacy(cmd *cobra.Command, args []string, dryRun bool) error {
+	if cmd.Flags().Changed("account") {
+		return errors.New("pairing import: --account does not apply: the files name their accounts")
+	}
+	dir := ""
+	if len(args) == 1 {
+		dir = args[0]
+	} else {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("pairing import: finding ~/.openclaw/credentials: %w (name the directory)", err)
+		}
+		dir = filepath.Join(home, ".openclaw", "credentials")
+	}
+	db, _, err := f.open(cmd, "", false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cfgPath, err := f.configFile()
+	if err != nil {
+		return err
+	}
+	file, err := config.Load(cfgPath)
+	if err != nil {
+		return fmt.Errorf("pairing import: reading %s for the channels' default accounts: %w", cfgPath, err)
+	}
+	now := time.Now()
+	files, err := readLegacyDir(dir, file.Config, now)
+	if err != nil {
+		return fmt.Errorf("pairing import: %w", err)
+	}
+	in, err := legacyImport(files, now)
+	if err != nil {
+		return fmt.Errorf("pairing import: %w", err)
+	}
+	in.DryRun = dryRun
+	res, err := db.ImportPairing(cmd.Context(), in)
+	if err != nil {
+		return fmt.Errorf("pairing import: %w", err)
+	}
+	if failed := reportLegacy(cmd.OutOrStdout(), dir, files, in, res); failed > 0 {
+		others := "the others were imported"
+		if dryRun {
+			others = "nothing was written (--dry-run)"
+		}
+		return exitError{1, fmt.Sprintf("pairing import: %s could not be read or parsed; %s", plural(failed, "file"), others)}
+	}
+	return nil
+}
+
+// readLegacyDir reads and parses the legacy pairing files of dir, by
+// name. Files of channels Talon does not run are not read.
+func readLegacyDir(dir string, cfg *config.Config, now time.Time) ([]legacyRead, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var out []legacyRead
+	for _, e := range entries {
+		lf, ok := channel.ParseLegacyName(e.Name(), cfg)
+		if !ok {
+			continue
+		}
+		r := legacyRead{file: lf}
+		if lf.Skip == "" {
+			r.pairing, r.allow, r.err = readLegacy(root, lf, now)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// readLegacy reads and parses one legacy file.
+func readLegacy(root *os.Root, lf channel.LegacyFile, now time.Time) (channel.LegacyPairing, channel.LegacyAllow, error) {
+	data, err := readLegacyFile(root, lf.Name)
+	if err != nil {
+		return channel.LegacyPairing{}, channel.LegacyAllow{}, err
+	}
+	if lf.Kind == channel.LegacyRequests {
+		p, err := channel.ParseLegacyPairing(lf, data, now)
+		return p, channel.LegacyAllow{}, err
+	}
+	a, err := channel.ParseLegacyAllowFrom(lf, data)
+	return channel.LegacyPairing{}, a, err
+}
+
+// readLegacyFile reads a regular file of root of at most maxLegacyFile
+// bytes. root refuses a symlink out of the directory; O_NONBLOCK keeps a
+// FIFO in its place from blocking the open.
+func readLegacyFile(root *os.Root, name string) ([]byte, error) {
+	fh, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading: %w", err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading: %w", err)
+	case !fi.Mode().IsRegular():
+		return nil, errors.New("reading: not a regular file")
+	case fi.Size() > maxLegacyFile:
+		return nil, fmt.Errorf("reading: %d bytes, more than 1 MiB", fi.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, maxLegacyFile+1))
+	if err == nil && len(data) > maxLegacyFile {
+		err = errors.New("more than 1 MiB")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading: %w", err)
+	}
+	return data, nil
+}
+
+// legacyImport is the store's import of what files hold; it notes each
+// file's span in it.
+func legacyImport(files []legacyRead, now time.Time) (store.PairingImport, error) {
+	in := store.PairingImport{Now: now, TTL: channel.PairingTTL, Cap: channel.PendingPerAccount}
+	for i := range files {
+		r := &files[i]
+		r.reqs[0], r.allows[0] = len(in.Requests), len(in.Allow)
+		for _, q := range r.pairing.Requests {
+			meta, err := json.Marshal(q.Meta)
+			if err != nil {
+				return store.PairingImport{}, fmt.Errorf("%s %s: %w", r.file.Name, q.Entry, err)
+			}
+			in.Requests = append(in.Requests, store.PairingRequest{Channel: r.file.Channel, AccountID: q.AccountID,
+				SenderID: q.SenderID, Code: q.Code, CreatedAt: q.CreatedAt, LastSeenAt: q.LastSeenAt, Meta: meta})
+		}
+		for _, id := range r.allow.SenderIDs {
+			in.Allow = append(in.Allow, store.PairingAllow{Channel: r.file.Channel, AccountID: r.file.AccountID, SenderID: id})
+		}
+		r.reqs[1], r.allows[1] = len(in.Requests), len(in.Allow)
+	}
+	return in, nil
+}
+
+// reportLegacy prints a line per file, and one under it per entry
+// skipped; it returns how many files failed.
+func reportLegacy(w io.Writer, dir string, files []legacyRead, in store.PairingImport, res store.PairingImported) (failed int) {
+	verb := "imported"
+	if in.DryRun {
+		verb = "would import"
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(w, "No OpenClaw pairing files (<channel>-pairing.json, <channel>[-<account>]-allowFrom.json) in %s.\n", dir)
+		return 0
+	}
+	var reqs, allows int
+	for _, r := range files {
+		switch {
+		case r.file.Skip != "":
+			fmt.Fprintf(w, "%s: skipped: %s\n", r.file.Name, r.file.Skip)
+			continue
+		case r.err != nil:
+			fmt.Fprintf(w, "%s: not imported: %v\n", r.file.Name, r.err)
+			failed++
+			continue
+		}
+		var notes []string
+		skipped := slices.Clone(r.pairing.Skipped)
+		if r.file.Kind == channel.LegacyRequests {
+			n, present, expired := 0, 0, r.pairing.Expired
+			for i, o := range res.Requests[r.reqs[0]:r.reqs[1]] {
+				q := r.pairing.Requests[i]
+				switch o {
+				case store.ImportNew:
+					n++
+				case store.ImportPresent:
+					present++
+				case store.ImportExpired:
+					expired++
+				default:
+					skipped = append(skipped, channel.LegacySkip{Index: q.Index, Entry: q.Entry, Reason: importReason(o, r.file.Channel, q)})
+				}
+			}
+			reqs += n
+			notes = append(notes, fmt.Sprintf("%s %s", verb, plural(n, "request")))
+			notes = appendCount(notes, present, "already pending")
+			notes = appendCount(notes, expired, "expired")
+		} else {
+			n := 0
+			for _, isNew := range res.Allow[r.allows[0]:r.allows[1]] {
+				if isNew {
+					n++
+				}
+			}
+			allows += n
+			skipped = append(skipped, r.allow.Skipped...)
+			notes = append(notes, fmt.Sprintf("%s %s into %s/%s", verb, plural(n, "allowed sender"), r.file.Channel, r.file.AccountID))
+			notes = appendCount(notes, len(r.allow.SenderIDs)-n, "already allowed")
+		}
+		notes = appendCount(notes, len(skipped), "skipped")
+		slices.SortStableFunc(skipped, func(a, b channel.LegacySkip) int { return a.Index - b.Index })
+		fmt.Fprintf(w, "%s: %s\n", r.file.Name, strings.Join(notes, ", "))
+		for _, s := range skipped {
+			fmt.Fprintf(w, "  %s: skipped: %s\n", s.Entry, s.Reason)
+		}
+	}
+	done := "The files are left as they are."
+	if in.DryRun {
+		done = "Nothing was written (--dry-run)."
+	}
+	fmt.Fprintf(w, "%s %s and %s from %s. %s\n", strings.ToUpper(verb[:1])+verb[1:], plural(reqs, "pairing request"), plural(allows, "allowed sender"), dir, done)
+	return failed
+}
+
+// importReason says why the store did not take a request.
+func importReason(o store.ImportOutcome, ch string, q channel.LegacyRequest) string {
+	switch o {
+	case store.ImportSenderPending:
+		return fmt.Sprintf("sender %s already has another pending %s request on account %s", q.SenderID, ch, q.AccountID)
+	case store.ImportCodeInUse:
+		return fmt.Sprintf("code %s is in use by another pending %s request", q.Code, ch)
+	case store.ImportCapped:
+		return fmt.Sprintf("account %s of %s already has %d pending requests, the most it may have", q.AccountID, ch, channel.PendingPerAccount)
+	}
+	return fmt.Sprintf("not imported (outcome %d)", o)
+}
+
+func appendCount(notes []string, n int, what string) []string {
+	if n == 0 {
+		return notes
+	}
+	return append(notes, fmt.Sprintf("%d %s", n, what))
 }
 
 func isChatChannel(ch string) bool { return ch == "telegram" || ch == "slack" || ch == "discord" }

@@ -74,13 +74,13 @@ type Payload struct {
 	// The agentTurn's prompt and settings.
 	Message        string   `json:"message,omitempty"`
 	Model          string   `json:"model,omitempty"`
-	Fallbacks      []string `json:"fallbacks,omitempty"`
+	Fallbacks      []string `json:"fallbacks,omitzero"`
 	Thinking       string   `json:"thinking,omitempty"`
 	TimeoutSeconds *int     `json:"timeoutSeconds,omitempty"`
 	LightContext   bool     `json:"lightContext,omitempty"`
 	// ToolsAllow caps the run's tools; nil is every tool the policy
 	// gives ("*"), [] none (R3.11).
-	ToolsAllow                 []string `json:"toolsAllow,omitempty"`
+	ToolsAllow                 []string `json:"toolsAllow,omitzero"`
 	AllowUnsafeExternalContent bool     `json:"allowUnsafeExternalContent,omitempty"`
 }
 
@@ -127,6 +127,9 @@ const (
 	StatusOK      = "ok"
 	StatusError   = "error"
 	StatusSkipped = "skipped"
+	// StatusLost is a run the gateway lost track of (the process ended
+	// while it ran); its history is kept 24 h, not 7 days (R4.3).
+	StatusLost = "lost"
 )
 
 // JobState is what the scheduler keeps about a job (§3 state): separate

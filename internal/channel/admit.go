@@ -353,7 +353,7 @@ func senderIn(cfg *config.Config, a Account, s Sender, list []string, nested boo
 			}
 			continue
 		}
-		id := entryID(a.Channel, entry)
+		id := EntryID(a.Channel, entry)
 		switch {
 		case id == "":
 		case strings.EqualFold(id, s.ID):
@@ -370,7 +370,7 @@ func senderIn(cfg *config.Config, a Account, s Sender, list []string, nested boo
 // entryID strips the prefixes an allowlist entry may carry in a
 // channel's syntax: "<channel>:", Telegram's "tg:", "user:", and
 // Discord's <@id> / <@!id> mention form.
-func entryID(channel, entry string) string {
+func EntryID(channel, entry string) string {
 	prefixes := []string{channel + ":", "user:"}
 	if channel == "telegram" {
 		prefixes = append(prefixes, "tg:")

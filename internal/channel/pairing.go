@@ -42,6 +42,20 @@ func PairingCode(random []byte) string {
 // NormalizeCode reads a code as a person types it: trimmed, upper-case.
 func NormalizeCode(code string) string { return strings.ToUpper(strings.TrimSpace(code)) }
 
+// ValidCode reports whether a normalised code is one PairingCode could
+// have made: PairingCodeLen letters of PairingAlphabet.
+func ValidCode(code string) bool {
+	if len(code) != PairingCodeLen {
+		return false
+	}
+	for i := range len(code) {
+		if strings.IndexByte(PairingAlphabet, code[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // RequestID is the opaque id of a pairing request that the control
 // plane shows instead of its code (R7.8): the first 32 characters of
 // base64url(SHA-256(channel NUL account NUL senderId NUL createdAt)),

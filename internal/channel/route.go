@@ -328,7 +328,7 @@ func isPinnedOwner(cfg *config.Config, e Envelope) bool {
 	}
 	owners := map[string]bool{}
 	for _, entry := range a.AllowFrom {
-		if id := strings.ToLower(entryID(a.Channel, entry)); id != "" {
+		if id := strings.ToLower(EntryID(a.Channel, entry)); id != "" {
 			owners[id] = true
 		}
 	}

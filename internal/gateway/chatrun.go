@@ -330,6 +330,10 @@ func (r *chatRun) turn(ctx context.Context) (res *agent.Result, err error) {
 	}
 	defer unlock()
 	r.start()
+	// The session's queued system events go with this turn (spec
+	// automation.md R8.2): taken under its lock, so one queued during
+	// another turn waits for the next.
+	r.req.Input = withEvents(r.req.Input, r.t.events().drain(r.key), r.rt.file.Config)
 	return r.rt.runner.Run(ctx, r.req)
 }
 

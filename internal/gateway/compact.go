@@ -225,6 +225,7 @@ func (s *Server) command(ctx context.Context, t *tenant, rt *runtime, agentID, k
 		if err != nil {
 			return "", err
 		}
+		t.events().drain(key)
 		s.sessionsChanged(t, sessionTarget{agent: agentID, key: key}, entry.SessionID, strings.TrimPrefix(cmd, "/"), nil)
 		return "New session started: the conversation before this is no longer in the model's context.", nil
 	}

@@ -202,6 +202,7 @@ func sessionsReset(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.t.events().drain(tgt.key) // the old session's events are not the new one's (R8.2)
 	s.sessionsChanged(c.t, tgt, entry.SessionID, reason, nil)
 	return map[string]any{"ok": true, "key": tgt.key, "entry": entry}, nil
 }

@@ -123,6 +123,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return // the client left while another run of its session went on
 	}
 	defer unlock()
+	req.runReq.Input = withEvents(req.runReq.Input, t.events().drain(req.key), rt.file.Config)
 	if req.body.Stream {
 		s.streamChat(w, r, req)
 		return

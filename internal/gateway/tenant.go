@@ -72,7 +72,10 @@ type tenant struct {
 	// versions (applyChannels gives it each new one). Nil until a config
 	// has a channel.
 	channels *hub.Hub
-	loadErr  error
+	// sysEvents are the system events queued for its sessions' next
+	// turns (sysevents.go); nil until the first.
+	sysEvents *sysEvents
+	loadErr   error
 
 	// writeMu serialises this gateway's writes of the config file
 	// (config.patch/set/apply, agents.*): each re-reads the file and

@@ -55,6 +55,18 @@
 // once. Finished inbox rows are kept 30 days or 1,000 per account
 // (PruneInbox), what a replayed delivery is recognised by.
 //
+// # Cron
+//
+// Cron jobs (spec automation.md §4, cron.go) are three tables: the
+// definition with its config revision, the runtime state beside it (so an
+// edit that keeps the schedule keeps the counters, and the scheduler
+// writes state without touching the definition), and the run history.
+// An edit names the revision it read and is refused (ErrStateChanged) when
+// another came first. A tenant has at most 1,000 jobs; history is kept 7
+// days (lost runs 24 h) and 2,000 rows per job. ImportCron stores
+// OpenClaw's legacy jobs once — a job already there is left alone — and
+// keeps what it cannot store in cron_quarantine for review.
+//
 // # Concurrency
 //
 // A DB is safe for concurrent use by many goroutines. Writes go through a

@@ -144,6 +144,57 @@ CREATE TABLE channel_pairing_allow_entries (
 	// Inline buttons under an outbound chunk (an exec approval's answers),
 	// JSON, '' for none.
 	`ALTER TABLE channel_outbox ADD COLUMN buttons TEXT NOT NULL DEFAULT '';`,
+	// 6: cron jobs (spec automation.md R4.1). The definition and the
+	// runtime state are apart, so an edit that keeps the schedule keeps
+	// the counters; the columns beside the JSON are what cron.list and
+	// cron.runs filter and sort on (search: the text a query matches,
+	// lower-cased by Go, as SQLite's lower() knows only ASCII). cron_quarantine keeps the rows a
+	// legacy import could not read, for review (R4.2). Runs are keyed by
+	// (job, run id) so importing a run log twice adds nothing.
+	`
+CREATE TABLE cron_jobs (
+	id              TEXT    PRIMARY KEY,
+	name            TEXT    NOT NULL,
+	agent_id        TEXT    NOT NULL DEFAULT '',
+	enabled         INTEGER NOT NULL,
+	schedule_kind   TEXT    NOT NULL,
+	definition      TEXT    NOT NULL,
+	config_revision INTEGER NOT NULL,
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL,
+	search          TEXT    NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE cron_job_state (
+	job_id          TEXT    PRIMARY KEY REFERENCES cron_jobs (id) ON DELETE CASCADE,
+	next_run_at     INTEGER,
+	last_run_status TEXT    NOT NULL DEFAULT '',
+	state           TEXT    NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE cron_runs (
+	id              INTEGER PRIMARY KEY,
+	job_id          TEXT    NOT NULL,
+	run_id          TEXT    NOT NULL,
+	ts              INTEGER NOT NULL,
+	status          TEXT    NOT NULL,
+	delivery_status TEXT    NOT NULL DEFAULT '',
+	search          TEXT    NOT NULL DEFAULT '',
+	entry           TEXT    NOT NULL,
+	UNIQUE (job_id, run_id)
+);
+CREATE INDEX cron_runs_by_job ON cron_runs (job_id, ts);
+CREATE INDEX cron_runs_by_ts  ON cron_runs (ts);
+
+CREATE TABLE cron_quarantine (
+	id             INTEGER PRIMARY KEY,
+	source         TEXT    NOT NULL,
+	reason         TEXT    NOT NULL,
+	raw            TEXT    NOT NULL,
+	quarantined_at INTEGER NOT NULL,
+	UNIQUE (source, raw)
+);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -320,3 +320,150 @@ func (db *DB) RevokePairing(ctx context.Context, ch, account, sender string) (bo
 	}
 	return n == 1, nil
 }
+
+// PairingAllow is a sender approved on a channel account.
+type PairingAllow struct {
+	Channel, AccountID, SenderID string
+}
+
+// PairingImport is pairing state kept elsewhere (OpenClaw's legacy
+// files) to add to the store.
+type PairingImport struct {
+	Requests []PairingRequest
+	Allow    []PairingAllow
+	Now      time.Time
+	TTL      time.Duration // R7.2: 1 hour
+	Cap      int           // R7.2: 3 pending per channel account
+	// DryRun rolls the transaction back: the result says what the import
+	// would do, and nothing changes.
+	DryRun bool
+}
+
+// ImportOutcome is what an import did with one request.
+type ImportOutcome int
+
+// The outcomes of importing a request. Only ImportNew stores it: the
+// others keep the rules a request made here obeys (R7.1, R7.2).
+const (
+	ImportNew           ImportOutcome = iota + 1
+	ImportPresent                     // the same sender and code are pending already
+	ImportSenderPending               // the sender has another pending request on the account
+	ImportCodeInUse                   // another pending request of the channel has the code
+	ImportCapped                      // the account has Cap pending requests
+	ImportExpired                     // past TTL at Now
+)
+
+// PairingImported is what ImportPairing did: the outcome of each
+// request, and whether each allow entry was new, in the order given.
+type PairingImported struct {
+	Requests []ImportOutcome
+	Allow    []bool
+}
+
+var errDryRun = errors.New("dry run")
+
+func checkImport(in PairingImport) error {
+	if in.TTL <= 0 || in.Cap <= 0 {
+		return errors.New("no ttl or cap")
+	}
+	for i, r := range in.Requests {
+		switch {
+		case r.Channel == "" || r.AccountID == "" || r.SenderID == "" || r.Code == "":
+			return fmt.Errorf("request %d: no channel, account, sender or code", i)
+		case r.CreatedAt.IsZero() || r.LastSeenAt.Before(r.CreatedAt):
+			return fmt.Errorf("request %d: no creation time, or seen before it", i)
+		case r.Meta != nil && !json.Valid(r.Meta):
+			return fmt.Errorf("request %d: metadata is not JSON", i)
+		}
+	}
+	for i, a := range in.Allow {
+		if a.Channel == "" || a.AccountID == "" || a.SenderID == "" {
+			return fmt.Errorf("allow entry %d: no channel, account or sender", i)
+		}
+	}
+	return nil
+}
+
+// ImportPairing adds requests and allow entries in one transaction: all
+// of them or, on an error, none. Expired requests are pruned first, as
+// on every write; a request is stored only where AskPairing could have
+// made it (see ImportOutcome), so importing the same state twice adds
+// nothing the second time. An allow entry already there is kept as it
+// is.
+func (db *DB) ImportPairing(ctx context.Context, in PairingImport) (PairingImported, error) {
+	if err := checkImport(in); err != nil {
+		return PairingImported{}, fmt.Errorf("importing pairing state: %w", err)
+	}
+	var out PairingImported
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		out = PairingImported{}
+		pruned := map[string]bool{}
+		for _, r := range in.Requests {
+			if !pruned[r.Channel] {
+				pruned[r.Channel] = true
+				if err := prunePairing(ctx, tx, r.Channel, "", in.Now, in.TTL); err != nil {
+					return err
+				}
+			}
+			o, err := importRequest(ctx, tx, r, in)
+			if err != nil {
+				return fmt.Errorf("request of %s on %s/%s: %w", r.SenderID, r.Channel, r.AccountID, err)
+			}
+			out.Requests = append(out.Requests, o)
+		}
+		for _, a := range in.Allow {
+			res, err := tx.ExecContext(ctx, `INSERT INTO channel_pairing_allow_entries (channel, account_id, sender_id, approved_at)
+				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, a.Channel, a.AccountID, a.SenderID, ms(in.Now))
+			if err != nil {
+				return fmt.Errorf("allow entry %s on %s/%s: %w", a.SenderID, a.Channel, a.AccountID, err)
+			}
+			n, _ := res.RowsAffected()
+			out.Allow = append(out.Allow, n == 1)
+		}
+		if in.DryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errDryRun) {
+		return PairingImported{}, fmt.Errorf("importing pairing state: %w", err)
+	}
+	return out, nil
+}
+
+func importRequest(ctx context.Context, tx *sql.Tx, r PairingRequest, in PairingImport) (ImportOutcome, error) {
+	if !r.CreatedAt.Add(in.TTL).After(in.Now) {
+		return ImportExpired, nil
+	}
+	var code string
+	err := tx.QueryRowContext(ctx, `SELECT code FROM channel_pairing_requests WHERE channel = ? AND account_id = ? AND sender_id = ?`,
+		r.Channel, r.AccountID, r.SenderID).Scan(&code)
+	switch {
+	case err == nil && strings.EqualFold(code, r.Code):
+		return ImportPresent, nil
+	case err == nil:
+		return ImportSenderPending, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, err
+	}
+	var taken, pending int
+	if err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM channel_pairing_requests WHERE channel = ?1 AND code = ?3),
+		(SELECT count(*) FROM channel_pairing_requests WHERE channel = ?1 AND account_id = ?2)`,
+		r.Channel, r.AccountID, strings.ToUpper(r.Code)).Scan(&taken, &pending); err != nil {
+		return 0, err
+	}
+	switch {
+	case taken > 0:
+		return ImportCodeInUse, nil
+	case pending >= in.Cap:
+		return ImportCapped, nil
+	}
+	meta := "{}"
+	if r.Meta != nil {
+		meta = string(r.Meta)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO channel_pairing_requests (`+pairingCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.Channel, r.AccountID, r.SenderID, strings.ToUpper(r.Code), ms(r.CreatedAt), ms(r.LastSeenAt), meta)
+	return ImportNew, err
+}

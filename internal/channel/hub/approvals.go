@@ -44,24 +44,12 @@ func approvers(cfg *config.Config, a Account) []string {
 	for _, id := range a.AllowFrom {
 		id = strings.TrimSpace(id)
 		if id != "" && id != "*" && !strings.HasPrefix(id, "accessGroup:") {
-			out = append(out, stripChannelPrefix(a.Channel, id))
+			out = append(out, channel.EntryID(a.Channel, id))
 		}
 	}
 	out = append(out, channel.Owners(cfg, a.Channel)...)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// stripChannelPrefix drops a "telegram:"/"tg:" style prefix of an
-// allowFrom entry (R5.3).
-func stripChannelPrefix(ch, id string) string {
-	lower := strings.ToLower(id)
-	for _, p := range []string{ch + ":", "tg:"} {
-		if (p != "tg:" || ch == "telegram") && strings.HasPrefix(lower, p) {
-			return id[len(p):]
-		}
-	}
-	return id
 }
 
 // IsApprover says whether sender may answer the exec approvals of chat.

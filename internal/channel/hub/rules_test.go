@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"strings"
 	"testing"
 
 	"talon/internal/channel"
@@ -56,6 +57,29 @@ func TestReplyThreading(t *testing.T) {
 				if got[i] != tt.want[i] {
 					t.Errorf("chunk %d replies to %q, want %q", i, got[i], tt.want[i])
 				}
+			}
+		})
+	}
+}
+
+func TestApprovers(t *testing.T) {
+	cfg := &config.Config{}
+	cfg.Commands.OwnerAllowFrom = []string{"telegram:9", "discord:8", "*"}
+	tests := []struct {
+		name string
+		a    Account
+		want []string
+	}{
+		{"telegram prefixes", Account{Channel: "telegram", AllowFrom: []string{"tg:1", "Telegram:2", "*", "accessGroup:ops", " 3 ", "2", ""}},
+			[]string{"1", "2", "3", "9"}},
+		{"discord mentions", Account{Channel: "discord", AllowFrom: []string{"<@!5>", "<@6>", "user:7"}}, []string{"5", "6", "7", "8"}},
+		{"slack", Account{Channel: "slack", AllowFrom: []string{"slack:U1", "user:U2", "tg:U3"}}, []string{"U1", "U2", "tg:U3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := approvers(cfg, tt.a)
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("approvers = %q, want %q", got, tt.want)
 			}
 		})
 	}
