@@ -6,8 +6,7 @@
 //
 // Usage (the gateway):
 //
-//	s, err := cron.New(cron.Options{Exec: exec, Rules: rules, OnEvent: broadcast,
-//		IsNotFound: func(err error) bool { return errors.Is(err, store.ErrNotFound) }})
+//	s, err := cron.New(cron.Options{Exec: exec, Rules: rules, OnEvent: broadcast})
 //	s.AddTenant(ctx, "acme", db, cron.TenantConfig{Enabled: true}) // startup rules R5.7
 //	s.JobChanged(ctx, "acme", id)        // after cron.add / cron.update
 //	s.JobRemoved("acme", id)             // after cron.remove

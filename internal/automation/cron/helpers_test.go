@@ -2,7 +2,6 @@ package cron
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"talon/internal/automation"
+	"talon/internal/store"
 )
 
 // testRules stand in for package automation's Next, ErrorBackoff,
@@ -76,7 +76,7 @@ func testTransient(errText string) bool {
 	return false
 }
 
-var errNotFound = errors.New("not found")
+var errNotFound = fmt.Errorf("memory store: %w", store.ErrNotFound)
 
 // memStore is a tenant's store in memory (the real one is SQLite, in
 // internal/store): it keeps jobs and runs as the store would.
@@ -234,7 +234,6 @@ func newScheduler(t *testing.T, e Executor, o Options) *Scheduler {
 	t.Helper()
 	o.Exec = e
 	o.Rules = testRules
-	o.IsNotFound = func(err error) bool { return errors.Is(err, errNotFound) }
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)

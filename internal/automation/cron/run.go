@@ -37,7 +37,7 @@ func (s *Scheduler) Run(ctx context.Context, tenantID, jobID, mode string) (stri
 	}
 	j, err := t.store.CronJob(ctx, jobID)
 	if err != nil {
-		if s.isNotFound(err) {
+		if gone(err) {
 			return "", fmt.Errorf("%w: %s", ErrUnknownJob, jobID)
 		}
 		return "", fmt.Errorf("cron run: loading job %s: %w", jobID, err)
@@ -121,16 +121,16 @@ func (s *Scheduler) record(ctx context.Context, t *tenant, ran automation.Job, f
 	f.global = t.cfg.FailureAlert
 	s.mu.Unlock()
 	fresh, err := t.store.CronJob(ctx, ran.ID)
-	gone := err != nil && s.isNotFound(err)
+	removed := err != nil && gone(err)
 	if err != nil {
-		if !gone {
+		if !removed {
 			s.log.Warn("cron: reloading job after its run", "tenant", t.id, "job", ran.ID, "err", err)
 		}
 		fresh = ran
 	}
 	f.job = fresh
 	res := settle(f, s.rules)
-	if !gone {
+	if !removed {
 		if err := s.save(ctx, t, fresh, res); err != nil {
 			s.log.Warn("cron: storing a run's outcome", "tenant", t.id, "job", ran.ID, "err", err)
 		}
@@ -143,7 +143,7 @@ func (s *Scheduler) record(ctx context.Context, t *tenant, ran automation.Job, f
 		Status: r.Status, Error: r.Error, Summary: r.Summary, NextRunAtMs: r.NextRunAtMs,
 		SessionKey: r.SessionKey, RunID: r.RunID, Alert: res.alert})
 	switch {
-	case gone:
+	case removed:
 		return 0, false
 	case res.remove:
 		s.emit(t.id, Event{JobID: r.JobID, Action: "removed"})
@@ -191,7 +191,7 @@ func (s *Scheduler) rearm(ctx context.Context, t *tenant, j automation.Job, now 
 // storeFailed logs a store error before a run and arms the job to try
 // again later, unless it is gone or the run was cancelled.
 func (s *Scheduler) storeFailed(ctx context.Context, t *tenant, id, step string, err error) (int64, bool) {
-	if s.isNotFound(err) || ctx.Err() != nil {
+	if gone(err) || ctx.Err() != nil {
 		return 0, false
 	}
 	s.log.Warn("cron: "+step+" job", "tenant", t.id, "job", id, "err", err)

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"talon/internal/automation"
+	"talon/internal/store"
 )
+
+var _ Store = (*store.DB)(nil)
 
 // Defaults and fixed waits.
 const (
@@ -44,7 +47,8 @@ var (
 )
 
 // Store is one tenant's cron storage: the method set of *store.DB this
-// package uses. Times are Unix ms.
+// package uses (store.ErrNotFound for a job that is gone). Times are
+// Unix ms.
 type Store interface {
 	CronJobs(ctx context.Context) ([]automation.Job, error)
 	CronJob(ctx context.Context, id string) (automation.Job, error)
@@ -100,9 +104,6 @@ type Options struct {
 	// OnEvent receives every cron event (§6.1) and alert; it is called
 	// from the run's goroutine with no lock held and must not block long.
 	OnEvent func(tenant string, ev Event)
-	// IsNotFound says a store error means the job is gone
-	// (errors.Is(err, store.ErrNotFound)); nil treats no error so.
-	IsNotFound func(error) bool
 	// Watchdog is the timeout of a run without timeoutSeconds (0: 60 min).
 	Watchdog time.Duration
 }
@@ -144,14 +145,13 @@ type Status struct {
 // Scheduler runs the cron jobs of every tenant of the process from one
 // timer heap and one loop goroutine; each run has its own goroutine.
 type Scheduler struct {
-	clock      Clock
-	max        int
-	exec       Executor
-	rules      Rules
-	log        *slog.Logger
-	onEvent    func(string, Event)
-	isNotFound func(error) bool
-	watchdog   time.Duration
+	clock    Clock
+	max      int
+	exec     Executor
+	rules    Rules
+	log      *slog.Logger
+	onEvent  func(string, Event)
+	watchdog time.Duration
 
 	mu      sync.Mutex
 	tenants map[string]*tenant
@@ -214,7 +214,7 @@ func New(o Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		clock: o.Clock, max: o.MaxConcurrent, exec: o.Exec, rules: o.Rules, log: o.Log,
-		onEvent: o.OnEvent, isNotFound: o.IsNotFound, watchdog: o.Watchdog,
+		onEvent: o.OnEvent, watchdog: o.Watchdog,
 		tenants: map[string]*tenant{},
 		kick:    make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
@@ -229,9 +229,6 @@ func New(o Options) (*Scheduler, error) {
 	}
 	if s.onEvent == nil {
 		s.onEvent = func(string, Event) {}
-	}
-	if s.isNotFound == nil {
-		s.isNotFound = func(error) bool { return false }
 	}
 	if s.watchdog == 0 {
 		s.watchdog = defaultWatchdog

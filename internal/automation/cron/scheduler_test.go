@@ -366,7 +366,7 @@ func TestRemoveTenantWhileRunning(t *testing.T) {
 		runs := st.runLog()
 		interrupted := 0
 		for _, r := range runs {
-			if r.Status == automation.StatusError && r.Error == "interrupted: the gateway stopped during the run" {
+			if r.Status == automation.StatusLost && r.Error == "interrupted: the gateway stopped during the run" {
 				interrupted++
 			}
 		}

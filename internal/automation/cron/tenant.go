@@ -20,6 +20,9 @@ const (
 
 func newID() string { return store.NewID() }
 
+// gone says a store error means the job no longer exists.
+func gone(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
 // AddTenant loads a tenant's jobs and, when its cron is enabled, applies
 // the startup rules (R5.7) and arms them.
 func (s *Scheduler) AddTenant(ctx context.Context, id string, st Store, cfg TenantConfig) error {
@@ -218,7 +221,7 @@ func (s *Scheduler) recover(ctx context.Context, t *tenant, j automation.Job, no
 	if st.RunningAtMs != nil {
 		started := *st.RunningAtMs
 		row = &automation.Run{
-			Ts: now, JobID: j.ID, JobName: j.Name, Action: "finished", Status: automation.StatusError,
+			Ts: now, JobID: j.ID, JobName: j.Name, Action: "finished", Status: automation.StatusLost,
 			CompletionStatus: automation.CompletionUnknown, Error: "interrupted: the gateway stopped during the run",
 			DeliveryStatus: automation.DeliveryUnknown, RunID: newID(), RunAtMs: started,
 		}
@@ -330,7 +333,7 @@ func (s *Scheduler) JobChanged(ctx context.Context, tenantID, jobID string) erro
 	}
 	j, err := t.store.CronJob(ctx, jobID)
 	if err != nil {
-		if s.isNotFound(err) {
+		if gone(err) {
 			return s.JobRemoved(tenantID, jobID)
 		}
 		return fmt.Errorf("cron: loading job %s: %w", jobID, err)
