@@ -15,8 +15,8 @@ import (
 
 // testRules stand in for package automation's Next, ErrorBackoff,
 // RetryDelay and Transient until they are merged (they are written in
-// parallel): only what these tests schedule — "at", "every", and daily
-// "M H * * *" cron expressions in UTC.
+// parallel): only what these tests schedule — "at", "every" (R3.2, from
+// the last run), and daily "M H * * *" cron expressions in UTC.
 var testRules = Rules{Next: testNext, ErrorBackoff: testBackoff, RetryDelay: testRetry, Transient: testTransient}
 
 func testNext(j automation.Job, after time.Time) (time.Time, bool, error) {
@@ -34,6 +34,9 @@ func testNext(j automation.Job, after time.Time) (time.Time, bool, error) {
 			anchor = *s.AnchorMs
 		}
 		a := after.UnixMilli()
+		if last := j.State.LastRunAtMs; last != nil && *last >= anchor && *last+s.EveryMs > a {
+			return time.UnixMilli(*last + s.EveryMs), true, nil
+		}
 		if a < anchor {
 			return time.UnixMilli(anchor), true, nil
 		}

@@ -146,10 +146,12 @@ func recurring(j automation.Job, st *automation.JobState, o Outcome, endMs int64
 	return false
 }
 
-// schedule sets st.NextRunAtMs to j's first slot after afterMs,
-// counting schedule errors (R3.5): after maxScheduleErrors in a row it
-// records the auto-disable and reports false.
+// schedule sets st.NextRunAtMs to j's first slot after afterMs, as st
+// now stands (an "every" job counts from its last run, R3.2), counting
+// schedule errors (R3.5): after maxScheduleErrors in a row it records the
+// auto-disable and reports false.
 func schedule(j automation.Job, st *automation.JobState, afterMs, nowMs int64, r Rules) bool {
+	j.State = *st
 	t, ok, err := r.Next(j, time.UnixMilli(afterMs))
 	if err != nil {
 		st.ScheduleErrors++

@@ -61,6 +61,13 @@ func TestSettle(t *testing.T) {
 		{"one-shot permanent error disables", atJob(true), fail, false, nil, true, false, 1, automation.CompletionFailed},
 		{"invalid status is an error", every, Outcome{Status: "great"}, false, ptr(t0.Add(10 * time.Minute)), false, false, 1, automation.CompletionFailed},
 	}
+	t.Run("an every job counts from its last run", func(t *testing.T) {
+		start := t0.Add(3 * time.Minute) // a catch-up, off the anchor
+		res := settle(finish{job: every, out: ok, slotMs: ms(t0), startMs: ms(start), endMs: ms(start.Add(time.Second))}, testRules)
+		if got := *res.state.NextRunAtMs; got != ms(start.Add(10*time.Minute)) {
+			t.Errorf("next %v, want 10 min after the run's start", time.UnixMilli(got).UTC())
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res := settle(finish{job: c.job, out: c.out, runID: "r", manual: c.manual, slotMs: ms(t0), startMs: ms(t0), endMs: ms(end)}, testRules)
