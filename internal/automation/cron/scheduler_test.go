@@ -594,3 +594,40 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantsShareFairly: a tenant with a backlog of due jobs cannot
+// starve another; starts alternate between tenants.
+func TestTenantsShareFairly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := newExecutor(func(ctx context.Context, _ string, _ automation.Job) Outcome {
+			sleep(ctx, time.Minute)
+			return Outcome{Status: automation.StatusOK}
+		})
+		s := newScheduler(t, ex, Options{MaxConcurrent: 1})
+		defer closeScheduler(t, s)
+		now := time.Now()
+		var noisy []automation.Job
+		for i := range 50 {
+			noisy = append(noisy, everyJob(fmt.Sprintf("n%02d", i), now, time.Hour))
+		}
+		quiet := everyJob("q", now, time.Hour)
+		quiet.State.NextRunAtMs = ptr(ms(now.Add(time.Hour + time.Second))) // due after the backlog formed
+		for name, st := range map[string]*memStore{"noisy": newMemStore(noisy...), "quiet": newMemStore(quiet)} {
+			if err := s.AddTenant(t.Context(), name, st, TenantConfig{Enabled: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Hour)
+		synctest.Wait()
+		calls := ex.seen()
+		for i, c := range calls {
+			if c.tenant == "quiet" {
+				if i > 2 {
+					t.Errorf("the quiet tenant's job started %dth, behind the other tenant's backlog", i+1)
+				}
+				return
+			}
+		}
+		t.Fatalf("the quiet tenant's job never ran (%d runs)", len(calls))
+	})
+}
