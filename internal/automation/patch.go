@@ -37,10 +37,11 @@ var serverKeys = map[string]string{
 // the job's, null clears an optional one (description, agentId,
 // sessionKey, wakeMode, delivery, failureAlert), delivery is merged key
 // by key, and schedule and payload are merged key by key unless the
-// patch changes their kind, which replaces them. The result is not
-// validated (call Normalize's schedule rules through Validate after it);
-// scheduleChanged says {enabled, schedule} changed, so the caller resets
-// the state with Reschedule (R4.1). UpdatedAtMs is the caller's.
+// patch changes their kind, which replaces them. The result is neither
+// normalized nor validated: cron.update sets UpdatedAtMs, then calls
+// Normalize (a new cron schedule gets its zone; a cleared delivery of an
+// isolated turn is the default announce again) and Validate, and when
+// scheduleChanged — {enabled, schedule} changed — Reschedule (R4.1).
 func ApplyPatch(j Job, patch json.RawMessage) (next Job, scheduleChanged bool, err error) {
 	if len(patch) > MaxJobJSON {
 		return j, false, fmt.Errorf("patch: larger than %d bytes", MaxJobJSON)

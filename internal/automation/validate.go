@@ -261,6 +261,11 @@ func validateSchedule(j Job, _ Checks) error {
 		if _, err := parseCron(s.Expr); err != nil {
 			return fmt.Errorf("schedule.expr: %w", err)
 		}
+		// Normalize stores the resolved zone; a job without one would
+		// run at a guessed time (better-item 2).
+		if s.TZ == "" {
+			return errors.New("schedule.tz: required: Normalize stores the resolved zone")
+		}
 		if _, err := Zone(s.TZ); err != nil {
 			return fmt.Errorf("schedule.tz: %w", err)
 		}

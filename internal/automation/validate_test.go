@@ -246,3 +246,33 @@ func TestReschedule(t *testing.T) {
 		t.Errorf("disabled: next %v, %v", j.State.NextRunAtMs, err)
 	}
 }
+
+// TestUpdateFlow is cron.update as the gateway runs it: patch, normalize,
+// validate, reschedule when the schedule identity changed.
+func TestUpdateFlow(t *testing.T) {
+	j := newJob(t, `{"name":"n","schedule":{"kind":"every","everyMs":60000},"payload":{"kind":"systemEvent","text":"t"}}`)
+	j.State.ConsecutiveErrors = 3
+	next, changed, err := ApplyPatch(j, json.RawMessage(`{"schedule":{"kind":"cron","expr":"0 7 * * *"}}`))
+	if err != nil || !changed {
+		t.Fatalf("ApplyPatch = %v, %v", changed, err)
+	}
+	if err := Validate(next, twoChannels); err == nil || !strings.Contains(err.Error(), "schedule.tz: required") {
+		t.Errorf("a cron schedule without its zone validated: %v", err)
+	}
+	next.UpdatedAtMs = testNow.Add(time.Hour).UnixMilli()
+	Normalize(&next, testNow.Add(time.Hour), "Europe/Vienna")
+	if err := Validate(next, twoChannels); err != nil {
+		t.Fatal(err)
+	}
+	if err := Reschedule(&next, testNow.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// 07:00 Vienna is 06:00 UTC in winter; the top-of-hour stagger is
+	// not the default here (hour 7 is not a wildcard).
+	if got := time.UnixMilli(*next.State.NextRunAtMs).UTC(); !got.Equal(utc("2027-01-02T06:00:00Z")) || next.State.ConsecutiveErrors != 0 {
+		t.Errorf("next run %v, errors %d", got, next.State.ConsecutiveErrors)
+	}
+	if next.CreatedAtMs != j.CreatedAtMs {
+		t.Errorf("createdAtMs moved")
+	}
+}
