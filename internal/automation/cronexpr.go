@@ -20,7 +20,9 @@ import (
 type cronExpr struct {
 	second, minute, hour, dom, month, dow uint64
 	// domAny and dowAny say the field was "*" or "?": only a restricted
-	// field takes part in the day rule.
+	// field takes part in the day rule. "?" is Quartz's "no specific
+	// day" here; croner reads it as every day, so that its "0 9 ? * 1"
+	// fires daily, which nobody writing it means.
 	domAny, dowAny bool
 	// dowAnd is croner's "+" prefix on day-of-week: both day fields must
 	// match instead of either.
@@ -117,8 +119,9 @@ func parseField(text string, f fieldSpec) (uint64, error) {
 	return set, nil
 }
 
-// parsePart reads "*", "?", "a", "a-b", each optionally "/step"; "a/step"
-// runs from a to the field's end.
+// parsePart reads "*", "?", "a" or "a-b"; "*" and ranges may take a
+// "/step". Like croner, a step after a single number ("5/15") is refused
+// rather than read as Vixie's "5-59/15": OpenClaw refuses it too.
 func parsePart(part string, f fieldSpec) (uint64, error) {
 	rng, stepText, hasStep := strings.Cut(part, "/")
 	lo, hi := f.min, f.max
@@ -128,6 +131,9 @@ func parsePart(part string, f fieldSpec) (uint64, error) {
 		return 0, fmt.Errorf("empty value")
 	default:
 		a, b, isRange := strings.Cut(rng, "-")
+		if hasStep && !isRange {
+			return 0, fmt.Errorf("%q: a step needs * or a range before it (*/%s or %s-%d/%s)", part, stepText, a, f.max, stepText)
+		}
 		var err error
 		if lo, err = fieldValue(a, f); err != nil {
 			return 0, err
@@ -137,11 +143,13 @@ func parsePart(part string, f fieldSpec) (uint64, error) {
 			if hi, err = fieldValue(b, f); err != nil {
 				return 0, err
 			}
+			// "fri-sun": Sunday ends a range as 7, as in croner.
+			if f.names != nil && hi == 0 && strings.EqualFold(b, "sun") {
+				hi = 7
+			}
 			if hi < lo {
 				return 0, fmt.Errorf("range %d-%d runs backwards", lo, hi)
 			}
-		} else if hasStep {
-			hi = f.max
 		}
 	}
 	step := 1

@@ -287,7 +287,8 @@ func TestParseCron(t *testing.T) {
 		{"0 0 1 jan,jul *", ""},
 		{"0 0 * * 7", ""},
 		{"? * * * ?", ""},
-		{"5/15 * * * *", ""},
+		{"5-59/15 * * * *", ""},
+		{"5/15 * * * *", "a step needs * or a range"},
 		{"@daily", ""},
 		{"", "empty expression"},
 		{"* * * *", "expected 5 fields"},
@@ -326,7 +327,9 @@ func TestCronNames(t *testing.T) {
 		{"0 9 * * 7", "0 9 * * 0"},
 		{"0 0 1 JAN,jul *", "0 0 1 1,7 *"},
 		{"@weekly", "0 0 * * 0"},
-		{"5/15 * * * *", "5,20,35,50 * * * *"},
+		{"5-59/15 * * * *", "5,20,35,50 * * * *"},
+		{"0 9 * * fri-sun", "0 9 * * 5,6,0"},
+		{"0 9 ? * mon", "0 9 * * 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.a, func(t *testing.T) {
