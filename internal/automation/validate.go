@@ -49,8 +49,10 @@ var platforms = []string{"telegram", "slack", "discord", "whatsapp", "signal", "
 // DecodeJob reads a new job as cron.add and the cron tool send it: the
 // fields of §3 (no others), with OpenClaw's defaults for the two booleans
 // whose absence means true — enabled, and deleteAfterRun of an "at" job —
-// which a decoded Job cannot tell from false. The id, timestamps, state
-// and revision are the server's and are refused.
+// which a decoded Job cannot tell from false. The id, timestamps, state,
+// revision and creator are the server's and are refused: a creator
+// taken from the request would let an agent claim "operator" and leave
+// the cron tool's scope (R7.3).
 func DecodeJob(data []byte) (Job, error) {
 	var j Job
 	if len(data) > MaxJobJSON {
@@ -60,7 +62,7 @@ func DecodeJob(data []byte) (Job, error) {
 	if err := json.Unmarshal(data, &members); err != nil || members == nil {
 		return j, errors.New("job: expected a JSON object")
 	}
-	for _, k := range []string{"id", "createdAtMs", "updatedAtMs", "state", "configRevision"} {
+	for _, k := range []string{"id", "createdAtMs", "updatedAtMs", "state", "configRevision", "creator"} {
 		if _, ok := members[k]; ok {
 			return j, fmt.Errorf("%s: set by the server, not by the caller", k)
 		}

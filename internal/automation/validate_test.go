@@ -51,6 +51,7 @@ func TestDecodeJobErrors(t *testing.T) {
 		{"not an object", `[1]`, "expected a JSON object"},
 		{"server's id", `{"id":"x","name":"n"}`, "id: set by the server"},
 		{"state", `{"name":"n","state":{}}`, "state: set by the server"},
+		{"creator: an agent cannot claim to be the operator", `{"name":"n","creator":"operator"}`, "creator: set by the server"},
 		{"unknown field", `{"name":"n","bogus":1}`, `unknown field "bogus"`},
 		{"unknown nested field", `{"name":"n","payload":{"kind":"agentTurn","msg":"x"}}`, `unknown field "msg"`},
 		{"wrong type names the field", `{"name":"n","payload":{"kind":"agentTurn","timeoutSeconds":"x"}}`, "payload.timeoutSeconds: expected int"},
