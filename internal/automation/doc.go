@@ -6,4 +6,9 @@
 // and does no I/O beyond loading a time zone; the scheduler
 // (automation/cron), the store (internal/store) and the gateway act on
 // what it decides. Safe for concurrent use: it holds no state.
+//
+// cron.add runs DecodeJob, Normalize, Validate and Reschedule; cron.update
+// runs ApplyPatch, Normalize, Validate, and Reschedule when the patch
+// changed the schedule identity. Cron expressions are evaluated here
+// (cronexpr.go), wall clock first, so the DST rule has one home.
 package automation

@@ -79,7 +79,9 @@ type Payload struct {
 	TimeoutSeconds *int     `json:"timeoutSeconds,omitempty"`
 	LightContext   bool     `json:"lightContext,omitempty"`
 	// ToolsAllow caps the run's tools; nil is every tool the policy
-	// gives ("*"), [] none (R3.11).
+	// gives ("*"), [] none (R3.11). Fallbacks nil is the configured
+	// chain, [] none. Both are omitzero, not omitempty: an empty list
+	// must survive a JSON round trip, or [] would widen to everything.
 	ToolsAllow                 []string `json:"toolsAllow,omitzero"`
 	AllowUnsafeExternalContent bool     `json:"allowUnsafeExternalContent,omitempty"`
 }

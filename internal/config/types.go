@@ -42,6 +42,8 @@ type Config struct {
 	Commands  Commands `json:"commands"`
 	Models    Models   `json:"models"`
 	Env       *Raw     `json:"env"`
+	// Cron is the scheduled jobs' section (cron.go).
+	Cron Cron `json:"cron"`
 	// MCP is Talon's own: the MCP servers whose tools agents may use.
 	MCP MCP `json:"mcp"`
 	// Tenants is Talon's own, read from the operator's root config only:

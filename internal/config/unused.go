@@ -24,11 +24,16 @@ func IsUnused(is Issue) bool { return is.Message == MsgUnused }
 var unusedKeys = []string{
 	// Whole sections.
 	"meta", "wizard", "update", "telemetry", "logging", "ui", "auth", "skills",
-	"hooks", "cron", "browser", "talk",
+	"hooks", "browser", "talk",
 	"audio", "media", "web", "discovery", "canvasHost", "diagnostics",
 	"approvals", "nodeHost", "memory", "acp", "secrets",
 
 	"env.shellEnv",
+
+	// Webhooks are held to netguard and tenants.network.allowHosts, which
+	// a tenant's policy must not loosen; retries and run history limits
+	// are fixed; Talon has no trigger scripts (cron.go).
+	"cron.webhookSsrfPolicy", "cron.retry", "cron.runLog", "cron.triggers",
 
 	"gateway.mode", "gateway.remote", "gateway.reload", "gateway.tls",
 	"gateway.tailscale", "gateway.trustedProxies", "gateway.nodes",

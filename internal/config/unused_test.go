@@ -21,7 +21,7 @@ func TestUnusedKeyWarnings(t *testing.T) {
 		src  string
 		want []string // paths warned as unused
 	}{
-		{"section", `{cron: {enabled: true}, hooks: {}}`, []string{"cron", "hooks"}},
+		{"section", `{cron: {enabled: true, runLog: {keepLines: 10}}, hooks: {}}`, []string{"cron.runLog", "hooks"}},
 		{"null is absent", `{cron: null, agents: {defaults: {heartbeat: null}}}`, nil},
 		{"key of a typed section", `{agents: {defaults: {compaction: {mode: "safeguard", thinkingLevel: "low"}, heartbeat: {every: "30m"}, workspace: "/w"}}}`,
 			[]string{"agents.defaults.compaction.thinkingLevel", "agents.defaults.heartbeat"}},
@@ -106,6 +106,8 @@ var earlierKeys = map[string]string{
 	"plugins.installs":                    `9.6: "Removed retired plugins.installs after preserving plugin install records"`,
 	"gateway.controlUi.allowInsecureAuth": `9.6 retires gateway.controlUi.allowInsecureAuth (dist/legacy-*.mjs)`,
 	"session.agentToAgent":                `9.6 retires session.agentToAgent.maxPingPongTurns (dist/legacy-*.mjs)`,
+	"cron.retry":                          `≤ 2026.7 (spec automation.md §2 [legacy]): cron.retry {maxAttempts, backoffMs, retryOn}`,
+	"cron.runLog":                         `≤ 2026.7 (spec automation.md §2 [legacy]): cron.runLog {maxBytes, keepLines}`,
 	"tools.exec.timeoutSec":               `9.6 moves tools.exec.timeoutSec to timeoutSeconds (dist/legacy-*.mjs)`,
 	"agents.list[].tools.exec.timeoutSec": `9.6 moves <agent>.tools.exec.timeoutSec to timeoutSeconds`,
 

@@ -54,6 +54,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.byProvider("tools.byProvider", c.Tools.ByProvider)
 	k.exec("tools.exec", c.Tools.Exec)
 	k.mcp("mcp.servers", c.MCP.Servers)
+	k.cron(&c.Cron)
 	k.tenants(&c.Tenants)
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
