@@ -93,7 +93,7 @@ func BenchmarkSchedule(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s, err := New(Options{Clock: clock, Exec: newExecutor(nil), Rules: testRules})
+	s, err := New(Options{Clock: clock, Exec: newExecutor(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 // Usage (the gateway):
 //
-//	s, err := cron.New(cron.Options{Exec: exec, Rules: rules, OnEvent: broadcast})
+//	s, err := cron.New(cron.Options{Exec: exec, OnEvent: broadcast})
 //	s.AddTenant(ctx, "acme", db, cron.TenantConfig{Enabled: true}) // startup rules R5.7
 //	s.JobChanged(ctx, "acme", id)        // after cron.add / cron.update
 //	s.JobRemoved("acme", id)             // after cron.remove

@@ -13,72 +13,6 @@ import (
 	"talon/internal/store"
 )
 
-// testRules stand in for package automation's Next, ErrorBackoff,
-// RetryDelay and Transient until they are merged (they are written in
-// parallel): only what these tests schedule — "at", "every" (R3.2, from
-// the last run), and daily "M H * * *" cron expressions in UTC.
-var testRules = Rules{Next: testNext, ErrorBackoff: testBackoff, RetryDelay: testRetry, Transient: testTransient}
-
-func testNext(j automation.Job, after time.Time) (time.Time, bool, error) {
-	s := j.Schedule
-	switch s.Kind {
-	case automation.KindAt:
-		at, err := time.Parse("2006-01-02T15:04:05", s.At)
-		if err != nil {
-			return time.Time{}, false, err
-		}
-		return at, at.After(after), nil
-	case automation.KindEvery:
-		anchor := j.CreatedAtMs
-		if s.AnchorMs != nil {
-			anchor = *s.AnchorMs
-		}
-		a := after.UnixMilli()
-		if last := j.State.LastRunAtMs; last != nil && *last >= anchor && *last+s.EveryMs > a {
-			return time.UnixMilli(*last + s.EveryMs), true, nil
-		}
-		if a < anchor {
-			return time.UnixMilli(anchor), true, nil
-		}
-		return time.UnixMilli(anchor + ((a-anchor)/s.EveryMs+1)*s.EveryMs), true, nil
-	case automation.KindCron:
-		var m, h int
-		if _, err := fmt.Sscanf(s.Expr, "%d %d * * *", &m, &h); err != nil {
-			return time.Time{}, false, fmt.Errorf("schedule.expr: test rules parse only daily expressions: %w", err)
-		}
-		after = after.UTC()
-		t := time.Date(after.Year(), after.Month(), after.Day(), h, m, 0, 0, time.UTC)
-		if !t.After(after) {
-			t = t.AddDate(0, 0, 1)
-		}
-		return t, true, nil
-	}
-	return time.Time{}, false, fmt.Errorf("schedule.kind: unsupported schedule kind %q", s.Kind)
-}
-
-func testBackoff(n int) time.Duration {
-	steps := []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
-	return steps[min(max(n, 1), len(steps))-1]
-}
-
-func testRetry(attempt int) (time.Duration, bool) {
-	steps := []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute}
-	if attempt < 1 || attempt > len(steps) {
-		return 0, false
-	}
-	return steps[attempt-1], true
-}
-
-func testTransient(errText string) bool {
-	l := strings.ToLower(errText)
-	for _, w := range []string{"rate limit", "overloaded", "network", "timeout", "503"} {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
-}
-
 var errNotFound = fmt.Errorf("memory store: %w", store.ErrNotFound)
 
 // memStore is a tenant's store in memory (the real one is SQLite, in
@@ -236,7 +170,6 @@ func (ev *events) actions() []string {
 func newScheduler(t *testing.T, e Executor, o Options) *Scheduler {
 	t.Helper()
 	o.Exec = e
-	o.Rules = testRules
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)

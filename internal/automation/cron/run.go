@@ -129,7 +129,7 @@ func (s *Scheduler) record(ctx context.Context, t *tenant, ran automation.Job, f
 		fresh = ran
 	}
 	f.job = fresh
-	res := settle(f, s.rules)
+	res := settle(f)
 	if !removed {
 		if err := s.save(ctx, t, fresh, res); err != nil {
 			s.log.Warn("cron: storing a run's outcome", "tenant", t.id, "job", ran.ID, "err", err)
@@ -176,7 +176,7 @@ func (s *Scheduler) save(ctx context.Context, t *tenant, j automation.Job, res s
 func (s *Scheduler) rearm(ctx context.Context, t *tenant, j automation.Job, now int64) (int64, bool) {
 	st := j.State
 	var disable *bool
-	if !schedule(j, &st, now, now, s.rules) {
+	if !schedule(j, &st, now, now) {
 		disable = ptr(false)
 	}
 	if err := t.store.SetCronState(ctx, j.ID, st, disable); err != nil {

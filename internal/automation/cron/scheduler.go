@@ -82,24 +82,12 @@ type Outcome struct {
 	Usage                     *automation.Usage
 }
 
-// Rules are the pure schedule rules of package automation the scheduler
-// applies (automation.Next, ErrorBackoff, RetryDelay, Transient). They
-// are passed in so this package has one definition of each: its own
-// tests give minimal stand-ins.
-type Rules struct {
-	Next         func(j automation.Job, after time.Time) (time.Time, bool, error)
-	ErrorBackoff func(n int) time.Duration
-	RetryDelay   func(attempt int) (time.Duration, bool)
-	Transient    func(errText string) bool
-}
-
 // Options configure a Scheduler.
 type Options struct {
 	Clock Clock // nil: System()
 	// MaxConcurrent caps runs across all tenants (0: 8).
 	MaxConcurrent int
 	Exec          Executor
-	Rules         Rules
 	Log           *slog.Logger // nil: discard
 	// OnEvent receives every cron event (§6.1) and alert; it is called
 	// from the run's goroutine with no lock held and must not block long.
@@ -148,7 +136,6 @@ type Scheduler struct {
 	clock    Clock
 	max      int
 	exec     Executor
-	rules    Rules
 	log      *slog.Logger
 	onEvent  func(string, Event)
 	watchdog time.Duration
@@ -205,15 +192,13 @@ func New(o Options) (*Scheduler, error) {
 	switch {
 	case o.Exec == nil:
 		return nil, errors.New("cron: new: an executor is required")
-	case o.Rules.Next == nil || o.Rules.ErrorBackoff == nil || o.Rules.RetryDelay == nil || o.Rules.Transient == nil:
-		return nil, errors.New("cron: new: rules need Next, ErrorBackoff, RetryDelay and Transient")
 	case o.MaxConcurrent < 0:
 		return nil, fmt.Errorf("cron: new: max concurrent runs %d is negative", o.MaxConcurrent)
 	case o.Watchdog < 0:
 		return nil, fmt.Errorf("cron: new: watchdog %s is negative", o.Watchdog)
 	}
 	s := &Scheduler{
-		clock: o.Clock, max: o.MaxConcurrent, exec: o.Exec, rules: o.Rules, log: o.Log,
+		clock: o.Clock, max: o.MaxConcurrent, exec: o.Exec, log: o.Log,
 		onEvent: o.OnEvent, watchdog: o.Watchdog,
 		tenants: map[string]*tenant{},
 		kick:    make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{}),

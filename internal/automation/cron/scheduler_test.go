@@ -85,12 +85,12 @@ func TestErrorBackoffAndAutoDisable(t *testing.T) {
 		time.Sleep(48 * time.Hour)
 		synctest.Wait()
 		calls := ex.seen()
-		if len(calls) != maxConsecutiveFailures {
-			t.Fatalf("%d runs, want %d then disabled", len(calls), maxConsecutiveFailures)
+		if len(calls) != automation.MaxConsecutiveFailures {
+			t.Fatalf("%d runs, want %d then disabled", len(calls), automation.MaxConsecutiveFailures)
 		}
 		for n := 1; n < len(calls); n++ {
 			end := calls[n-1].at.Add(took)
-			if want := testBackoff(n); calls[n].at.Sub(end) < want {
+			if want := automation.ErrorBackoff(n); calls[n].at.Sub(end) < want {
 				t.Errorf("retry %d started %s after the failure, want ≥ %s", n, calls[n].at.Sub(end), want)
 			}
 		}
@@ -98,7 +98,7 @@ func TestErrorBackoffAndAutoDisable(t *testing.T) {
 			t.Errorf("third retry %s after the third failure, want ≥ 5m", gap)
 		}
 		j := st.job(t, "j")
-		if j.Enabled || j.State.AutoDisabled == nil || j.State.AutoDisabled.Reason != ReasonConsecutiveFailures || j.State.NextRunAtMs != nil {
+		if j.Enabled || j.State.AutoDisabled == nil || j.State.AutoDisabled.Reason != automation.ReasonConsecutiveFailures || j.State.NextRunAtMs != nil {
 			t.Errorf("job after 10 failures: enabled %v, state %+v", j.Enabled, j.State)
 		}
 		alerts := map[string]int{}
@@ -560,7 +560,8 @@ func TestScheduleErrorsDisable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ex := newExecutor(nil)
 		j := everyJob("bad", time.Now(), time.Minute)
-		j.Schedule = automation.Schedule{Kind: automation.KindCron, Expr: "*/5 * * * *"} // the test rules cannot compute it
+		// a zone this host no longer has: no slot can be computed
+		j.Schedule = automation.Schedule{Kind: automation.KindCron, Expr: "*/5 * * * *", TZ: "Mars/Olympus_Mons"}
 		st := newMemStore(j)
 		s := newScheduler(t, ex, Options{})
 		defer closeScheduler(t, s)
@@ -570,7 +571,7 @@ func TestScheduleErrorsDisable(t *testing.T) {
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		got := st.job(t, "bad")
-		if got.Enabled || got.State.AutoDisabled == nil || got.State.AutoDisabled.Reason != ReasonScheduleErrors {
+		if got.Enabled || got.State.AutoDisabled == nil || got.State.AutoDisabled.Reason != automation.ReasonScheduleErrors {
 			t.Errorf("job %+v: want disabled for schedule errors", got.State)
 		}
 	})
@@ -582,9 +583,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{"no executor", Options{Rules: testRules}},
-		{"no rules", Options{Exec: newExecutor(nil)}},
-		{"negative limit", Options{Exec: newExecutor(nil), Rules: testRules, MaxConcurrent: -1}},
+		{"no executor", Options{}},
+		{"negative limit", Options{Exec: newExecutor(nil), MaxConcurrent: -1}},
+		{"negative watchdog", Options{Exec: newExecutor(nil), Watchdog: -time.Second}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,23 +11,17 @@ import (
 
 // Limits of the scheduler's own rules.
 const (
-	// maxConsecutiveFailures auto-disables a recurring job (R5.6).
-	maxConsecutiveFailures = 10
-	// maxScheduleErrors auto-disables a job whose next slot cannot be
-	// computed (R3.5); scheduleRetry is the wait before computing again.
-	maxScheduleErrors = 3
-	scheduleRetry     = time.Minute
+	// scheduleRetry is the wait before a slot that could not be
+	// computed is computed again (R3.5).
+	scheduleRetry = time.Minute
 	// An executor's texts are bounded before they are stored.
 	maxErrorBytes   = 4 << 10
 	maxSummaryBytes = 16 << 10
 	maxCauseRunes   = 200
 )
 
-// Auto-disable reasons and alert kinds.
+// Alert kinds.
 const (
-	ReasonScheduleErrors      = "schedule-errors"
-	ReasonConsecutiveFailures = "consecutive-failures"
-
 	AlertFailure      = "failure"
 	AlertRecovery     = "recovery"
 	AlertAutoDisabled = "auto-disabled"
@@ -56,8 +50,8 @@ type settled struct {
 }
 
 // settle applies one finished run to its job (R5.3–R5.6, §6.4). It is
-// pure: the rules and every time are given.
-func settle(f finish, r Rules) settled {
+// pure: every time is given.
+func settle(f finish) settled {
 	o := clean(f.out)
 	j := f.job
 	st := j.State
@@ -82,18 +76,18 @@ func settle(f finish, r Rules) settled {
 	switch {
 	case f.manual:
 		// The natural slot stays; a disabled job stays disabled.
-		if st.ConsecutiveErrors >= maxConsecutiveFailures && j.Schedule.Kind != automation.KindAt && j.Enabled {
+		if st.ConsecutiveErrors >= automation.MaxConsecutiveFailures && j.Schedule.Kind != automation.KindAt && j.Enabled {
 			res.disable = true
 		}
 	case j.Schedule.Kind == automation.KindAt:
-		res.disable, res.remove = oneShot(j, &st, o, done, f.endMs, r)
+		res.disable, res.remove = oneShot(j, &st, o, done, f.endMs)
 	default:
-		res.disable = recurring(j, &st, o, f.endMs, r)
+		res.disable = recurring(j, &st, o, f.endMs)
 	}
 	if res.disable && j.Enabled {
 		st.NextRunAtMs = nil
-		if st.ConsecutiveErrors >= maxConsecutiveFailures && j.Schedule.Kind != automation.KindAt {
-			st.AutoDisabled = &automation.AutoDisabled{Reason: ReasonConsecutiveFailures, AtMs: f.endMs, ConsecutiveErrors: st.ConsecutiveErrors}
+		if st.ConsecutiveErrors >= automation.MaxConsecutiveFailures && j.Schedule.Kind != automation.KindAt {
+			st.AutoDisabled = &automation.AutoDisabled{Reason: automation.ReasonConsecutiveFailures, AtMs: f.endMs, ConsecutiveErrors: st.ConsecutiveErrors}
 		}
 	}
 	res.alert = alert(j, &st, o, f.endMs, f.global, res.disable && st.AutoDisabled != nil && j.State.AutoDisabled == nil)
@@ -113,13 +107,13 @@ func settle(f finish, r Rules) settled {
 // oneShot is R5.5 for an "at" job: delete it only when its completion
 // succeeded and it asks to be deleted, retry transient errors on the
 // retry schedule, and otherwise disable it (for inspection).
-func oneShot(j automation.Job, st *automation.JobState, o Outcome, done string, endMs int64, r Rules) (disable, remove bool) {
+func oneShot(j automation.Job, st *automation.JobState, o Outcome, done string, endMs int64) (disable, remove bool) {
 	switch {
 	case o.Status == automation.StatusOK && done == automation.CompletionSucceeded:
 		st.NextRunAtMs = nil
 		return !j.DeleteAfterRun, j.DeleteAfterRun
-	case o.Status == automation.StatusError && r.Transient(o.Error):
-		if d, ok := r.RetryDelay(st.ConsecutiveErrors); ok {
+	case o.Status == automation.StatusError && automation.Transient(o.Error):
+		if d, ok := automation.RetryDelay(st.ConsecutiveErrors); ok {
 			st.NextRunAtMs = ptr(endMs + d.Milliseconds())
 			return false, false
 		}
@@ -131,33 +125,31 @@ func oneShot(j automation.Job, st *automation.JobState, o Outcome, done string, 
 // recurring is R5.3/R5.4/R5.6 for an "every" or "cron" job: the next
 // slot from now, pushed back by the error backoff, or disabled after
 // too many failures.
-func recurring(j automation.Job, st *automation.JobState, o Outcome, endMs int64, r Rules) (disable bool) {
-	if o.Status == automation.StatusError && st.ConsecutiveErrors >= maxConsecutiveFailures {
+func recurring(j automation.Job, st *automation.JobState, o Outcome, endMs int64) (disable bool) {
+	if o.Status == automation.StatusError && st.ConsecutiveErrors >= automation.MaxConsecutiveFailures {
 		return true
 	}
-	if !schedule(j, st, endMs, endMs, r) {
+	if !schedule(j, st, endMs, endMs) {
 		return true
 	}
-	if o.Status == automation.StatusError && st.NextRunAtMs != nil {
-		if back := endMs + r.ErrorBackoff(st.ConsecutiveErrors).Milliseconds(); back > *st.NextRunAtMs {
-			st.NextRunAtMs = ptr(back)
-		}
+	if back, ok := automation.BackoffUntil(*st); ok && st.NextRunAtMs != nil && back.UnixMilli() > *st.NextRunAtMs {
+		st.NextRunAtMs = ptr(back.UnixMilli())
 	}
 	return false
 }
 
 // schedule sets st.NextRunAtMs to j's first slot after afterMs, as st
 // now stands (an "every" job counts from its last run, R3.2), counting
-// schedule errors (R3.5): after maxScheduleErrors in a row it records the
+// schedule errors (R3.5): after MaxScheduleErrors in a row it records the
 // auto-disable and reports false.
-func schedule(j automation.Job, st *automation.JobState, afterMs, nowMs int64, r Rules) bool {
+func schedule(j automation.Job, st *automation.JobState, afterMs, nowMs int64) bool {
 	j.State = *st
-	t, ok, err := r.Next(j, time.UnixMilli(afterMs))
+	t, ok, err := automation.Next(j, time.UnixMilli(afterMs))
 	if err != nil {
 		st.ScheduleErrors++
-		if st.ScheduleErrors >= maxScheduleErrors {
+		if st.ScheduleErrors >= automation.MaxScheduleErrors {
 			st.NextRunAtMs = nil
-			st.AutoDisabled = &automation.AutoDisabled{Reason: ReasonScheduleErrors, AtMs: nowMs}
+			st.AutoDisabled = &automation.AutoDisabled{Reason: automation.ReasonScheduleErrors, AtMs: nowMs}
 			return false
 		}
 		st.NextRunAtMs = ptr(nowMs + scheduleRetry.Milliseconds())

@@ -63,14 +63,14 @@ func TestSettle(t *testing.T) {
 	}
 	t.Run("an every job counts from its last run", func(t *testing.T) {
 		start := t0.Add(3 * time.Minute) // a catch-up, off the anchor
-		res := settle(finish{job: every, out: ok, slotMs: ms(t0), startMs: ms(start), endMs: ms(start.Add(time.Second))}, testRules)
+		res := settle(finish{job: every, out: ok, slotMs: ms(t0), startMs: ms(start), endMs: ms(start.Add(time.Second))})
 		if got := *res.state.NextRunAtMs; got != ms(start.Add(10*time.Minute)) {
 			t.Errorf("next %v, want 10 min after the run's start", time.UnixMilli(got).UTC())
 		}
 	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := settle(finish{job: c.job, out: c.out, runID: "r", manual: c.manual, slotMs: ms(t0), startMs: ms(t0), endMs: ms(end)}, testRules)
+			res := settle(finish{job: c.job, out: c.out, runID: "r", manual: c.manual, slotMs: ms(t0), startMs: ms(t0), endMs: ms(end)})
 			next := res.state.NextRunAtMs
 			switch {
 			case c.wantNext == nil && next != nil:
@@ -90,8 +90,8 @@ func TestSettle(t *testing.T) {
 			if res.run.RunID != "r" || res.run.Action != "finished" || res.run.DurationMs != 20_000 {
 				t.Errorf("run entry %+v", res.run)
 			}
-			if c.wantErrs >= maxConsecutiveFailures && c.job.Schedule.Kind != automation.KindAt &&
-				(res.state.AutoDisabled == nil || res.state.AutoDisabled.Reason != ReasonConsecutiveFailures) {
+			if c.wantErrs >= automation.MaxConsecutiveFailures && c.job.Schedule.Kind != automation.KindAt &&
+				(res.state.AutoDisabled == nil || res.state.AutoDisabled.Reason != automation.ReasonConsecutiveFailures) {
 				t.Errorf("autoDisabled %+v", res.state.AutoDisabled)
 			}
 		})
@@ -168,7 +168,7 @@ func TestFailureAlerts(t *testing.T) {
 			j := c.job()
 			for i, s := range c.steps {
 				at := ms(t0.Add(s.after))
-				res := settle(finish{job: j, out: s.out, runID: "r", slotMs: at, startMs: at, endMs: at}, testRules)
+				res := settle(finish{job: j, out: s.out, runID: "r", slotMs: at, startMs: at, endMs: at})
 				got := ""
 				if res.alert != nil {
 					got = res.alert.Kind
@@ -184,7 +184,7 @@ func TestFailureAlerts(t *testing.T) {
 		})
 	}
 	t.Run("auto-disable notice even with failureAlert false", func(t *testing.T) {
-		res := settle(finish{job: withErrors(off(), 9), out: errA, startMs: ms(t0), endMs: ms(t0)}, testRules)
+		res := settle(finish{job: withErrors(off(), 9), out: errA, startMs: ms(t0), endMs: ms(t0)})
 		if res.alert == nil || res.alert.Kind != AlertAutoDisabled || !res.disable {
 			t.Errorf("alert %+v disable %v", res.alert, res.disable)
 		}

@@ -236,7 +236,7 @@ func (s *Scheduler) recover(ctx context.Context, t *tenant, j automation.Job, no
 		if st.LastRunAtMs != nil {
 			after = *st.LastRunAtMs
 		}
-		if !schedule(j, &st, after, now, s.rules) {
+		if !schedule(j, &st, after, now) {
 			disable = ptr(false)
 		}
 	}
@@ -264,7 +264,7 @@ func (s *Scheduler) recover(ctx context.Context, t *tenant, j automation.Job, no
 func (s *Scheduler) skipMissed(ctx context.Context, t *tenant, j automation.Job, now int64) (int64, bool, error) {
 	st := j.State
 	slot := *st.NextRunAtMs
-	keep := schedule(j, &st, now, now, s.rules)
+	keep := schedule(j, &st, now, now)
 	st.LastRunStatus = automation.StatusSkipped
 	st.ConsecutiveSkipped++
 	var disable *bool
@@ -342,7 +342,7 @@ func (s *Scheduler) JobChanged(ctx context.Context, tenantID, jobID string) erro
 	if j.Enabled && j.State.NextRunAtMs == nil && j.State.RunningAtMs == nil {
 		st := j.State
 		var disable *bool
-		if !schedule(j, &st, now, now, s.rules) {
+		if !schedule(j, &st, now, now) {
 			disable = ptr(false)
 		}
 		if err := t.store.SetCronState(ctx, j.ID, st, disable); err != nil {
