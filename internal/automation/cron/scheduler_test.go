@@ -632,3 +632,51 @@ func TestTenantsShareFairly(t *testing.T) {
 		t.Fatalf("the quiet tenant's job never ran (%d runs)", len(calls))
 	})
 }
+
+// TestCronSlots is conformance vector 4 through the scheduler, and a
+// zone: a top-of-hour job runs at its stable stagger offset in
+// [HH:00, HH:05), an exact one at HH:00, and a daily 08:00 Vienna job at
+// 07:00 UTC in winter.
+func TestCronSlots(t *testing.T) {
+	cases := []struct {
+		name     string
+		sched    automation.Schedule
+		firstRun func(id string, day0 time.Time) time.Time
+	}{
+		{"top of hour staggered", automation.Schedule{Kind: automation.KindCron, Expr: "0 * * * *", TZ: "UTC"},
+			func(id string, day0 time.Time) time.Time {
+				return day0.Add(time.Hour + automation.StaggerOffset(id, automation.DefaultStagger))
+			}},
+		{"top of hour exact", automation.Schedule{Kind: automation.KindCron, Expr: "0 * * * *", TZ: "UTC", StaggerMs: ptr(int64(0))},
+			func(_ string, day0 time.Time) time.Time { return day0.Add(time.Hour) }},
+		{"daily in Vienna", automation.Schedule{Kind: automation.KindCron, Expr: "0 8 * * *", TZ: "Europe/Vienna"},
+			func(_ string, day0 time.Time) time.Time { return day0.Add(7 * time.Hour) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				day0 := time.Now()
+				time.Sleep(30 * time.Minute) // made at 00:30
+				j := everyJob("3f2b", time.Now(), time.Hour)
+				j.Schedule, j.State = c.sched, automation.JobState{}
+				st := newMemStore(j)
+				ex := newExecutor(nil)
+				s := newScheduler(t, ex, Options{})
+				defer closeScheduler(t, s)
+				if err := s.AddTenant(t.Context(), "acme", st, TenantConfig{Enabled: true}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(12 * time.Hour)
+				synctest.Wait()
+				calls := ex.seen()
+				want := c.firstRun(j.ID, day0)
+				if len(calls) == 0 || !calls[0].at.Equal(want) {
+					t.Fatalf("runs %+v, want the first at %v", calls, want.UTC())
+				}
+				if d := want.Sub(day0.Add(time.Hour)); c.sched.Expr == "0 * * * *" && (d < 0 || d >= 5*time.Minute) {
+					t.Errorf("stagger %s outside [0, 5m)", d)
+				}
+			})
+		})
+	}
+}
