@@ -191,7 +191,11 @@ func (s *Scheduler) rearm(ctx context.Context, t *tenant, j automation.Job, now 
 // storeFailed logs a store error before a run and arms the job to try
 // again later, unless it is gone or the run was cancelled.
 func (s *Scheduler) storeFailed(ctx context.Context, t *tenant, id, step string, err error) (int64, bool) {
-	if gone(err) || ctx.Err() != nil {
+	if gone(err) {
+		s.forget(t, id)
+		return 0, false
+	}
+	if ctx.Err() != nil {
 		return 0, false
 	}
 	s.log.Warn("cron: "+step+" job", "tenant", t.id, "job", id, "err", err)
@@ -254,4 +258,15 @@ func timeout(j automation.Job, watchdog time.Duration) time.Duration {
 		return time.Duration(*ts) * time.Second
 	}
 	return watchdog
+}
+
+// forget drops the slot of a job the store no longer has (removed
+// without JobRemoved, or while the tenant was being loaded), unless a
+// run of it waits.
+func (s *Scheduler) forget(t *tenant, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl := t.jobs[id]; sl != nil && sl.wait == nil && sl.idx < 0 {
+		delete(t.jobs, id)
+	}
 }

@@ -680,3 +680,24 @@ func TestCronSlots(t *testing.T) {
 		})
 	}
 }
+
+// TestJobGoneFromTheStore: a job deleted behind the scheduler's back is
+// forgotten at its next wake, not retried.
+func TestJobGoneFromTheStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := newExecutor(nil)
+		st := newMemStore(everyJob("a", time.Now(), time.Hour), everyJob("b", time.Now(), time.Hour))
+		s := newScheduler(t, ex, Options{})
+		defer closeScheduler(t, s)
+		if err := s.AddTenant(t.Context(), "acme", st, TenantConfig{Enabled: true}); err != nil {
+			t.Fatal(err)
+		}
+		st.RemoveCronJob(t.Context(), "a")
+		time.Sleep(90 * time.Minute)
+		synctest.Wait()
+		status, _ := s.Status("acme")
+		if calls := ex.seen(); len(calls) != 1 || calls[0].job != "b" || status.Jobs != 1 {
+			t.Errorf("runs %+v, status %+v: want only b, and a forgotten", calls, status)
+		}
+	})
+}
