@@ -82,7 +82,7 @@ func (m *memStore) RemoveCronJob(_ context.Context, id string) (bool, error) {
 	return ok, nil
 }
 
-func (m *memStore) job(t *testing.T, id string) automation.Job {
+func (m *memStore) job(t testing.TB, id string) automation.Job {
 	t.Helper()
 	j, err := m.CronJob(context.Background(), id)
 	if err != nil {
