@@ -28,8 +28,20 @@
 // state, appends the run-log entry and emits the cron events; the gateway
 // sends the alerts an Event carries. Runs time out per R3.12.
 //
-// The gateway computes and stores a job's state on add/update (the rules
-// of package automation); JobChanged computes a missing nextRunAtMs itself.
+// The gateway stores a job on add/update and clears its nextRunAtMs when
+// {enabled, schedule} changed (R4.1, R5.9; re-enabling also clears
+// autoDisabled and the counters, R5.6); JobChanged then computes the slot
+// from now with automation.Next. The schedule rules, backoff, retry and
+// error classes are package automation's; this package applies them.
+//
+// Decisions where the spec is silent: a "due" cron.run is the scheduled
+// run (it moves the slot), force and if-enabled runs do not, though their
+// failures count toward backoff and auto-disable; an "at" job that
+// completed without deleteAfterRun, or whose delivery failed, is
+// disabled; a missed slot skipped under skipMissedJobs sets
+// lastRunStatus "skipped"; a paused tenant's waiting runs are dropped and
+// cron.run answers ErrPaused; executor texts are cut to 4 KiB (errors)
+// and 16 KiB (summaries).
 // A run cancelled by RemoveTenant, JobRemoved or Close is dropped: its
 // runningAtMs stays in the store, so the next AddTenant records it once as
 // interrupted and catches it up.

@@ -128,6 +128,7 @@ func TestConcurrencyCaps(t *testing.T) {
 		{"tenant cap", 8, 2, 3, 5, 6, 2},
 		{"both", 4, 3, 3, 5, 4, 3},
 		{"default 8", 0, 0, 4, 5, 8, 5},
+		{"a tenant cannot raise the global cap", 3, 100, 2, 5, 3, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
