@@ -146,6 +146,7 @@ type Scheduler struct {
 	running int
 	ring    []*tenant // tenants with a waiting run and room to start it
 	closed  bool
+	wakeAt  int64 // when the loop's current sleep ends, Unix ms
 
 	kick     chan struct{}
 	stop     chan struct{}
@@ -275,6 +276,7 @@ func (s *Scheduler) loop() {
 				sleep = d
 			}
 		}
+		s.wakeAt = now + sleep.Milliseconds()
 		s.mu.Unlock()
 		tm := s.clock.NewTimer(sleep)
 		select {
@@ -285,6 +287,16 @@ func (s *Scheduler) loop() {
 			tm.Stop()
 			return
 		}
+	}
+}
+
+// arm places sl in the heap at ms and wakes the loop when that is before
+// its sleep ends. Called with s.mu held.
+func (s *Scheduler) arm(sl *slot, ms int64) {
+	s.heap.arm(sl, ms)
+	if ms < s.wakeAt {
+		s.wakeAt = ms
+		s.poke()
 	}
 }
 
@@ -378,8 +390,7 @@ func (s *Scheduler) release(sl *slot, next int64, ok bool) {
 	live := !t.removed && t.jobs[sl.id] == sl && t.cfg.Enabled && !s.closed
 	// A waiting run settles and arms the job itself.
 	if live && ok && sl.wait == nil {
-		s.heap.arm(sl, next)
-		s.poke()
+		s.arm(sl, next)
 	}
 	if sl.wait != nil {
 		if live {

@@ -305,7 +305,7 @@ func (s *Scheduler) install(t *tenant, plans []plan) {
 		}
 		jobs[p.id] = sl
 		if p.armed && sl.run == nil && t.cfg.Enabled {
-			s.heap.arm(sl, p.at)
+			s.arm(sl, p.at)
 		}
 	}
 	for id, sl := range t.jobs {
@@ -318,7 +318,6 @@ func (s *Scheduler) install(t *tenant, plans []plan) {
 		}
 	}
 	t.jobs = jobs
-	s.poke()
 }
 
 // JobChanged re-arms a job after the gateway added or edited it: at its
@@ -361,8 +360,7 @@ func (s *Scheduler) JobChanged(ctx context.Context, tenantID, jobID string) erro
 		return nil
 	}
 	if next := j.State.NextRunAtMs; j.Enabled && next != nil && t.cfg.Enabled {
-		s.heap.arm(sl, *next)
-		s.poke()
+		s.arm(sl, *next)
 		return nil
 	}
 	s.heap.disarm(sl)
