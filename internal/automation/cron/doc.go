@@ -12,6 +12,7 @@
 //	s.JobRemoved("acme", id)             // after cron.remove
 //	runID, err := s.Run(ctx, "acme", id, cron.ModeForce) // cron.run
 //	st, err := s.Status("acme")          // cron.status
+//	runs, err := s.Running("acme")       // runs in progress (R9.2 busy)
 //	s.UpdateTenant(ctx, "acme", cfg)     // cron.* config changed
 //	s.RemoveTenant(ctx, "acme")          // tenant deleted or unloaded
 //	s.Close(ctx)

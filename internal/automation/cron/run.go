@@ -104,6 +104,9 @@ func (s *Scheduler) execute(ctx context.Context, sl *slot, req *request) (next i
 	if err := t.store.SetCronState(ctx, j.ID, j.State, nil); err != nil {
 		return s.storeFailed(ctx, t, j.ID, "marking running", err)
 	}
+	s.mu.Lock()
+	req.startedAtMs, req.agentID = now, j.AgentID
+	s.mu.Unlock()
 	s.emit(t.id, Event{JobID: j.ID, Action: "started", RunAtMs: slotMs, RunID: req.id})
 	out := s.call(ctx, t.id, j, req.id)
 	if context.Cause(ctx) != nil {

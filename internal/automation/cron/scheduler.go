@@ -182,10 +182,13 @@ type slot struct {
 	cancel context.CancelCauseFunc
 }
 
-// request is a run asked for: by the timer (mode "") or cron.run.
+// request is a run asked for: by the timer (mode "") or cron.run. Once
+// it runs, startedAtMs and agentID say so (guarded by s.mu).
 type request struct {
-	id   string
-	mode string
+	id          string
+	mode        string
+	startedAtMs int64
+	agentID     string
 }
 
 // New starts a scheduler; Close stops it.

@@ -187,6 +187,10 @@ func TestNoSelfOverlap(t *testing.T) {
 		if len(ex.seen()) != 1 {
 			t.Fatalf("%d runs started, want 1", len(ex.seen()))
 		}
+		running, err := s.Running("acme")
+		if err != nil || len(running) != 1 || running[0].JobID != "slow" || running[0].RunID != ex.seen()[0].runID {
+			t.Errorf("running %+v, %v: want the slow job's run", running, err)
+		}
 		a, err := s.Run(t.Context(), "acme", "slow", ModeForce)
 		if err != nil {
 			t.Fatal(err)
@@ -199,6 +203,11 @@ func TestNoSelfOverlap(t *testing.T) {
 		synctest.Wait()
 		if ex.peak != 1 {
 			t.Errorf("peak %d concurrent runs of one job, want 1", ex.peak)
+		}
+		s.JobRemoved("acme", "slow") // cancels the run in progress
+		synctest.Wait()
+		if running, _ := s.Running("acme"); len(running) != 0 {
+			t.Errorf("running after the job was removed: %+v", running)
 		}
 		calls := ex.seen()
 		if len(calls) < 2 || calls[1].runID != a {

@@ -420,3 +420,30 @@ func (s *Scheduler) Status(tenantID string) (Status, error) {
 	}
 	return st, nil
 }
+
+// Running is a run in progress.
+type Running struct {
+	JobID       string `json:"jobId"`
+	AgentID     string `json:"agentId,omitempty"` // the job's; "" is the default agent
+	RunID       string `json:"runId"`
+	StartedAtMs int64  `json:"startedAtMs"`
+}
+
+// Running lists a tenant's runs in progress, for R9.2 (a heartbeat skips
+// while cron work of its agent runs) and for showing them.
+func (s *Scheduler) Running(tenantID string) ([]Running, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.tenant(tenantID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Running
+	for id, sl := range t.jobs {
+		if r := sl.run; r != nil && r.startedAtMs != 0 {
+			out = append(out, Running{JobID: id, AgentID: r.agentID, RunID: r.id, StartedAtMs: r.startedAtMs})
+		}
+	}
+	slices.SortFunc(out, func(a, b Running) int { return cmp.Compare(a.StartedAtMs, b.StartedAtMs) })
+	return out, nil
+}
