@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +22,8 @@ type memStore struct {
 	mu   sync.Mutex
 	jobs map[string]automation.Job
 	runs []automation.Run
+	// refuse makes SetCronState of these jobs fail, as a full disk would.
+	refuse map[string]bool
 }
 
 func newMemStore(jobs ...automation.Job) *memStore {
@@ -58,6 +61,9 @@ func (m *memStore) SetCronState(_ context.Context, id string, st automation.JobS
 	j, ok := m.jobs[id]
 	if !ok {
 		return errNotFound
+	}
+	if m.refuse[id] {
+		return errors.New("memory store: disk full")
 	}
 	j.State = st
 	if enabled != nil {

@@ -711,3 +711,26 @@ func TestJobGoneFromTheStore(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreRefusesOneJob: a job whose state cannot be written does not
+// hold back the tenant's other jobs; it is tried again every 30 s and
+// never runs unrecorded.
+func TestStoreRefusesOneJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := newExecutor(nil)
+		bad := everyJob("bad", time.Now(), time.Hour)
+		bad.State.RunningAtMs = ptr(ms(time.Now())) // left running: recovery must write
+		st := newMemStore(bad, everyJob("good", time.Now(), time.Hour))
+		st.refuse = map[string]bool{"bad": true}
+		s := newScheduler(t, ex, Options{})
+		defer closeScheduler(t, s)
+		if err := s.AddTenant(t.Context(), "acme", st, TenantConfig{Enabled: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(90 * time.Minute)
+		synctest.Wait()
+		if calls := ex.seen(); len(calls) != 1 || calls[0].job != "good" {
+			t.Errorf("runs %+v: want only the good job", calls)
+		}
+	})
+}

@@ -146,7 +146,7 @@ type plan struct {
 // and record a skipped "missed" row.
 func (s *Scheduler) activate(ctx context.Context, t *tenant) error {
 	s.mu.Lock()
-	enabled := t.cfg.Enabled
+	enabled, skip := t.cfg.Enabled, t.cfg.SkipMissed
 	busy := map[string]bool{}
 	for id, sl := range t.jobs {
 		if sl.run != nil {
@@ -175,7 +175,11 @@ func (s *Scheduler) activate(ctx context.Context, t *tenant) error {
 		}
 		j, err := s.recover(ctx, t, j, now)
 		if err != nil {
-			return err
+			// The store refuses writes: the job is tried again later on
+			// the run path, rather than holding back the tenant's others.
+			s.log.Warn("cron: starting a job", "tenant", t.id, "job", j.ID, "err", err)
+			plans = append(plans, plan{id: j.ID, armed: j.Enabled, at: now + storeRetry.Milliseconds()})
+			continue
 		}
 		p := plan{id: j.ID}
 		if next := j.State.NextRunAtMs; j.Enabled && next != nil {
@@ -193,10 +197,11 @@ func (s *Scheduler) activate(ctx context.Context, t *tenant) error {
 	catchUps := 0
 	for _, j := range missed {
 		p := plan{id: j.ID, armed: true, at: now}
-		if t.cfg.SkipMissed && j.Schedule.Kind != automation.KindAt {
+		if skip && j.Schedule.Kind != automation.KindAt {
 			next, ok, err := s.skipMissed(ctx, t, j, now)
 			if err != nil {
-				return err
+				s.log.Warn("cron: skipping a missed job", "tenant", t.id, "job", j.ID, "err", err)
+				next, ok = now+storeRetry.Milliseconds(), true
 			}
 			p.at, p.armed = next, ok
 		} else {
