@@ -43,9 +43,10 @@
 // lastRunStatus "skipped"; a paused tenant's waiting runs are dropped and
 // cron.run answers ErrPaused; executor texts are cut to 4 KiB (errors)
 // and 16 KiB (summaries).
-// A run cancelled by RemoveTenant, JobRemoved or Close is dropped: its
-// runningAtMs stays in the store, so the next AddTenant records it once as
-// interrupted and catches it up.
+//
+// A run cancelled by RemoveTenant or Close is dropped: its runningAtMs
+// stays in the store, so the next AddTenant records it once as "lost"
+// (interrupted) and catches it up. JobRemoved cancels a run of the job.
 //
 // Safe for concurrent use. Executor, Store and OnEvent are called from
 // run goroutines without the scheduler's lock.
