@@ -116,6 +116,11 @@ type Request struct {
 	// The group tool policy reads its room and sender (spec channels.md
 	// §10: groups.*.tools, toolsBySender).
 	Chat *Chat
+	// ToolsAllow caps the run's tools after the policy's steps (a cron
+	// job's payload.toolsAllow, policy.Context.RunAllow): nil for no cap,
+	// empty for none. ToolsAllowKey names where it is set, for the trace.
+	ToolsAllow    []string
+	ToolsAllowKey string
 	// Files came with the turn's message (a chat's attachments): the run
 	// writes them into the session's workspace and tells the model where
 	// (saveInbound).
@@ -237,7 +242,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		ModelProvider: mref.Provider, ModelID: modelID, SpawnedBy: entry.SpawnedBy,
 		SubagentDepth: entry.SpawnDepth, SubagentRole: entry.SubagentRole,
 		Sandboxed: &plan.Sandboxed, WorkspaceAccess: plan.Access.Value,
-		Plugins: pt.Registrations,
+		Plugins: pt.Registrations, RunAllow: req.ToolsAllow, RunAllowKey: req.ToolsAllowKey,
 	}
 	if c := req.Chat; c != nil {
 		pctx.MessageProvider, pctx.AccountID, pctx.GroupID = c.Channel, c.AccountID, c.GroupID

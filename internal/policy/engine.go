@@ -12,11 +12,13 @@ import (
 // Step labels, as OpenClaw logs them (§4.1). Steps 1, 2 and 5, 6 carry the
 // profile or agent id in their label; see profileLabel and agentLabel.
 const (
-	StepGlobal           = "tools.allow"
-	StepGlobalProvider   = "tools.byProvider.allow"
-	StepGroup            = "group tools.allow"
-	StepSandbox          = "sandbox tools.allow"
-	StepSubagent         = "subagent tools.allow"
+	StepGlobal         = "tools.allow"
+	StepGlobalProvider = "tools.byProvider.allow"
+	StepGroup          = "group tools.allow"
+	StepSandbox        = "sandbox tools.allow"
+	StepSubagent       = "subagent tools.allow"
+	// StepRun is Talon's step after the nine: a run's own cap.
+	StepRun              = "run tools.allow"
 	stepProfileFmt       = "tools.profile (%s)"
 	stepProviderProfFmt  = "tools.byProvider.profile (%s)"
 	stepAgentFmt         = "agents.%s.tools.allow"

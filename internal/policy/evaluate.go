@@ -52,6 +52,12 @@ type Context struct {
 	NoMessageTool bool
 	// Plugins are plugin tools to resolve (§9.2, §9.3) and append.
 	Plugins []Registration
+	// RunAllow caps this run's tools after the nine steps: a cron job's
+	// payload.toolsAllow (spec automation.md R3.11). Nil is no cap, an
+	// empty list removes every tool. RunAllowKey names where it is set,
+	// for the trace ("cron job <id> payload.toolsAllow").
+	RunAllow    []string
+	RunAllowKey string
 }
 
 // Removal records why a candidate tool did not survive.
@@ -146,6 +152,16 @@ func Evaluate(cfg *config.Config, ctx Context, candidates []Tool) Result {
 	return New(cfg).Evaluate(ctx, candidates)
 }
 
+// capStep is the step of a run's own cap (Context.RunAllow): its list
+// taken as written, without §4.7's analysis; an empty list denies all.
+func capStep(allow []string, key string) *step {
+	st := &step{label: StepRun, allowKey: key, denyKey: key, rules: NewRules(allow, nil)}
+	if len(allow) == 0 {
+		st.rules = NewRules(nil, []string{"*"})
+	}
+	return st
+}
+
 // runStep is a step as it applies to one run.
 type runStep struct {
 	s     *step
@@ -215,6 +231,11 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 		steps[8] = e.subagents[rep.Role]
 	}
 
+	var all []*step = steps[:]
+	if ctx.RunAllow != nil {
+		all = append(all, capStep(ctx.RunAllow, ctx.RunAllowKey))
+	}
+
 	tools := make([]Tool, 0, len(candidates)+len(ctx.Plugins))
 	r.Removed = make([]Removal, 0, len(candidates))
 	tools = e.construct(&r, &ctx, ag, access, sb.settings.AccessKey, candidates, tools)
@@ -233,8 +254,8 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 	}
 
 	r.ExecBackground = true
-	r.Steps = make([]StepReport, 0, len(steps))
-	for _, s := range steps {
+	r.Steps = make([]StepReport, 0, len(all))
+	for _, s := range all {
 		if s == nil {
 			continue
 		}

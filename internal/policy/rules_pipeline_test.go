@@ -777,3 +777,36 @@ func TestRulesTraceKeys(t *testing.T) {
 		})
 	}
 }
+
+// A run's own cap (Context.RunAllow, a cron job's payload.toolsAllow)
+// applies after the nine steps, with its key in the trace; it can only
+// narrow what the steps let through, and an empty list removes all.
+func TestRunAllow(t *testing.T) {
+	in := coreTools("read", "exec", "web_fetch", "message")
+	const key = "cron job j1 payload.toolsAllow"
+	for _, c := range []struct {
+		name  string
+		cfg   string
+		allow []string
+		want  []string
+	}{
+		{"no cap", `{}`, nil, []string{"read", "exec", "web_fetch", "message"}},
+		{"names and groups", `{}`, []string{"read", "group:web"}, []string{"read", "web_fetch"}},
+		{"empty removes all", `{}`, []string{}, nil},
+		{"never widens", `{"tools":{"deny":["exec"]}}`, []string{"read", "exec"}, []string{"read"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := ownerMain
+			ctx.RunAllow, ctx.RunAllowKey = c.allow, key
+			r := Evaluate(mustConfig(t, c.cfg), ctx, in)
+			if diff := cmp.Diff(c.want, r.Names(), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("tools (-want +got):\n%s", diff)
+			}
+			if c.allow != nil && len(c.want) < 4 && c.name != "never widens" {
+				if got := stageKey(&r, "message", StepRun); got != key {
+					t.Errorf("message removed by %+v, want the run step with key %q", r.Removed, key)
+				}
+			}
+		})
+	}
+}
