@@ -185,9 +185,7 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		if err != nil {
 			return nil, err
 		}
-		if inChat && ch == chat.Channel && target == chat.Target {
-			h.NoteToolSend(sessionKey, out.Text) // its answer is not sent twice (R9.6)
-		}
+		h.NoteToolSend(sessionKey, ch, target, out.Text) // an answer to the same chat is not sent twice (R9.6)
 		return json.Marshal(map[string]any{"ok": true, "channel": res.Channel, "accountId": res.AccountID, "target": target, "messageIds": res.MessageIDs, "unconfirmed": res.Unconfirmed})
 	}
 	if err != nil {

@@ -68,31 +68,55 @@ func (h *Hub) Delete(ctx context.Context, channelID, accountID string, t channel
 	return a.Delete(ctx, t, messageID)
 }
 
-// toolSends are the texts the message tool sent during a session's turn
-// to the chat the turn answers (R9.6): the turn's answer, when it is one
-// of them, is not sent a second time.
+// toolSends are what the message tool sent during a session's turn, so
+// that the turn's answer, when it is one of them, is not delivered a
+// second time to the same chat (R9.6; a cron job's announce, spec
+// automation.md vector 12).
 type toolSends struct {
 	mu sync.Mutex
-	m  map[string][]string // session key → texts
+	m  map[string][]ToolSend // session key → sends
 }
 
-// NoteToolSend records that the message tool sent text to the chat of
-// sessionKey's running turn.
-func (h *Hub) NoteToolSend(sessionKey, text string) {
+// ToolSend is one text the message tool sent, and where.
+type ToolSend struct {
+	Channel string
+	Target  channel.Target
+	Text    string // trimmed
+}
+
+// maxToolSends bounds what one session's turn remembers.
+const maxToolSends = 50
+
+// NoteToolSend records that the message tool of sessionKey's running turn
+// sent text to t on channelID.
+func (h *Hub) NoteToolSend(sessionKey, channelID string, t channel.Target, text string) {
 	h.sent.mu.Lock()
 	defer h.sent.mu.Unlock()
 	if h.sent.m == nil {
-		h.sent.m = map[string][]string{}
+		h.sent.m = map[string][]ToolSend{}
 	}
-	h.sent.m[sessionKey] = append(h.sent.m[sessionKey], strings.TrimSpace(text))
+	if len(h.sent.m[sessionKey]) < maxToolSends {
+		h.sent.m[sessionKey] = append(h.sent.m[sessionKey], ToolSend{Channel: channelID, Target: t, Text: strings.TrimSpace(text)})
+	}
 }
 
-// takeToolSends returns and forgets what the tool sent in sessionKey's
+// TakeToolSends returns and forgets what the tool sent in sessionKey's
 // turn.
-func (h *Hub) takeToolSends(sessionKey string) []string {
+func (h *Hub) TakeToolSends(sessionKey string) []ToolSend {
 	h.sent.mu.Lock()
 	defer h.sent.mu.Unlock()
 	out := h.sent.m[sessionKey]
 	delete(h.sent.m, sessionKey)
 	return out
+}
+
+// Sent says the tool sent text to t on channelID.
+func Sent(sends []ToolSend, channelID string, t channel.Target, text string) bool {
+	text = strings.TrimSpace(text)
+	for _, s := range sends {
+		if s.Channel == channelID && s.Target == t && s.Text == text {
+			return true
+		}
+	}
+	return false
 }

@@ -658,7 +658,10 @@ func TestToolSendNotRepeated(t *testing.T) {
 	ctx := testCtx(t)
 	r := newRig(t)
 	r.turns.answer = func(q TurnRequest) string {
-		r.hub.NoteToolSend(q.SessionKey, "the report is ready")
+		// A send to another chat does not count; one to this chat does.
+		other := channel.Target{Peer: channel.Peer{Kind: channel.Direct, ID: "222"}}
+		r.hub.NoteToolSend(q.SessionKey, "telegram", other, "the report is ready")
+		r.hub.NoteToolSend(q.SessionKey, "telegram", channel.Target{Peer: q.Envelope.Peer}, "the report is ready")
 		return "the report is ready "
 	}
 	r.apply(openDMs)

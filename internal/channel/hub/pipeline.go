@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -170,7 +168,7 @@ func (acc *account) turn(r store.Inbound, rt Route) error {
 		return acc.finish(r.ID, store.InboxRunning, store.InboxFailed, fmt.Sprintf("turn: %v", err))
 	}
 	text := res.Text
-	if slices.Contains(acc.h.takeToolSends(rt.SessionKey), strings.TrimSpace(text)) {
+	if Sent(acc.h.TakeToolSends(rt.SessionKey), acc.a.Channel, target, text) {
 		text = "" // the message tool already sent it here (R9.6)
 	}
 	if !format.IsSilent(text) {
