@@ -49,6 +49,8 @@ type Config struct {
 	// Tenants is Talon's own, read from the operator's root config only:
 	// the ceiling every tenant config is held to (internal/ceiling).
 	Tenants Tenants `json:"tenants"`
+	// Hooks is the HTTP hooks endpoint (hooks.go).
+	Hooks Hooks `json:"hooks"`
 }
 
 // Gateway is the `gateway` section.
@@ -103,6 +105,8 @@ type AgentDefaults struct {
 	// UserTimezone is the user's IANA time zone ("Europe/Vienna"): the
 	// date a memory flush files its notes under (UserLocation).
 	UserTimezone string `json:"userTimezone"`
+	// Heartbeat is every heartbeat's settings (heartbeat.go).
+	Heartbeat *Heartbeat `json:"heartbeat"`
 }
 
 // SubagentLimits is `agents.defaults.subagents`.
@@ -130,6 +134,9 @@ type Agent struct {
 	ContextPruning ContextPruning `json:"contextPruning"`
 	// GroupChat is how this agent is addressed in group chats.
 	GroupChat GroupChat `json:"groupChat"`
+	// Heartbeat overrides agents.defaults.heartbeat key by key; its
+	// presence on any agent limits heartbeats to such agents (R9.1).
+	Heartbeat *Heartbeat `json:"heartbeat"`
 }
 
 // GroupChat is `agents.list[].groupChat`.

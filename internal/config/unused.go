@@ -24,7 +24,12 @@ func IsUnused(is Issue) bool { return is.Message == MsgUnused }
 var unusedKeys = []string{
 	// Whole sections.
 	"meta", "wizard", "update", "telemetry", "logging", "ui", "auth", "skills",
-	"hooks", "browser", "talk",
+	"browser", "talk",
+
+	// HTTP hooks: Talon has no Gmail watcher, no presets (the gmail one
+	// belongs with it), no JavaScript transforms (a mapping naming one is
+	// refused) and no internal event hooks.
+	"hooks.gmail", "hooks.internal", "hooks.presets", "hooks.transformsDir",
 	"audio", "media", "web", "discovery", "canvasHost", "diagnostics",
 	"approvals", "nodeHost", "memory", "acp", "secrets",
 
@@ -62,7 +67,7 @@ var unusedKeys = []string{
 	"agents.defaults.compaction.provider", "agents.defaults.compaction.thinkingLevel",
 	"agents.defaults.compaction.recentTurnsPreserve", "agents.defaults.compaction.postCompactionSections",
 	"agents.defaults.compaction.postIndexSync",
-	"agents.defaults.heartbeat", "agents.defaults.thinkingDefault",
+	"agents.defaults.heartbeat.agentId", "agents.defaults.thinkingDefault",
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
 	"agents.defaults.typingMode", "agents.defaults.humanDelay",
@@ -73,7 +78,7 @@ var unusedKeys = []string{
 	"agents.list[].model.fallbacks",
 	"agents.list[].subagents",
 	"agents.list[].groupChat.historyLimit", "agents.list[].groupChat.unmentionedInbound",
-	"agents.list[].heartbeat", "agents.list[].skills",
+	"agents.list[].skills",
 	"agents.list[].humanDelay",
 	"agents.list[].sandbox.browser", "agents.list[].sandbox.prune",
 	"agents.list[].tools.elevated",

@@ -21,15 +21,17 @@ func TestUnusedKeyWarnings(t *testing.T) {
 		src  string
 		want []string // paths warned as unused
 	}{
-		{"section", `{cron: {enabled: true, runLog: {keepLines: 10}}, hooks: {}}`, []string{"cron.runLog", "hooks"}},
+		{"section", `{cron: {enabled: true, runLog: {keepLines: 10}}, browser: {}}`, []string{"cron.runLog", "browser"}},
 		{"null is absent", `{cron: null, agents: {defaults: {heartbeat: null}}}`, nil},
-		{"key of a typed section", `{agents: {defaults: {compaction: {mode: "safeguard", thinkingLevel: "low"}, heartbeat: {every: "30m"}, workspace: "/w"}}}`,
-			[]string{"agents.defaults.compaction.thinkingLevel", "agents.defaults.heartbeat"}},
+		{"key of a typed section", `{agents: {defaults: {compaction: {mode: "safeguard", thinkingLevel: "low"}, heartbeat: {every: "30m", agentId: "x"}, workspace: "/w"}}}`,
+			[]string{"agents.defaults.compaction.thinkingLevel", "agents.defaults.heartbeat.agentId"}},
+		{"hooks Talon does not build", `{hooks: {enabled: false, presets: ["gmail"], gmail: {account: "a"}, internal: {enabled: true}, transformsDir: "t"}}`,
+			[]string{"hooks.presets", "hooks.gmail", "hooks.internal", "hooks.transformsDir"}},
 		{"inside a value read in part", `{agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}}}}`,
 			[]string{"agents.defaults.model.fallbacks"}},
 		{"model as a string has no fallbacks", `{agents: {defaults: {model: "openai/gpt-5.2"}}}`, nil},
-		{"per agent, under an array item", `{agents: {list: [{id: "a", model: {primary: "x/y", fallbacks: []}}, {id: "b", heartbeat: {}, tools: {elevated: {enabled: true}, exec: {host: "sandbox", safeBins: ["jq"]}}}]}}`,
-			[]string{"agents.list[0].model.fallbacks", "agents.list[1].heartbeat", "agents.list[1].tools.elevated", "agents.list[1].tools.exec.safeBins"}},
+		{"per agent, under an array item", `{agents: {list: [{id: "a", model: {primary: "x/y", fallbacks: []}}, {id: "b", skills: [], tools: {elevated: {enabled: true}, exec: {host: "sandbox", safeBins: ["jq"]}}}]}}`,
+			[]string{"agents.list[0].model.fallbacks", "agents.list[1].skills", "agents.list[1].tools.elevated", "agents.list[1].tools.exec.safeBins"}},
 		{"rest of a toggle", `{tools: {web: {search: {enabled: true, provider: "brave", apiKey: "k"}, fetch: {enabled: false, maxChars: 5000}}}}`,
 			[]string{"tools.web.search.provider", "tools.web.search.apiKey", "tools.web.fetch.maxChars"}},
 		{"channel keys Talon does not read", `{channels: {telegram: {enabled: true, botToken: "t", allowFrom: ["1"], streaming: "partial",

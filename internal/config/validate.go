@@ -66,6 +66,8 @@ func check(c *Config) (errs, warns []Issue) {
 	k.userTimezone("agents.defaults.userTimezone", c.Agents.Defaults.UserTimezone)
 	k.models(c.Models.Providers)
 	k.checkChannels(c)
+	k.heartbeat("agents.defaults.heartbeat", c.Agents.Defaults.Heartbeat, c)
+	k.hooks(c)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
@@ -93,6 +95,7 @@ func check(c *Config) (errs, warns []Issue) {
 		k.memorySearch(at+".memorySearch", a.MemorySearch, c.Models.Providers)
 		k.compaction(at+".compaction", &a.Compaction)
 		k.contextPruning(at+".contextPruning", &a.ContextPruning)
+		k.heartbeat(at+".heartbeat", a.Heartbeat, c)
 	}
 	return k.errs, k.warns
 }
