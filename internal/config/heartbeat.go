@@ -103,13 +103,14 @@ func clockMinutes(s string) (int, bool) {
 }
 
 // Location is the window's time zone: "" and "user" are userTZ
-// (agents.defaults.userTimezone; UTC when unset), "local" the host's.
+// (agents.defaults.userTimezone; the host's when unset), "local" the
+// host's.
 func (h ActiveHours) Location(userTZ string) (*time.Location, error) {
 	switch tz := strings.TrimSpace(h.Timezone); tz {
 	case "", "user":
 		loc, err := UserLocation(userTZ)
 		if loc == nil && err == nil {
-			loc = time.UTC
+			loc = time.Local
 		}
 		return loc, err
 	case "local":
