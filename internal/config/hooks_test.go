@@ -129,3 +129,12 @@ func TestHooksPathAndPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestHookTokenRedacted: config.get never shows hooks.token.
+func TestHookTokenRedacted(t *testing.T) {
+	const secret = "s3cret-hook-token-0123456789"
+	tree := mustJSON5(t, `{hooks: {enabled: true, token: "`+secret+`", mappings: [{match: {path: "x"}, messageTemplate: "m"}]}}`)
+	if out := string(RedactedJSON(tree)); strings.Contains(out, secret) || !strings.Contains(out, RedactedSentinel) {
+		t.Errorf("redacted config %s", out)
+	}
+}
