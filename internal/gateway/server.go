@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"talon/internal/authlimit"
+	"talon/internal/automation/cron"
 	"talon/internal/channel/hub"
 	"talon/internal/config"
 	"talon/internal/tools"
@@ -85,7 +86,10 @@ type Server struct {
 	channelTokens *hub.Tokens
 	// stopChannels ends the watch of tenants' channel configs.
 	stopChannels context.CancelFunc
-	started      time.Time
+	// cron runs every tenant's cron jobs (cron.go); made when the gateway
+	// starts serving.
+	cron    *cron.Scheduler
+	started time.Time
 
 	// srvMu guards httpSrv and shut: Shutdown may come before Serve has
 	// built its http.Server (a test that ends at once), and then Serve
@@ -227,8 +231,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.httpSrv = hs
 	ctx, stop := context.WithCancel(context.Background())
 	s.stopChannels = stop
+	s.cron = s.newCron()
 	s.srvMu.Unlock()
 	s.startChannels(ctx)
+	s.startCron()
 	s.once.Do(func() { close(s.ready) })
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -254,9 +260,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.srvMu.Unlock()
 	// Channels first: no new message starts a run while runs drain, and
-	// a channel's run cut short is run again after the restart.
+	// a channel's run cut short is run again after the restart. The cron
+	// scheduler likewise: a run it cancels is recorded once as lost and
+	// caught up after the restart (R5.7).
 	for _, t := range s.channelTenants() {
 		s.closeChannels(t)
+	}
+	if s.cron != nil {
+		if err := s.cron.Close(ctx); err != nil {
+			s.log.Error("stopping the cron scheduler", "err", err)
+		}
 	}
 	httpDone := make(chan error, 1)
 	if hs != nil {

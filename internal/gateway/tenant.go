@@ -72,6 +72,11 @@ type tenant struct {
 	// versions (applyChannels gives it each new one). Nil until a config
 	// has a channel.
 	channels *hub.Hub
+	// cronOn says the cron scheduler has the tenant (applyCron).
+	cronOn bool
+	// wakes paces its wakes and keeps its last heartbeat event
+	// (heartbeat.go); nil until the first.
+	wakes *wakes
 	// sysEvents are the system events queued for its sessions' next
 	// turns (sysevents.go); nil until the first.
 	sysEvents *sysEvents
@@ -128,6 +133,7 @@ func (t *tenant) current(s *Server) (*runtime, error) {
 	rt, fresh, err := t.load(s)
 	if fresh {
 		s.applyChannels(t, rt)
+		s.applyCron(t, rt)
 	}
 	return rt, err
 }
@@ -434,6 +440,7 @@ func (s *Server) closeTenants() {
 
 // closeTenant closes what t opened; nothing opens again.
 func (s *Server) closeTenant(t *tenant) {
+	s.closeCron(t)
 	s.closeChannels(t)
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -40,6 +40,10 @@ var ErrCronJobExists = errors.New("a cron job with this id exists")
 // ErrCronRunExists refuses a run id the job has recorded already.
 var ErrCronRunExists = errors.New("the job has a run with this id already")
 
+// ErrInvalidQuery is wrapped by a cron.list or cron.runs query the store
+// refuses (an unknown filter value, a query too long).
+var ErrInvalidQuery = errors.New("invalid query")
+
 // ErrTooManyCronJobs refuses a job beyond MaxCronJobs.
 var ErrTooManyCronJobs = fmt.Errorf("a tenant has at most %d cron jobs: remove one first", MaxCronJobs)
 
@@ -391,7 +395,7 @@ func (db *DB) ListCronJobs(ctx context.Context, q CronListQuery) ([]automation.J
 func (db *DB) listCronJobs(ctx context.Context, q CronListQuery) ([]automation.Job, int, error) {
 	where, args, err := q.where()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w: %v", ErrInvalidQuery, err)
 	}
 	order, err := q.orderBy()
 	if err != nil {
@@ -562,7 +566,7 @@ func (db *DB) CronRuns(ctx context.Context, q CronRunQuery) ([]automation.Run, i
 func (db *DB) cronRuns(ctx context.Context, q CronRunQuery) ([]automation.Run, int, error) {
 	where, args, err := q.where()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w: %v", ErrInvalidQuery, err)
 	}
 	dir := "DESC"
 	if q.SortDir != "" {

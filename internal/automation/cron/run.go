@@ -141,6 +141,9 @@ func (s *Scheduler) record(ctx context.Context, t *tenant, ran automation.Job, f
 	if err := t.store.AppendCronRun(ctx, res.run); err != nil {
 		s.log.Warn("cron: appending a run", "tenant", t.id, "job", ran.ID, "err", err)
 	}
+	if removed || res.remove {
+		s.forget(t, ran.ID) // a one-shot that ran, or a job removed meanwhile
+	}
 	r := res.run
 	s.emit(t.id, Event{JobID: r.JobID, Action: "finished", RunAtMs: r.RunAtMs, DurationMs: r.DurationMs,
 		Status: r.Status, Error: r.Error, Summary: r.Summary, NextRunAtMs: r.NextRunAtMs,

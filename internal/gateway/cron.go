@@ -1,0 +1,290 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"talon/internal/agent"
+	"talon/internal/automation"
+	"talon/internal/automation/cron"
+	"talon/internal/config"
+	"talon/internal/llm"
+	"talon/internal/policy"
+	"talon/internal/session"
+)
+
+// Cron jobs (spec automation.md): one scheduler for the process
+// (automation/cron) runs the jobs of every tenant whose store it was
+// given; this file gives it the tenants, runs their payloads and reports
+// their events. The WS methods are methods_cron.go, delivery
+// crondeliver.go.
+
+// cronMarker is a file in a tenant's directory while it has cron jobs, so
+// that a starting gateway loads the tenants it must schedule without
+// opening every tenant's database.
+const cronMarker = "cron.active"
+
+// cronKey is a tenant's id in the scheduler: "_" for the operator's own,
+// as in channel webhook paths.
+func cronKey(t *tenant) string { return hubTenant(t) }
+
+// tenantOfCron is the tenant a scheduler key names.
+func (s *Server) tenantOfCron(key string) (*tenant, error) {
+	if key == "_" {
+		return s.defaultTenant, nil
+	}
+	return s.lookup(key)
+}
+
+// newCron makes the process's scheduler.
+func (s *Server) newCron() *cron.Scheduler {
+	c, err := cron.New(cron.Options{Exec: cronExec{s}, Log: s.log.With("part", "cron"),
+		OnEvent: func(key string, ev cron.Event) { s.cronEvent(key, ev) }})
+	if err != nil {
+		// Only a bad option fails New: a programming error.
+		panic(fmt.Sprintf("gateway: starting the cron scheduler: %v", err))
+	}
+	return c
+}
+
+// startCron schedules the jobs of the operator's tenant and of every
+// tenant that has some (cronMarker).
+func (s *Server) startCron() {
+	s.loadCron(s.defaultTenant)
+	dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(s.opts.StateDir, "tenants", d.Name(), cronMarker)); err != nil {
+			continue
+		}
+		if t, err := s.lookup(d.Name()); err == nil {
+			s.loadCron(t)
+		}
+	}
+}
+
+// loadCron loads t's config, which hands t to the scheduler.
+func (s *Server) loadCron(t *tenant) {
+	if _, err := t.current(s); err != nil {
+		s.log.Error("starting cron jobs", "tenant", t.id, "err", err)
+	}
+}
+
+// applyCron gives the scheduler t's cron settings after every new
+// runtime: the first time the tenant itself (its startup rules, R5.7).
+// It runs once the gateway serves: before, there is nothing to run on.
+func (s *Server) applyCron(t *tenant, rt *runtime) {
+	s.srvMu.Lock()
+	serving := s.httpSrv != nil && !s.shut
+	s.srvMu.Unlock()
+	if !serving || s.cron == nil {
+		return
+	}
+	cfg := cronSettings(rt.file.Config, s.secretEnv(t, rt))
+	t.mu.Lock()
+	if t.closed || t.store == nil {
+		t.mu.Unlock()
+		return
+	}
+	first, db := !t.cronOn, t.store
+	t.cronOn = true
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	if first {
+		err = s.cron.AddTenant(ctx, cronKey(t), db, cfg)
+	} else {
+		err = s.cron.UpdateTenant(ctx, cronKey(t), cfg)
+	}
+	if err != nil {
+		s.log.Error("applying cron settings", "tenant", t.id, "err", err)
+	}
+}
+
+// closeCron stops t's jobs and waits for its runs; it must run before the
+// tenant's store closes.
+func (s *Server) closeCron(t *tenant) {
+	t.mu.Lock()
+	on := t.cronOn
+	t.cronOn = false
+	t.mu.Unlock()
+	if !on || s.cron == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := s.cron.RemoveTenant(ctx, cronKey(t)); err != nil && !errors.Is(err, cron.ErrUnknownTenant) {
+		s.log.Error("stopping cron jobs", "tenant", t.id, "err", err)
+	}
+}
+
+// cronSettings are a config's cron.* settings as the scheduler takes
+// them.
+func cronSettings(cfg *config.Config, env func(string) string) cron.TenantConfig {
+	c := cfg.Cron
+	out := cron.TenantConfig{Enabled: c.Active(env), SkipMissed: c.SkipMissedJobs != nil && *c.SkipMissedJobs,
+		MaxConcurrent: c.Concurrency()}
+	if a := c.FailureAlert; a != nil {
+		fa := &automation.FailureAlert{Enabled: a.Enabled, Mode: a.Mode,
+			Destination: automation.Destination{Channel: a.Channel, To: a.To, AccountID: a.AccountID}}
+		if a.After != nil {
+			fa.After = *a.After
+		}
+		if a.CooldownMs != nil {
+			fa.CooldownMs = *a.CooldownMs
+		}
+		fa.IncludeSkipped = a.IncludeSkipped != nil && *a.IncludeSkipped
+		out.FailureAlert = fa
+	}
+	return out
+}
+
+// markCron keeps t's cronMarker in step with whether it has jobs.
+func (s *Server) markCron(t *tenant, has bool) {
+	p := filepath.Join(t.dir, cronMarker)
+	if has {
+		if err := os.WriteFile(p, []byte("this tenant has cron jobs: the gateway schedules them at start\n"), 0o600); err != nil {
+			s.log.Error("marking a tenant with cron jobs", "tenant", t.id, "err", err)
+		}
+		return
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Error("unmarking a tenant without cron jobs", "tenant", t.id, "err", err)
+	}
+}
+
+// cronExec runs a job's payload for the scheduler.
+type cronExec struct{ s *Server }
+
+// unattended is what an isolated run's prompt says of its situation
+// (R3.8).
+const unattended = "This is a scheduled run of a cron job: no one is there to answer questions. " +
+	"Do the task with what you have; your final reply is the deliverable and is sent as it is. " +
+	"If there is nothing to report, reply with exactly NO_REPLY."
+
+// Execute runs one job: a systemEvent is queued for its session (and wakes
+// it per wakeMode), an agentTurn runs a turn and its answer is delivered.
+func (x cronExec) Execute(ctx context.Context, key string, j automation.Job, runID string) cron.Outcome {
+	s := x.s
+	t, err := s.tenantOfCron(key)
+	if err != nil {
+		return cron.Outcome{Status: automation.StatusError, Error: "the tenant is gone: " + err.Error()}
+	}
+	rt, err := t.current(s)
+	if err != nil {
+		return cron.Outcome{Status: automation.StatusError, Error: "loading the tenant's config: " + err.Error()}
+	}
+	cfg := rt.file.Config
+	agentID := j.AgentID
+	if agentID == "" {
+		agentID = cfg.DefaultAgentID()
+	}
+	if !cfg.HasAgent(agentID) {
+		return cron.Outcome{Status: automation.StatusError, Error: fmt.Sprintf("agent %q is not in the config", agentID)}
+	}
+	sessionKey, err := jobSession(cfg, j, agentID, runID)
+	if err != nil {
+		return cron.Outcome{Status: automation.StatusError, Error: err.Error()}
+	}
+	if j.Payload.Kind == automation.PayloadSystemEvent {
+		return s.cronEvent_(t, j, agentID, sessionKey)
+	}
+	return s.cronTurn(ctx, t, rt, j, agentID, sessionKey, runID)
+}
+
+// jobSession is the session a run works in (§3.2): the main session, a
+// named one, the one that made the job (current), or a fresh one per run
+// (isolated, R3.8).
+func jobSession(cfg *config.Config, j automation.Job, agentID, runID string) (string, error) {
+	target := j.SessionTarget
+	switch {
+	case target == automation.TargetMain:
+		if j.SessionKey != "" {
+			return session.Canonical(cfg, agentID, j.SessionKey)
+		}
+		return policy.MainSessionKey(cfg, agentID), nil
+	case strings.HasPrefix(target, "session:"):
+		return session.Canonical(cfg, agentID, strings.TrimPrefix(target, "session:"))
+	case target == automation.TargetCurrent:
+		if j.SessionKey == "" {
+			return "", errors.New(`sessionTarget "current" without the session that made the job`)
+		}
+		return session.Canonical(cfg, agentID, j.SessionKey)
+	}
+	return fmt.Sprintf("agent:%s:cron:%s:run:%s", agentID, j.ID, runID), nil
+}
+
+// cronEvent_ queues a systemEvent job's text for its session and, with
+// wakeMode now, wakes the session at once.
+func (s *Server) cronEvent_(t *tenant, j automation.Job, agentID, key string) cron.Outcome {
+	out, err := t.events().add(key, j.Payload.Text, time.Now())
+	if err != nil {
+		return cron.Outcome{Status: automation.StatusError, Error: err.Error(), SessionKey: key}
+	}
+	summary := "system event " + out + " for " + key
+	if j.WakeMode != automation.WakeNextHeartbeat {
+		if err := s.wakeNow(t, agentID, key); err != nil {
+			summary += "; not woken: " + err.Error()
+		} else {
+			summary += "; woken"
+		}
+	}
+	return cron.Outcome{Status: automation.StatusOK, Summary: summary, SessionKey: key,
+		DeliveryStatus: automation.DeliveryNotAsked}
+}
+
+// cronTurn runs an agentTurn job's turn as a run of its session, then
+// delivers the answer.
+func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automation.Job, agentID, key, runID string) cron.Outcome {
+	p := j.Payload
+	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: p.Message}}, Model: p.Model,
+		Owner: j.Creator == "" || j.Creator == "operator"}
+	if j.SessionTarget == automation.TargetIsolated {
+		req.ExtraSystem = unattended
+	}
+	if p.ToolsAllow != nil && !(len(p.ToolsAllow) == 1 && p.ToolsAllow[0] == "*") {
+		req.ToolsAllow, req.ToolsAllowKey = p.ToolsAllow, fmt.Sprintf("cron job %s payload.toolsAllow", j.ID)
+	}
+	timeout := 24 * time.Hour // the scheduler's deadline on ctx is the one that counts (R3.12)
+	r := s.prepareRun(t, rt, nil, "chat", "cron-"+runID, key, agentID, req, timeout)
+	runCtx, perr := s.runs.add(r, r.timeout)
+	if perr != nil {
+		r.abandon(perr)
+		return cron.Outcome{Status: automation.StatusError, Error: "starting the run: " + perr.Message, SessionKey: key}
+	}
+	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
+	defer stop()
+	r.run(runCtx)
+	out := r.out
+	o := cron.Outcome{SessionKey: key}
+	if res := out.res; res != nil {
+		o.Model = res.Model
+		if m, err := config.ParseModelRef(res.Model); err == nil {
+			o.Provider = m.Provider
+		}
+		u := res.Usage
+		o.Usage = &automation.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens),
+			TotalTokens: int64(u.TotalTokens)}
+	}
+	if out.status != "ok" {
+		o.Status, o.Error = automation.StatusError, cmp.Or(out.message, out.status)
+		return o
+	}
+	o.Status = automation.StatusOK
+	text := ""
+	if out.res != nil {
+		text = out.res.Text
+	}
+	o.Summary = text
+	s.deliverRun(ctx, t, rt, j, key, runID, text, &o)
+	return o
+}

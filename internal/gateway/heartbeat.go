@@ -1,0 +1,278 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"talon/internal/agent"
+	"talon/internal/automation"
+	"talon/internal/channel/hub"
+	"talon/internal/config"
+	"talon/internal/llm"
+	"talon/internal/policy"
+	"talon/internal/store"
+)
+
+// Heartbeat turns (spec automation.md §9) and wakes (R8.4): a
+// heartbeat-style turn runs the agent's heartbeat prompt in a session,
+// with the session's queued system events before it; a reply that is only
+// HEARTBEAT_OK (or NO_REPLY) is an acknowledgement and goes nowhere, any
+// other is an alert delivered to the heartbeat's target (none by default).
+
+// EventHeartbeat is the heartbeat event (R9.7).
+const EventHeartbeat = "heartbeat"
+
+// Wake pacing (R8.4): event-driven turns of one agent start at least
+// wakeGap apart, and at most wakeFlood in wakeFloodWindow; the others are
+// deferred, never dropped.
+const (
+	wakeGap         = 30 * time.Second
+	wakeFlood       = 5
+	wakeFloodWindow = time.Minute
+)
+
+// errBusy says a heartbeat found its session or agent busy (R9.2).
+var errBusy = errors.New("busy")
+
+// heartbeatEvent is R9.7's event.
+type heartbeatEvent struct {
+	Ts         int64  `json:"ts"`
+	AgentID    string `json:"agentId"`
+	Status     string `json:"status"` // sent, ok-empty, ok-token, skipped, failed
+	Reason     string `json:"reason,omitempty"`
+	To         string `json:"to,omitempty"`
+	Channel    string `json:"channel,omitempty"`
+	Preview    string `json:"preview,omitempty"`
+	DurationMs int64  `json:"durationMs,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+}
+
+// wakes paces a tenant's wakes per agent.
+type wakes struct {
+	mu      sync.Mutex
+	started map[string][]time.Time // agent → recent starts
+	pending map[string]bool        // agent+session keys with a deferred turn
+	last    *heartbeatEvent
+}
+
+// wakeState is the tenant's wake pacing.
+func (t *tenant) wakeState() *wakes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wakes == nil {
+		t.wakes = &wakes{started: map[string][]time.Time{}, pending: map[string]bool{}}
+	}
+	return t.wakes
+}
+
+// delay is how long a wake of agentID must wait (0: start now), and
+// records the start when it is 0.
+func (w *wakes) delay(agentID string, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var recent []time.Time
+	for _, at := range w.started[agentID] {
+		if now.Sub(at) < wakeFloodWindow {
+			recent = append(recent, at)
+		}
+	}
+	w.started[agentID] = recent
+	var wait time.Duration
+	if n := len(recent); n > 0 {
+		wait = max(wait, recent[n-1].Add(wakeGap).Sub(now))
+	}
+	if len(recent) >= wakeFlood {
+		wait = max(wait, recent[len(recent)-wakeFlood].Add(wakeFloodWindow).Sub(now))
+	}
+	if wait <= 0 {
+		w.started[agentID] = append(recent, now)
+	}
+	return wait
+}
+
+// wakeNow asks for a heartbeat-style turn of agentID in key at once
+// (R8.4): it starts beside the caller, or later when the agent's wakes are
+// paced; a wake already deferred for the session takes this one along.
+func (s *Server) wakeNow(t *tenant, agentID, key string) error {
+	w := t.wakeState()
+	id := agentID + "\x00" + key
+	w.mu.Lock()
+	if w.pending[id] {
+		w.mu.Unlock()
+		return nil
+	}
+	w.pending[id] = true
+	w.mu.Unlock()
+	var try func()
+	try = func() {
+		if wait := w.delay(agentID, time.Now()); wait > 0 {
+			time.AfterFunc(wait, try)
+			return
+		}
+		w.mu.Lock()
+		delete(w.pending, id)
+		w.mu.Unlock()
+		rt, err := t.current(s)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ctx, unbind := t.bind(ctx)
+		defer unbind()
+		hs := automation.HeartbeatFor(rt.file.Config, agentID)
+		if ev := s.heartbeatTurn(ctx, t, rt, hs, key); ev.Status == "skipped" && ev.Reason == "busy" {
+			// Deferred, not dropped: try again after the gap.
+			w.mu.Lock()
+			w.pending[id] = true
+			w.mu.Unlock()
+			time.AfterFunc(wakeGap, try)
+		}
+	}
+	go try()
+	return nil
+}
+
+// heartbeatTurn runs one heartbeat-style turn of hs's agent in key and
+// delivers an alert to hs's target; it broadcasts and returns the
+// heartbeat event.
+func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs automation.HeartbeatSettings, key string) heartbeatEvent {
+	start := time.Now()
+	ev := heartbeatEvent{Ts: start.UnixMilli(), AgentID: hs.AgentID, SessionKey: key}
+	finish := func() heartbeatEvent {
+		ev.DurationMs = time.Since(start).Milliseconds()
+		w := t.wakeState()
+		w.mu.Lock()
+		last := ev
+		w.last = &last
+		w.mu.Unlock()
+		s.broadcast(t, EventHeartbeat, ev)
+		return ev
+	}
+	if len(s.runs.ofSession(t, key)) > 0 {
+		ev.Status, ev.Reason = "skipped", "busy"
+		return finish()
+	}
+	if skip, reason := s.heartbeatSkip(t, rt, hs); skip {
+		ev.Status, ev.Reason = "skipped", reason
+		return finish()
+	}
+	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: hs.Prompt}}, Model: hs.Model, Owner: true}
+	r := s.prepareRun(t, rt, nil, "chat", "heartbeat-"+store.NewID(), key, hs.AgentID, req, hs.Timeout)
+	runCtx, perr := s.runs.add(r, r.timeout)
+	if perr != nil {
+		r.abandon(perr)
+		ev.Status, ev.Reason = "failed", perr.Message
+		return finish()
+	}
+	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
+	defer stop()
+	r.run(runCtx)
+	if r.out.status != "ok" || r.out.res == nil {
+		ev.Status, ev.Reason = "failed", r.out.message
+		return finish()
+	}
+	kind, alert := automation.HeartbeatReply(r.out.res.Text, hs.AckMaxChars)
+	if kind != automation.HeartbeatAlert {
+		ev.Status = kind
+		return finish()
+	}
+	ev.Preview = preview(alert)
+	ch, to, err := s.deliverHeartbeat(ctx, t, rt, hs, key, alert)
+	ev.Channel, ev.To = ch, to
+	switch {
+	case errors.Is(err, errNoTarget):
+		ev.Status, ev.Reason = "skipped", "no-target"
+	case err != nil:
+		ev.Status, ev.Reason = "failed", err.Error()
+	default:
+		ev.Status = "sent"
+	}
+	return finish()
+}
+
+// heartbeatSkip says a heartbeat must not run now without a model call:
+// outside activeHours, or an effectively empty HEARTBEAT.md (R9.3).
+func (s *Server) heartbeatSkip(t *tenant, rt *runtime, hs automation.HeartbeatSettings) (bool, string) {
+	cfg := rt.file.Config
+	if hs.ActiveHours != nil {
+		if in, err := automation.InActiveHours(*hs.ActiveHours, time.Now(), cfg.Agents.Defaults.UserTimezone); err != nil || !in {
+			return true, "quiet-hours"
+		}
+	}
+	ws, err := t.workspaces().Open(cfg.AgentWorkspace(t.dir, hs.AgentID), false)
+	if err == nil {
+		defer ws.Close()
+		if b, err := ws.ReadFile("HEARTBEAT.md"); err == nil && automation.EmptyChecklist(string(b)) {
+			return true, "empty-heartbeat-file"
+		}
+	}
+	return false, ""
+}
+
+// errNoTarget says a heartbeat alert had nowhere to go (target none).
+var errNoTarget = errors.New("no target")
+
+// deliverHeartbeat posts an alert to the heartbeat's target (R9.5): none
+// (Talon's default), last (the session's last route), or a channel with
+// to; owner is the first concrete commands.ownerAllowFrom entry.
+func (s *Server) deliverHeartbeat(ctx context.Context, t *tenant, rt *runtime, hs automation.HeartbeatSettings, key, text string) (string, string, error) {
+	cfg := rt.file.Config
+	h := t.hub()
+	var d automation.Delivery
+	switch target := strings.TrimSpace(hs.Target); target {
+	case "", "none":
+		return "", "", errNoTarget
+	case "last":
+		d = automation.Delivery{Mode: automation.DeliverAnnounce}
+	case "owner":
+		owner := ""
+		for _, o := range cfg.Commands.OwnerAllowFrom {
+			if c, id, ok := strings.Cut(strings.TrimSpace(o), ":"); ok && id != "" && id != "*" && channelLabels[strings.ToLower(c)] != "" {
+				owner = o
+				break
+			}
+		}
+		if owner == "" {
+			return "", "", errNoTarget
+		}
+		d = automation.Delivery{Mode: automation.DeliverAnnounce, To: owner}
+	default:
+		d = automation.Delivery{Mode: automation.DeliverAnnounce, Channel: target, To: hs.To, AccountID: hs.AccountID}
+	}
+	if h == nil {
+		return "", "", errors.New("no chat channel is configured")
+	}
+	j := automation.Job{AgentID: hs.AgentID}
+	ch, account, tgt, err := s.announceTarget(ctx, rt, &d, j, key)
+	if err != nil {
+		return "", "", err
+	}
+	if hs.DirectPolicy == "block" && tgt.Peer.Kind == "direct" {
+		return ch, tgt.Peer.ID, errors.New("dm-blocked")
+	}
+	_, err = h.Send(ctx, hub.SendRequest{Channel: ch, AccountID: account, Target: tgt, Text: text,
+		IdempotencyKey: "heartbeat:" + store.NewID()})
+	return ch, tgt.Peer.ID, err
+}
+
+// preview is the first 200 characters of a text, for events.
+func preview(s string) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return string(r)
+}
+
+// heartbeatKey is the session a heartbeat of hs runs in: its session
+// setting, else the agent's main session.
+func heartbeatKey(cfg *config.Config, hs automation.HeartbeatSettings) string {
+	if k := strings.TrimSpace(hs.Session); k != "" && k != "main" {
+		return k
+	}
+	return policy.MainSessionKey(cfg, hs.AgentID)
+}
