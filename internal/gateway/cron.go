@@ -254,19 +254,10 @@ func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automat
 	if p.ToolsAllow != nil && !(len(p.ToolsAllow) == 1 && p.ToolsAllow[0] == "*") {
 		req.ToolsAllow, req.ToolsAllowKey = p.ToolsAllow, fmt.Sprintf("cron job %s payload.toolsAllow", j.ID)
 	}
-	timeout := 24 * time.Hour // the scheduler's deadline on ctx is the one that counts (R3.12)
-	r := s.prepareRun(t, rt, nil, "chat", "cron-"+runID, key, agentID, req, timeout)
-	runCtx, perr := s.runs.add(r, r.timeout)
-	if perr != nil {
-		r.abandon(perr)
-		return cron.Outcome{Status: automation.StatusError, Error: "starting the run: " + perr.Message, SessionKey: key}
-	}
-	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
-	defer stop()
-	r.run(runCtx)
-	out := r.out
+	// The scheduler's deadline on ctx is the one that counts (R3.12).
+	res, failed := s.backgroundTurn(ctx, t, rt, "cron-"+runID, key, agentID, req, 24*time.Hour)
 	o := cron.Outcome{SessionKey: key}
-	if res := out.res; res != nil {
+	if res != nil {
 		o.Model = res.Model
 		if m, err := config.ParseModelRef(res.Model); err == nil {
 			o.Provider = m.Provider
@@ -275,16 +266,33 @@ func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automat
 		o.Usage = &automation.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens),
 			TotalTokens: int64(u.TotalTokens)}
 	}
-	if out.status != "ok" {
-		o.Status, o.Error = automation.StatusError, cmp.Or(out.message, out.status)
+	if failed != "" {
+		o.Status, o.Error = automation.StatusError, failed
 		return o
 	}
 	o.Status = automation.StatusOK
-	text := ""
-	if out.res != nil {
-		text = out.res.Text
-	}
+	text := res.Text
 	o.Summary = text
 	s.deliverRun(ctx, t, rt, j, key, runID, text, &o)
 	return o
+}
+
+// backgroundTurn runs a turn no client asked for (a cron job, a
+// heartbeat, a hook) as a chat run of its session: WS clients and Studio
+// see its events, it waits for the session's other runs, and ctx ending
+// aborts it. It returns the result, or why the run failed.
+func (s *Server) backgroundTurn(ctx context.Context, t *tenant, rt *runtime, runID, key, agentID string, req agent.Request, timeout time.Duration) (*agent.Result, string) {
+	r := s.prepareRun(t, rt, nil, "chat", runID, key, agentID, req, timeout)
+	runCtx, perr := s.runs.add(r, r.timeout)
+	if perr != nil {
+		r.abandon(perr)
+		return nil, "starting the run: " + perr.Message
+	}
+	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
+	defer stop()
+	r.run(runCtx)
+	if out := r.out; out.status != "ok" || out.res == nil {
+		return out.res, cmp.Or(out.message, out.status, "the run ended without an answer")
+	}
+	return r.out.res, ""
 }

@@ -161,21 +161,12 @@ func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs a
 		return finish()
 	}
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: hs.Prompt}}, Model: hs.Model, Owner: true}
-	r := s.prepareRun(t, rt, nil, "chat", "heartbeat-"+store.NewID(), key, hs.AgentID, req, hs.Timeout)
-	runCtx, perr := s.runs.add(r, r.timeout)
-	if perr != nil {
-		r.abandon(perr)
-		ev.Status, ev.Reason = "failed", perr.Message
+	res, failed := s.backgroundTurn(ctx, t, rt, "heartbeat-"+store.NewID(), key, hs.AgentID, req, hs.Timeout)
+	if failed != "" {
+		ev.Status, ev.Reason = "failed", failed
 		return finish()
 	}
-	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
-	defer stop()
-	r.run(runCtx)
-	if r.out.status != "ok" || r.out.res == nil {
-		ev.Status, ev.Reason = "failed", r.out.message
-		return finish()
-	}
-	kind, alert := automation.HeartbeatReply(r.out.res.Text, hs.AckMaxChars)
+	kind, alert := automation.HeartbeatReply(res.Text, hs.AckMaxChars)
 	if kind != automation.HeartbeatAlert {
 		ev.Status = kind
 		return finish()

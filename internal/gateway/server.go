@@ -182,6 +182,9 @@ func (s *Server) routes() http.Handler {
 			s.handleWS(w, r)
 			return
 		}
+		if s.serveHooks(w, r) {
+			return
+		}
 		if s.opts.UI != nil {
 			s.opts.UI.ServeHTTP(w, r)
 			return

@@ -107,6 +107,9 @@ type runtime struct {
 	// the ceiling changed.
 	root  *runtime
 	clamp *ceiling.Result
+
+	// hooks is the config's HTTP hooks handler, made on first use.
+	hooks hookRuntime
 }
 
 type fileStamp struct {

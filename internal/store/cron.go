@@ -248,18 +248,32 @@ func putCronState(ctx context.Context, tx *sql.Tx, id string, st automation.JobS
 
 // SetCronState replaces a job's runtime state and, when enabled is not
 // nil, its enabled flag (an auto-disable, a one-shot that ran), leaving
-// the definition's revision alone; ErrNotFound when the job is gone.
+// the definition's revision alone; ErrNotFound when the job is gone. A
+// disabled job keeps no next run, whatever st says: a run that ends after
+// cron.update disabled its job must not arm it again.
 func (db *DB) SetCronState(ctx context.Context, id string, st automation.JobState, enabled *bool) error {
-	state, err := encodeCronState(st)
-	if err == nil {
-		err = db.write(ctx, func(tx *sql.Tx) error {
-			if err := putCronState(ctx, tx, id, st, state); err != nil || enabled == nil {
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var on bool
+		if err := tx.QueryRowContext(ctx, `SELECT enabled FROM cron_jobs WHERE id = ?`, id).Scan(&on); errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		if enabled != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE cron_jobs SET enabled = ? WHERE id = ?`, *enabled, id); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE cron_jobs SET enabled = ? WHERE id = ?`, *enabled, id)
+			on = *enabled
+		}
+		if !on {
+			st.NextRunAtMs = nil
+		}
+		state, err := encodeCronState(st)
+		if err != nil {
 			return err
-		})
-	}
+		}
+		return putCronState(ctx, tx, id, st, state)
+	})
 	if err != nil {
 		return fmt.Errorf("setting the state of cron job %s: %w", id, err)
 	}

@@ -204,6 +204,9 @@ func TestSetCronState(t *testing.T) {
 			AutoDisabled: &automation.AutoDisabled{Reason: "consecutive-failures", AtMs: 8, ConsecutiveErrors: 5}}, &off, nil, false},
 		{"enable again", "a", automation.JobState{}, &on, nil, true},
 		{"unknown job", "gone", automation.JobState{}, &off, ErrNotFound, false},
+		{"disable", "a", automation.JobState{LastRunStatus: "ok"}, &off, nil, false},
+		// A run that ends after its job was disabled does not arm it.
+		{"a next run for a disabled job", "a", automation.JobState{LastRunStatus: "ok", NextRunAtMs: i64(9)}, nil, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,7 +221,11 @@ func TestSetCronState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tc.st, got.State); d != "" || got.Enabled != tc.want || got.ConfigRevision != 1 {
+			want := tc.st
+			if !tc.want {
+				want.NextRunAtMs = nil
+			}
+			if d := cmp.Diff(want, got.State); d != "" || got.Enabled != tc.want || got.ConfigRevision != 1 {
 				t.Errorf("state (-set +read):\n%s\nenabled %v (want %v), revision %d (want 1)", d, got.Enabled, tc.want, got.ConfigRevision)
 			}
 		})
