@@ -190,4 +190,3 @@ func (d hookDispatch) run(ctx context.Context, rt *runtime, a hooks.AgentTurn, k
 	}
 	return c
 }
-
