@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -171,11 +170,7 @@ func (s *Server) startChannels(ctx context.Context) {
 		if !d.IsDir() {
 			continue
 		}
-		path, ok := config.Find(filepath.Join(s.opts.StateDir, "tenants", d.Name()))
-		if !ok {
-			continue
-		}
-		if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte("channels")) {
+		if !mentions(filepath.Join(s.opts.StateDir, "tenants", d.Name()), "channels") {
 			continue
 		}
 		if t, err := s.lookup(d.Name()); err == nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -53,8 +54,8 @@ func (s *Server) newCron() *cron.Scheduler {
 	return c
 }
 
-// startCron schedules the jobs of the operator's tenant and of every
-// tenant that has some (cronMarker).
+// startCron schedules the jobs and heartbeats of the operator's tenant
+// and of every tenant that has jobs (cronMarker) or a heartbeat block.
 func (s *Server) startCron() {
 	s.loadCron(s.defaultTenant)
 	dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
@@ -62,7 +63,8 @@ func (s *Server) startCron() {
 		if !d.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(s.opts.StateDir, "tenants", d.Name(), cronMarker)); err != nil {
+		dir := filepath.Join(s.opts.StateDir, "tenants", d.Name())
+		if _, err := os.Stat(filepath.Join(dir, cronMarker)); err != nil && !mentions(dir, "heartbeat") {
 			continue
 		}
 		if t, err := s.lookup(d.Name()); err == nil {
@@ -71,10 +73,35 @@ func (s *Server) startCron() {
 	}
 }
 
-// loadCron loads t's config, which hands t to the scheduler.
+// mentions says the config file in dir contains word: a cheap test that
+// spares loading tenants that cannot need it.
+func mentions(dir, word string) bool {
+	path, ok := config.Find(dir)
+	if !ok {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte(word))
+}
+
+// loadCron hands t to the scheduler: a runtime loaded now does it itself,
+// one loaded before the gateway served does it here.
 func (s *Server) loadCron(t *tenant) {
-	if _, err := t.current(s); err != nil {
+	rt, err := t.current(s)
+	if err != nil {
 		s.log.Error("starting cron jobs", "tenant", t.id, "err", err)
+		return
+	}
+	s.ensureCron(t, rt)
+}
+
+// ensureCron hands t to the scheduler unless it has it.
+func (s *Server) ensureCron(t *tenant, rt *runtime) {
+	t.mu.Lock()
+	on := t.cronOn
+	t.mu.Unlock()
+	if !on {
+		s.applyCron(t, rt)
 	}
 }
 
@@ -88,6 +115,7 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 	if !serving || s.cron == nil {
 		return
 	}
+	s.applyBeats(t, rt)
 	cfg := cronSettings(rt.file.Config, s.secretEnv(t, rt))
 	t.mu.Lock()
 	if t.closed || t.store == nil {
@@ -113,6 +141,7 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 // closeCron stops t's jobs and waits for its runs; it must run before the
 // tenant's store closes.
 func (s *Server) closeCron(t *tenant) {
+	s.forgetBeats(t)
 	t.mu.Lock()
 	on := t.cronOn
 	t.cronOn = false

@@ -38,12 +38,7 @@ func (s *Server) cronReady(c *call) error {
 	if s.cron == nil {
 		return &protocol.Error{Code: protocol.CodeUnavailable, Message: "the cron scheduler is not running (the gateway is not serving)"}
 	}
-	c.t.mu.Lock()
-	on := c.t.cronOn
-	c.t.mu.Unlock()
-	if !on {
-		s.applyCron(c.t, c.rt)
-	}
+	s.ensureCron(c.t, c.rt)
 	return nil
 }
 

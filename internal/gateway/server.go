@@ -88,7 +88,9 @@ type Server struct {
 	stopChannels context.CancelFunc
 	// cron runs every tenant's cron jobs (cron.go); made when the gateway
 	// starts serving.
-	cron    *cron.Scheduler
+	cron *cron.Scheduler
+	// beats are the scheduled heartbeats (heartbeats.go).
+	beats   beats
 	started time.Time
 
 	// srvMu guards httpSrv and shut: Shutdown may come before Serve has

@@ -195,6 +195,12 @@ CREATE TABLE cron_quarantine (
 	UNIQUE (source, raw)
 );
 `,
+	// 7: when each agent's last scheduled heartbeat ran (spec
+	// automation.md R9.2), so that a restart does not fire it again.
+	`CREATE TABLE heartbeat_state (
+	agent_id TEXT    PRIMARY KEY,
+	last_at  INTEGER NOT NULL
+) WITHOUT ROWID;`,
 }
 
 // SchemaVersion is the schema version this binary writes.
