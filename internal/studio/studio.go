@@ -119,6 +119,10 @@ func (s *Server) routes() {
 		m.HandleFunc("GET "+base+"/agents/{agent}/chat/since", s.tenant(s.chatSince))
 		m.HandleFunc("GET "+base+"/agents/{agent}/sessions", s.tenant(s.sessionsPage))
 		m.HandleFunc("POST "+base+"/approvals/{id}", s.tenant(s.resolveApproval))
+		m.HandleFunc("GET "+base+"/automations", s.tenant(s.automationsIndex))
+		m.HandleFunc("GET "+base+"/agents/{agent}/automations", s.tenant(s.automationsPage))
+		m.HandleFunc("POST "+base+"/agents/{agent}/automations", s.tenant(s.addJob))
+		m.HandleFunc("POST "+base+"/agents/{agent}/automations/{job}/{action}", s.tenant(s.jobAction))
 		m.HandleFunc("GET "+base+"/channels", s.tenant(s.channelsPage))
 		m.HandleFunc("POST "+base+"/channels/pairing/{request}/{action}", s.tenant(s.answerPairing))
 	}
