@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"talon/internal/automation"
+	"talon/internal/config"
 	"talon/internal/gateway"
 	"talon/internal/store"
 	"talon/internal/tenantid"
@@ -73,14 +74,17 @@ func runCronImport(cmd *cobra.Command, src, stateDir, tenant string, asJSON bool
 	if err != nil {
 		return fmt.Errorf("cron import: %w", err)
 	}
+	cfg, err := loadGatewayConfig(configIn(filepath.Dir(path), ""), false)
+	if err != nil {
+		return fmt.Errorf("cron import: %w", err)
+	}
 	db, err := store.Open(path)
 	if err != nil {
 		return fmt.Errorf("cron import: %w", err)
 	}
 	defer db.Close()
-	// Jobs are checked against a tenant's config when the gateway loads
-	// them; here only their shape is (ParseLegacy).
-	imp := automation.ParseLegacy(files, automation.LegacyOptions{NowMs: time.Now().UnixMilli()})
+	now := time.Now()
+	imp := automation.ParseLegacy(files, automation.LegacyOptions{NowMs: now.UnixMilli(), Check: importCheck(cfg.Config, now)})
 	got, err := db.ImportCron(cmd.Context(), imp)
 	if err != nil {
 		return fmt.Errorf("cron import: %w", err)
@@ -97,6 +101,35 @@ func runCronImport(cmd *cobra.Command, src, stateDir, tenant string, asJSON bool
 			plural(got.Quarantined, "row"), map[bool]string{true: "is", false: "are"}[got.Quarantined == 1])
 	}
 	return nil
+}
+
+// importCheck completes and checks an imported job as cron.add does a
+// new one, against the config of the database it goes to, so that a job
+// the gateway would refuse is quarantined rather than imported. Webhook
+// URLs are checked for their form only: the SSRF policy is the running
+// gateway's, and it checks again before each POST. The agents, channels
+// and zone are read as internal/gateway's cronChecks and defaultZone
+// read them; those are unexported there, so the rule is restated here.
+func importCheck(cfg *config.Config, now time.Time) func(*automation.Job) error {
+	var chans []string
+	for _, id := range config.BuiltChannels {
+		if _, ok := cfg.Channels[id]; ok {
+			chans = append(chans, id)
+		}
+	}
+	checks := automation.Checks{Agents: cfg.AgentIDs(), Channels: chans}
+	zone := strings.TrimSpace(cfg.Agents.Defaults.UserTimezone)
+	if zone == "" {
+		// OpenClaw ran a cron schedule without tz in the host's zone.
+		zone = time.Local.String()
+		if zone == "Local" {
+			zone = "UTC"
+		}
+	}
+	return func(j *automation.Job) error {
+		automation.Normalize(j, now, zone)
+		return automation.Validate(*j, checks)
+	}
 }
 
 // cronStorePath is the database of the state directory, or of one of its
