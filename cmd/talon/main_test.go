@@ -148,7 +148,7 @@ func TestDoctor(t *testing.T) {
 	// A config migrated from OpenClaw, with keys Talon does not act on
 	// (issue 18): the doctor names each one, and only --strict fails.
 	const unusedKeys = `{
-		agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}, heartbeat: {every: "30m"}},
+		agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}, humanDelay: {mode: "natural"}},
 			list: [{id: "main"}]},
 		channels: {telegram: {enabled: true, botToken: "123:abc", streaming: "partial"}},
 		tools: {profile: "coding", web: {search: {enabled: true, provider: "brave"}}},
@@ -157,7 +157,7 @@ func TestDoctor(t *testing.T) {
 	unusedLines := []string{
 		"OpenClaw keys Talon accepts but does not act on",
 		"  agents.defaults.model.fallbacks: not used by Talon yet\n",
-		"  agents.defaults.heartbeat: not used by Talon yet\n",
+		"  agents.defaults.humanDelay: not used by Talon yet\n",
 		"  channels.telegram.streaming: not used by Talon yet\n",
 		"  tools.web.search.provider: not used by Talon yet\n",
 		"  browser: not used by Talon yet\n",
