@@ -61,6 +61,8 @@ type Runner struct {
 	// Messenger sends the message tool's messages through the tenant's
 	// chat channels (the gateway's); nil: the tool says there are none.
 	Messenger tools.Messenger
+	// Crons serves the cron tool; nil for none.
+	Crons tools.Crons
 	// Model, when set, is every run's model, over the request's, the
 	// session's and the config's: the operator's `talon serve --model`,
 	// to run every employee on the offline model (or one provider).
@@ -284,6 +286,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	env.Sessions = newRunSessions(r, agentID, req.SessionKey, &plan)
 	env.Messenger = r.Messenger
+	env.Crons, env.Owner = r.Crons, req.Owner
+	env.ToolNames = decision.Names()
 	env.Vision = r.vision(prov, modelID, ref)
 
 	if call, ok := dispatchable(skills, req.Input); ok {

@@ -144,3 +144,44 @@ func TestCronJobs(t *testing.T) {
 		t.Errorf("cron.run of a removed job: %v", err)
 	}
 }
+
+// TestCronTool: an agent's cron tool adds a job capped to its run's tools,
+// lists it, and a cron run of the job may not make jobs of its own (spec
+// automation.md §7, R3.11, R7.3).
+func TestCronTool(t *testing.T) {
+	_, url := startWS(t, "")
+	c := dialWS(t, url)
+	chatTurn(t, c, "ct-1", `/call cron {"action":"add","name":"self check","every":"1h","message":"/call cron {\"action\":\"add\",\"name\":\"child\",\"every\":\"1h\",\"message\":\"x\"}","tools":["read","cron","browser"],"deliver":"none"}`)
+	type list struct {
+		Jobs []struct {
+			ID      string `json:"id"`
+			Creator string `json:"creator"`
+			Payload struct {
+				ToolsAllow []string `json:"toolsAllow"`
+			} `json:"payload"`
+		} `json:"jobs"`
+	}
+	l := mustCall[list](t, c, "cron.list", nil)
+	if len(l.Jobs) != 1 || l.Jobs[0].Creator != "owner" || strings.Join(l.Jobs[0].Payload.ToolsAllow, ",") != "read,cron" {
+		t.Fatalf("jobs %+v: want one, made by the owner's run, its tools held to the run's (no browser)", l.Jobs)
+	}
+	id := l.Jobs[0].ID
+	mustCall[map[string]any](t, c, "cron.run", map[string]any{"id": id})
+	type runs struct {
+		Entries []struct {
+			Status  string `json:"status"`
+			Summary string `json:"summary"`
+		} `json:"entries"`
+	}
+	waitFor(t, "the job's run", func() bool {
+		r := mustCall[runs](t, c, "cron.runs", map[string]any{"id": id})
+		return len(r.Entries) == 1
+	})
+	r := mustCall[runs](t, c, "cron.runs", map[string]any{"id": id})
+	if !strings.Contains(r.Entries[0].Summary, "a cron run may read and remove its own job, not add") {
+		t.Errorf("the cron run's own add: %+v", r.Entries[0])
+	}
+	if l := mustCall[list](t, c, "cron.list", nil); len(l.Jobs) != 1 {
+		t.Errorf("a cron run made a job: %+v", l.Jobs)
+	}
+}

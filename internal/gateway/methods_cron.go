@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,9 +65,9 @@ func jobIDParam(c *call) (string, error) {
 // unknownJob is §11's answer for an id the tenant has no job with.
 func unknownJob(id string) error { return protocol.Errorf("unknown cron job id: %s", id) }
 
-// cronChecks are what automation.Validate needs from the call's tenant.
-func (s *Server) cronChecks(c *call) automation.Checks {
-	cfg := c.rt.file.Config
+// cronChecks are what automation.Validate needs from a tenant's config.
+func (s *Server) cronChecks(t *tenant, rt *runtime) automation.Checks {
+	cfg := rt.file.Config
 	var agents []string
 	for _, a := range cfg.Agents.List {
 		agents = append(agents, a.ID)
@@ -80,15 +81,15 @@ func (s *Server) cronChecks(c *call) automation.Checks {
 			chans = append(chans, id)
 		}
 	}
-	guard := s.webhookGuard(c.t, c.rt)
+	guard := s.webhookGuard(t, rt)
 	return automation.Checks{Agents: agents, Channels: chans,
 		WebhookURL: func(u string) error { return netguard.CheckURL(u, guard) }}
 }
 
 // defaultZone is the zone a cron schedule without tz gets (better-item
 // 2): agents.defaults.userTimezone, else the host's, else UTC.
-func defaultZone(c *call) string {
-	if tz := strings.TrimSpace(c.rt.file.Config.Agents.Defaults.UserTimezone); tz != "" {
+func defaultZone(rt *runtime) string {
+	if tz := strings.TrimSpace(rt.file.Config.Agents.Defaults.UserTimezone); tz != "" {
 		return tz
 	}
 	if name := time.Local.String(); name != "" && name != "Local" {
@@ -177,31 +178,42 @@ func cronAdd(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, protocol.Errorf("invalid cron.add params: %v", err)
 	}
-	now := time.Now()
-	automation.Normalize(&j, now, defaultZone(c))
-	if err := automation.Validate(j, s.cronChecks(c)); err != nil {
-		return nil, protocol.Errorf("invalid cron.add params: %v", err)
-	}
-	j.ID, j.Creator = uuid.NewString(), "operator"
-	if err := automation.Reschedule(&j, now); err != nil {
-		return nil, protocol.Errorf("invalid cron.add params: schedule: %v", err)
-	}
-	if err := c.storeOf().AddCronJob(c.ctx, j); err != nil {
-		if errors.Is(err, store.ErrTooManyCronJobs) {
-			return nil, protocol.Errorf("%v", err)
-		}
+	j.Creator = "operator"
+	j, err = s.addJob(c.ctx, c.t, c.rt, j)
+	if err != nil {
 		return nil, err
 	}
-	s.markCron(c.t, true)
-	if err := s.cron.JobChanged(c.ctx, cronKey(c.t), j.ID); err != nil {
-		s.log.Error("scheduling a new cron job", "tenant", c.t.id, "job", j.ID, "err", err)
+	return withPreview(j)
+}
+
+// addJob normalises, checks and stores a new job of t (its Creator set by
+// the caller) and hands it to the scheduler: cron.add and the cron tool.
+func (s *Server) addJob(ctx context.Context, t *tenant, rt *runtime, j automation.Job) (automation.Job, error) {
+	now := time.Now()
+	automation.Normalize(&j, now, defaultZone(rt))
+	if err := automation.Validate(j, s.cronChecks(t, rt)); err != nil {
+		return j, protocol.Errorf("invalid cron.add params: %v", err)
 	}
-	if fresh, err := c.storeOf().CronJob(c.ctx, j.ID); err == nil {
+	j.ID = uuid.NewString()
+	if err := automation.Reschedule(&j, now); err != nil {
+		return j, protocol.Errorf("invalid cron.add params: schedule: %v", err)
+	}
+	db := rt.runner.Store
+	if err := db.AddCronJob(ctx, j); err != nil {
+		if errors.Is(err, store.ErrTooManyCronJobs) {
+			return j, protocol.Errorf("%v", err)
+		}
+		return j, err
+	}
+	s.markCron(t, true)
+	if err := s.cron.JobChanged(ctx, cronKey(t), j.ID); err != nil {
+		s.log.Error("scheduling a new cron job", "tenant", t.id, "job", j.ID, "err", err)
+	}
+	if fresh, err := db.CronJob(ctx, j.ID); err == nil {
 		j = fresh
 	}
-	s.broadcast(c.t, EventCron, cron.Event{JobID: j.ID, Action: "added", Job: &j, NextRunAtMs: j.State.NextRunAtMs})
-	out, err := withPreview(j)
-	return out, err
+	s.broadcast(t, EventCron, cron.Event{JobID: j.ID, Action: "added", Job: &j, NextRunAtMs: j.State.NextRunAtMs})
+	return j, nil
 }
 
 // withPreview is a job with §7's deliveryPreview {label, detail}.
@@ -264,49 +276,59 @@ func cronUpdate(s *Server, c *call) (any, error) {
 	if len(p.Patch) == 0 {
 		return nil, protocol.Errorf("invalid cron.update params: patch is required")
 	}
-	db := c.storeOf()
-	j, err := db.CronJob(c.ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, unknownJob(id)
-	} else if err != nil {
+	saved, err := s.updateJob(c.ctx, c.t, c.rt, id, p.Patch, p.ExpectedConfigRevision, nil)
+	if err != nil {
 		return nil, err
 	}
-	expected := j.ConfigRevision
-	if p.ExpectedConfigRevision != nil {
-		if *p.ExpectedConfigRevision != j.ConfigRevision {
-			return nil, protocol.Errorf("cron job %s changed since revision %d (now %d): get it again and retry", id, *p.ExpectedConfigRevision, j.ConfigRevision)
-		}
-		expected = *p.ExpectedConfigRevision
+	return withPreview(saved)
+}
+
+// updateJob applies a patch to one of t's jobs: cron.update and the cron
+// tool; may, when set, says whether the caller may change that job.
+func (s *Server) updateJob(ctx context.Context, t *tenant, rt *runtime, id string, patch json.RawMessage, expectedRev *int64, may func(automation.Job) bool) (automation.Job, error) {
+	db := rt.runner.Store
+	j, err := db.CronJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && may != nil && !may(j) {
+		return j, unknownJob(id)
+	} else if err != nil {
+		return j, err
 	}
-	next, changed, err := automation.ApplyPatch(j, p.Patch)
+	expected := j.ConfigRevision
+	if expectedRev != nil {
+		if *expectedRev != j.ConfigRevision {
+			return j, protocol.Errorf("cron job %s changed since revision %d (now %d): get it again and retry", id, *expectedRev, j.ConfigRevision)
+		}
+		expected = *expectedRev
+	}
+	next, changed, err := automation.ApplyPatch(j, patch)
 	if err != nil {
-		return nil, protocol.Errorf("invalid cron.update params: %v", err)
+		return j, protocol.Errorf("invalid cron.update params: %v", err)
 	}
 	now := time.Now()
 	next.UpdatedAtMs = now.UnixMilli()
-	automation.Normalize(&next, now, defaultZone(c))
-	if err := automation.Validate(next, s.cronChecks(c)); err != nil {
-		return nil, protocol.Errorf("invalid cron.update params: %v", err)
+	automation.Normalize(&next, now, defaultZone(rt))
+	if err := automation.Validate(next, s.cronChecks(t, rt)); err != nil {
+		return j, protocol.Errorf("invalid cron.update params: %v", err)
 	}
 	if changed {
 		if err := automation.Reschedule(&next, now); err != nil {
-			return nil, protocol.Errorf("invalid cron.update params: schedule: %v", err)
+			return j, protocol.Errorf("invalid cron.update params: schedule: %v", err)
 		}
 	}
-	saved, err := db.UpdateCronJob(c.ctx, next, expected)
+	saved, err := db.UpdateCronJob(ctx, next, expected)
 	if errors.Is(err, store.ErrStateChanged) {
-		return nil, protocol.Errorf("cron job %s changed meanwhile: get it again and retry", id)
+		return j, protocol.Errorf("cron job %s changed meanwhile: get it again and retry", id)
 	} else if err != nil {
-		return nil, err
+		return j, err
 	}
-	if err := s.cron.JobChanged(c.ctx, cronKey(c.t), id); err != nil {
-		s.log.Error("rescheduling a cron job", "tenant", c.t.id, "job", id, "err", err)
+	if err := s.cron.JobChanged(ctx, cronKey(t), id); err != nil {
+		s.log.Error("rescheduling a cron job", "tenant", t.id, "job", id, "err", err)
 	}
-	if fresh, err := db.CronJob(c.ctx, id); err == nil {
+	if fresh, err := db.CronJob(ctx, id); err == nil {
 		saved = fresh
 	}
-	s.broadcast(c.t, EventCron, cron.Event{JobID: id, Action: "updated", Job: &saved, NextRunAtMs: saved.State.NextRunAtMs})
-	return withPreview(saved)
+	s.broadcast(t, EventCron, cron.Event{JobID: id, Action: "updated", Job: &saved, NextRunAtMs: saved.State.NextRunAtMs})
+	return saved, nil
 }
 
 func cronRemove(s *Server, c *call) (any, error) {
@@ -317,21 +339,28 @@ func cronRemove(s *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := c.storeOf()
-	removed, err := db.RemoveCronJob(c.ctx, id)
+	removed, err := s.removeJob(c.ctx, c.t, c.rt, id)
 	if err != nil {
 		return nil, err
 	}
-	if removed {
-		if err := s.cron.JobRemoved(cronKey(c.t), id); err != nil && !errors.Is(err, cron.ErrUnknownJob) {
-			s.log.Error("unscheduling a cron job", "tenant", c.t.id, "job", id, "err", err)
-		}
-		if jobs, err := db.CronJobs(c.ctx); err == nil && len(jobs) == 0 {
-			s.markCron(c.t, false)
-		}
-		s.broadcast(c.t, EventCron, cron.Event{JobID: id, Action: "removed"})
-	}
 	return map[string]any{"ok": true, "removed": removed}, nil
+}
+
+// removeJob removes one of t's jobs and unschedules it.
+func (s *Server) removeJob(ctx context.Context, t *tenant, rt *runtime, id string) (bool, error) {
+	db := rt.runner.Store
+	removed, err := db.RemoveCronJob(ctx, id)
+	if err != nil || !removed {
+		return removed, err
+	}
+	if err := s.cron.JobRemoved(cronKey(t), id); err != nil && !errors.Is(err, cron.ErrUnknownJob) {
+		s.log.Error("unscheduling a cron job", "tenant", t.id, "job", id, "err", err)
+	}
+	if jobs, err := db.CronJobs(ctx); err == nil && len(jobs) == 0 {
+		s.markCron(t, false)
+	}
+	s.broadcast(t, EventCron, cron.Event{JobID: id, Action: "removed"})
+	return true, nil
 }
 
 func cronRun(s *Server, c *call) (any, error) {

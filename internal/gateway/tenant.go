@@ -489,6 +489,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		Sandboxes: t.sandboxes,
 		Approvals: t.approvals,
 		Messenger: channelMessenger{s: s, t: t},
+		Crons:     cronTools{s: s, t: t},
 		Plugins:   t.plugins.Configure(cfg),
 		Log:       s.log.With("tenant", t.id),
 		Model:     s.opts.Model,

@@ -93,6 +93,36 @@ type Env struct {
 	// Messenger sends the message tool's messages through the tenant's
 	// chat channels; nil when the caller has none, and message says so.
 	Messenger Messenger
+	// Crons serves the cron tool: the tenant's cron jobs as this run may
+	// see and change them; nil when the caller has none.
+	Crons Crons
+	// Owner says the run's sender is an owner (commands.ownerAllowFrom,
+	// the operator): the cron tool then reaches every job.
+	Owner bool
+	// ToolNames are the tools this run is offered: a job the run makes
+	// gets at most these (spec automation.md R3.11).
+	ToolNames []string
+}
+
+// Crons is what the cron tool needs from the gateway (spec automation.md
+// §7). It is owned here, by its consumer.
+type Crons interface {
+	Cron(ctx context.Context, sessionKey string, r CronRequest) (json.RawMessage, error)
+}
+
+// CronRequest is one call of the cron tool, checked: Action, the job it
+// names, and for add a job object and for update a patch, both in
+// OpenClaw's job JSON; Owner and Tools are the calling run's.
+type CronRequest struct {
+	Action          string
+	JobID           string
+	Job             json.RawMessage
+	IncludeDisabled bool
+	Limit, Offset   int
+	RunMode         string
+	Text, Mode      string
+	Owner           bool
+	Tools           []string
 }
 
 // Messenger is what the message tool needs from the gateway: sending

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"talon/internal/tools"
+	"talon/internal/tools/cron"
 	"talon/internal/tools/exec"
 	"talon/internal/tools/fs"
 	"talon/internal/tools/image"
@@ -18,7 +19,7 @@ import (
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
-	"read", "edit", "write", "apply_patch", "exec", "process", "message",
+	"read", "edit", "write", "apply_patch", "exec", "process", "cron", "message",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
 	"web_fetch", "image",
 }
@@ -30,7 +31,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, web.New(), image.New(), message.New()) {
+	for _, t := range append(all, web.New(), image.New(), message.New(), cron.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
