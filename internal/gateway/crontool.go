@@ -258,4 +258,3 @@ func cmpInt(a, b int) int {
 	}
 	return b
 }
-

@@ -262,7 +262,8 @@ allowed_hosts: [api.example.com]
 		{"social", "openclaw/social", []string{"publish_linkedin", "web_fetch"}, []string{"browser"}},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
-			x := mustCall[policy.Explanation](t, c, "tools.explain", map[string]any{"agentId": tc.agent})
+			// The HTTP endpoint's caller is the owner: explain it as one.
+			x := mustCall[policy.Explanation](t, c, "tools.explain", map[string]any{"agentId": tc.agent, "owner": true})
 			r := ts.post(map[string]string{"Authorization": "Bearer " + wsToken},
 				`{"model":"`+tc.model+`","messages":[{"role":"user","content":"/tools"}]}`)
 			if r.status != 200 {
