@@ -357,7 +357,9 @@ func (s *Server) showAgent(q *req, status int, errMsg string, changed []string) 
 	p.Error = errMsg
 	var errs []string
 	var x explained
-	if err := s.call(q, "tools.explain", map[string]string{"agentId": a.ID}, &x); err != nil {
+	// Studio's chat runs as the tenant's owner: explain the tools as one
+	// gets them (owner-only tools such as cron included).
+	if err := s.call(q, "tools.explain", map[string]any{"agentId": a.ID, "owner": true}, &x); err != nil {
 		errs = append(errs, "Tools: "+s.errText(q, err))
 	} else {
 		v.Tools = &x
