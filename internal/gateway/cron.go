@@ -129,6 +129,13 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 	defer cancel()
 	var err error
 	if first {
+		// History past R4.3's keep (7 days, lost runs 24 h) goes when the
+		// tenant is taken up: at start, or at its first load after.
+		if n, perr := db.PruneCronRuns(ctx, time.Now()); perr != nil {
+			s.log.Warn("pruning cron run history", "tenant", t.id, "err", perr)
+		} else if n > 0 {
+			s.log.Info("pruned cron run history", "tenant", t.id, "runs", n)
+		}
 		err = s.cron.AddTenant(ctx, cronKey(t), db, cfg)
 	} else {
 		err = s.cron.UpdateTenant(ctx, cronKey(t), cfg)
