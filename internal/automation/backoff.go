@@ -2,6 +2,7 @@ package automation
 
 import (
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -67,26 +68,30 @@ func RetryDelay(attempt int) (time.Duration, bool) {
 // overloaded, network, timeout, server_error), ported from its
 // cron retry classifier, plus Talon's own provider error form
 // ("openai: 503: …", internal/provider.Error) for a 429 or 5xx status.
-var transientPatterns = []*regexp.Regexp{
-	// rate_limit
-	regexp.MustCompile(`(?i)\b(?:https?(?:/\d(?:\.\d)?)?|status(?:[ _-]?code)?|response(?:[ _-]?code)?|http(?:[ _-]?status)?)\b[\s:=#"'(]{0,6}429\b|\b(?:provider\s+)?api[ _-]?error\b[\s:=#"'(]{0,6}429\b|\b(?:requested\s+)?url\s+returned\s+error\b[\s:=#"'(]{0,6}429\b|\b429\b[\s:)\].,-]*(?:rate[_ -]?limit(?:ed|ing)?(?:[_ -](?:error|exceeded|reached))?|too many requests|resource has been exhausted|quota(?:\s+(?:exceeded|exhausted|depleted|reached))?)\b|\brate[_ -]?limit(?:ed|ing)?(?:[_ -](?:error|exceeded|reached))?\b|\btoo many requests\b|\bresource has been exhausted\b|\btokens per day\b|^\s*429\s*$`),
-	// overloaded
-	regexp.MustCompile(`(?i)^\s*529(?:\s*$|[\s:)\].,-]*(?:api\b.*\bbusy\b|(?:please\s+)?try\s+again\b))|\b(?:https?(?:/\d(?:\.\d)?)?|status(?:[ _-]?code)?|response(?:[ _-]?code)?|http(?:[ _-]?status)?|(?:provider\s+)?api[ _-]?error|(?:requested\s+)?url\s+returned\s+error)\b[\s:=#"'(]{0,6}529\b|\boverloaded(?:_error)?\b|high demand|temporar(?:ily|y) overloaded|capacity exceeded`),
-	// network
-	regexp.MustCompile(`(?i)(network|fetch failed|socket|econnreset|econnrefused|eai_again|enetdown|ehostunreach|ehostdown|enetreset|enetunreach|epipe)`),
-	// timeout
-	regexp.MustCompile(`(?i)(timeout|timed out|stalled before execution start|etimedout)`),
-	// server_error
-	regexp.MustCompile(`(?i)\b(?:https?|status(?:[ _]code)?|response(?:[ _]code)?|http(?:[ _]status)?)\b[\s:=#"']{0,4}5\d{2}\b|\b5\d{2}\b[\s:)\].,-]*(?:internal server error|server error|bad gateway|service unavailable|gateway time-?out)\b|\binternal server error\b|\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b|\b5xx\b|^\s*5\d{2}\s*$`),
-	// Talon's provider errors: "<provider>: <status>[ <type>]: <message>".
-	regexp.MustCompile(`^[\w.-]+: (?:429|5\d\d)\b`),
-}
+// Compiled on first use: they are a quarter of a megabyte that a gateway
+// whose jobs never fail should not hold from its start.
+var transientPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		// rate_limit
+		regexp.MustCompile(`(?i)\b(?:https?(?:/\d(?:\.\d)?)?|status(?:[ _-]?code)?|response(?:[ _-]?code)?|http(?:[ _-]?status)?)\b[\s:=#"'(]{0,6}429\b|\b(?:provider\s+)?api[ _-]?error\b[\s:=#"'(]{0,6}429\b|\b(?:requested\s+)?url\s+returned\s+error\b[\s:=#"'(]{0,6}429\b|\b429\b[\s:)\].,-]*(?:rate[_ -]?limit(?:ed|ing)?(?:[_ -](?:error|exceeded|reached))?|too many requests|resource has been exhausted|quota(?:\s+(?:exceeded|exhausted|depleted|reached))?)\b|\brate[_ -]?limit(?:ed|ing)?(?:[_ -](?:error|exceeded|reached))?\b|\btoo many requests\b|\bresource has been exhausted\b|\btokens per day\b|^\s*429\s*$`),
+		// overloaded
+		regexp.MustCompile(`(?i)^\s*529(?:\s*$|[\s:)\].,-]*(?:api\b.*\bbusy\b|(?:please\s+)?try\s+again\b))|\b(?:https?(?:/\d(?:\.\d)?)?|status(?:[ _-]?code)?|response(?:[ _-]?code)?|http(?:[ _-]?status)?|(?:provider\s+)?api[ _-]?error|(?:requested\s+)?url\s+returned\s+error)\b[\s:=#"'(]{0,6}529\b|\boverloaded(?:_error)?\b|high demand|temporar(?:ily|y) overloaded|capacity exceeded`),
+		// network
+		regexp.MustCompile(`(?i)(network|fetch failed|socket|econnreset|econnrefused|eai_again|enetdown|ehostunreach|ehostdown|enetreset|enetunreach|epipe)`),
+		// timeout
+		regexp.MustCompile(`(?i)(timeout|timed out|stalled before execution start|etimedout)`),
+		// server_error
+		regexp.MustCompile(`(?i)\b(?:https?|status(?:[ _]code)?|response(?:[ _]code)?|http(?:[ _]status)?)\b[\s:=#"']{0,4}5\d{2}\b|\b5\d{2}\b[\s:)\].,-]*(?:internal server error|server error|bad gateway|service unavailable|gateway time-?out)\b|\binternal server error\b|\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b|\b5xx\b|^\s*5\d{2}\s*$`),
+		// Talon's provider errors: "<provider>: <status>[ <type>]: <message>".
+		regexp.MustCompile(`^[\w.-]+: (?:429|5\d\d)\b`),
+	}
+})
 
 // Transient says an error text is a passing failure worth retrying
 // (R5.5: rate limit, overload, network, timeout, 5xx); anything else is
 // permanent.
 func Transient(errText string) bool {
-	for _, re := range transientPatterns {
+	for _, re := range transientPatterns() {
 		if re.MatchString(errText) {
 			return true
 		}

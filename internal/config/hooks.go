@@ -77,8 +77,13 @@ var (
 	hookWakeModes    = []string{"now", "next-heartbeat"}
 	hookSessionModes = []string{"isolated", "persistent"}
 	hookPathRE       = regexp.MustCompile(`^(/[A-Za-z0-9._~-]+)+$`)
-	hookKeyRE        = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	hookKeyRE        = regexp.MustCompile(`^[A-Za-z0-9_-]+$`) // at most 64: hookKey
 )
+
+// hookKey says s is a mapping id or forEach key: 1 to 64 of
+// [A-Za-z0-9_-] (the length apart: a bounded repeat compiles to one
+// regexp step per repeat).
+func hookKey(s string) bool { return len(s) <= 64 && hookKeyRE.MatchString(s) }
 
 // HooksPath is hooks.path normalised: a leading slash added, trailing ones
 // removed, "/hooks" when empty. It does not check the result (Validate
@@ -197,7 +202,7 @@ func (k *checker) hookMapping(at string, m *HookMapping, c *Config) {
 		k.fail(at+".transform", "JavaScript transforms are not supported by Talon: shape the action with messageTemplate/textTemplate "+
 			"(and forEach), or put a small service in front of the hook that reshapes the payload")
 	}
-	if m.ID != "" && !hookKeyRE.MatchString(m.ID) {
+	if m.ID != "" && !hookKey(m.ID) {
 		k.fail(at+".id", fmt.Sprintf("expected letters, digits, '_' and '-', at most 64 (got %q)", m.ID))
 	}
 	if p := strings.Trim(m.Match.Path, "/"); p != "" && (!hookPathRE.MatchString("/"+p) || hasDotSegment("/"+p) || len(p) > 200) {
@@ -207,7 +212,7 @@ func (k *checker) hookMapping(at string, m *HookMapping, c *Config) {
 	k.oneOf(at+".action", m.Action, hookActions)
 	k.oneOf(at+".wakeMode", m.WakeMode, hookWakeModes)
 	k.oneOf(at+".sessionMode", m.SessionMode, hookSessionModes)
-	if m.ForEach != "" && (!hookKeyRE.MatchString(m.ForEach) || blockedKey(m.ForEach)) {
+	if m.ForEach != "" && (!hookKey(m.ForEach) || blockedKey(m.ForEach)) {
 		k.fail(at+".forEach", fmt.Sprintf("expected a top-level key of the payload: letters, digits, '_' and '-' (got %q)", m.ForEach))
 	}
 	if a := m.AgentID; a != "" {

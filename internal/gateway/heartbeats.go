@@ -101,7 +101,11 @@ func (s *Server) applyBeats(t *tenant, rt *runtime) {
 		}
 		b.mu.Unlock()
 	}
-	b.once.Do(func() { go s.beatLoop() })
+	if len(want) > 0 {
+		// The loop starts with the first heartbeat: a gateway without
+		// any does not wake every second.
+		b.once.Do(func() { go s.beatLoop() })
+	}
 }
 
 // hasHeartbeatBlock says the config asks for heartbeats.

@@ -131,7 +131,9 @@ type interaction struct {
 	} `json:"actions"`
 }
 
-var triggerRE = regexp.MustCompile(`^[0-9A-Za-z.]{1,128}$`)
+// triggerRE is a trigger id's alphabet; its length (at most 128) is
+// checked apart: a bounded repeat compiles to one program step per repeat.
+var triggerRE = regexp.MustCompile(`^[0-9A-Za-z.]+$`)
 
 // press finds what in.Actions pressed and where; ok is false when the
 // press cannot be mapped (no user, no message, no button with a value).
@@ -174,7 +176,7 @@ func pressEnvelope(account string, in interaction, kind channel.Kind) (channel.E
 		Text: value, Pressed: true, Mentioned: true,
 		Time: tsTime(actionTS),
 	}
-	if triggerRE.MatchString(in.TriggerID) {
+	if len(in.TriggerID) <= 128 && triggerRE.MatchString(in.TriggerID) {
 		e.DeliveryID = in.TriggerID
 	}
 	if kind == channel.Direct {
