@@ -283,7 +283,7 @@ func (s *Server) cronEvent_(t *tenant, j automation.Job, agentID, key string) cr
 func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automation.Job, agentID, key, runID string) cron.Outcome {
 	p := j.Payload
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: p.Message}}, Model: p.Model,
-		Owner: j.Creator == "" || j.Creator == "operator"}
+		Owner: j.Creator == "" || j.Creator == "operator" || j.Creator == "owner"}
 	if j.SessionTarget == automation.TargetIsolated {
 		req.ExtraSystem = unattended
 	}
