@@ -111,21 +111,7 @@ func runCronImport(cmd *cobra.Command, src, stateDir, tenant string, asJSON bool
 // and zone are read as internal/gateway's cronChecks and defaultZone
 // read them; those are unexported there, so the rule is restated here.
 func importCheck(cfg *config.Config, now time.Time) func(*automation.Job) error {
-	var chans []string
-	for _, id := range config.BuiltChannels {
-		if _, ok := cfg.Channels[id]; ok {
-			chans = append(chans, id)
-		}
-	}
-	checks := automation.Checks{Agents: cfg.AgentIDs(), Channels: chans}
-	zone := strings.TrimSpace(cfg.Agents.Defaults.UserTimezone)
-	if zone == "" {
-		// OpenClaw ran a cron schedule without tz in the host's zone.
-		zone = time.Local.String()
-		if zone == "Local" {
-			zone = "UTC"
-		}
-	}
+	checks, zone := automation.ChecksOf(cfg), automation.DefaultZone(cfg)
 	return func(j *automation.Job) error {
 		automation.Normalize(j, now, zone)
 		return automation.Validate(*j, checks)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,7 +65,7 @@ func (x cronTools) Cron(ctx context.Context, sessionKey string, r tools.CronRequ
 		case r.Owner:
 			return true
 		}
-		return j.Creator == creatorOf(agentID) && cmpOr(j.AgentID, cfg.DefaultAgentID()) == agentID
+		return j.Creator == creatorOf(agentID) && cmp.Or(j.AgentID, cfg.DefaultAgentID()) == agentID
 	}
 	if own != "" && !slices.Contains([]string{"status", "list", "get", "remove", "runs"}, r.Action) {
 		return nil, fmt.Errorf("a cron run may read and remove its own job, not %s", r.Action)
@@ -89,7 +90,7 @@ func (x cronTools) Cron(ctx context.Context, sessionKey string, r tools.CronRequ
 			}
 			out = append(out, summary(j))
 		}
-		limit := cmpInt(r.Limit, 50)
+		limit := cmp.Or(r.Limit, 50)
 		end := min(len(out), r.Offset+limit)
 		page := []map[string]any{}
 		if r.Offset < len(out) {
@@ -147,7 +148,7 @@ func (x cronTools) Cron(ctx context.Context, sessionKey string, r tools.CronRequ
 		if j.AgentID != "" && j.AgentID != agentID && !r.Owner {
 			return nil, fmt.Errorf("a job of agent %q: this run may make jobs for itself (%s) only", j.AgentID, agentID)
 		}
-		j.AgentID = cmpOr(j.AgentID, agentID)
+		j.AgentID = cmp.Or(j.AgentID, agentID)
 		j.Creator = creatorOf(agentID)
 		if r.Owner {
 			j.Creator = "owner"
@@ -249,12 +250,4 @@ func toolError(err error) error {
 		return errors.New(strings.TrimPrefix(pe.Message, "invalid cron.add params: "))
 	}
 	return err
-}
-
-// cmpInt is a, else b when a is 0.
-func cmpInt(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }

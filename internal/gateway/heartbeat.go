@@ -144,12 +144,7 @@ func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs a
 	ev := heartbeatEvent{Ts: start.UnixMilli(), AgentID: hs.AgentID, SessionKey: key}
 	finish := func() heartbeatEvent {
 		ev.DurationMs = time.Since(start).Milliseconds()
-		w := t.wakeState()
-		w.mu.Lock()
-		last := ev
-		w.last = &last
-		w.mu.Unlock()
-		s.broadcast(t, EventHeartbeat, ev)
+		s.recordBeat(t, ev)
 		return ev
 	}
 	if len(s.runs.ofSession(t, key)) > 0 {

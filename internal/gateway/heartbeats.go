@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -211,7 +212,7 @@ func (s *Server) cronBusy(t *tenant, agentID, defaultAgent string) bool {
 		return false
 	}
 	for _, r := range runs {
-		if cmpOr(r.AgentID, defaultAgent) == agentID {
+		if cmp.Or(r.AgentID, defaultAgent) == agentID {
 			return true
 		}
 	}

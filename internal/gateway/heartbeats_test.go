@@ -62,3 +62,26 @@ func TestScheduledHeartbeats(t *testing.T) {
 		t.Errorf("heartbeats ran after set-heartbeats false: %v then %v", before, after)
 	}
 }
+
+// TestTenantHeartbeatFloor: a tenant cannot make the gateway call a model
+// every second: its heartbeat cadence is held to minTenantBeat.
+func TestTenantHeartbeatFloor(t *testing.T) {
+	ts, _ := startWS(t, "")
+	writeFile(t, filepath.Join(ts.dir, "tenants", "acme", "talon.json"), []byte(`{gateway: {auth: {token: "acme-token"}},
+		agents: {defaults: {heartbeat: {every: "1s"}}}}`))
+	acme, err := ts.srv.lookup("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := acme.current(ts.srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.ensureCron(acme, rt)
+	ts.srv.beats.mu.Lock()
+	b := ts.srv.beats.m[beatKey{"acme", "main"}]
+	ts.srv.beats.mu.Unlock()
+	if b == nil || b.every != minTenantBeat {
+		t.Fatalf("the tenant's heartbeat %+v, want one every %s", b, minTenantBeat)
+	}
+}

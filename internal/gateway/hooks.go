@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -93,8 +94,8 @@ func (d hookDispatch) Wake(ctx context.Context, w hooks.Wake) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", hooks.ErrUnavailable, err)
 	}
-	agentID := cmpOr(w.AgentID, rt.file.Config.DefaultAgentID())
-	key := cmpOr(w.SessionKey, policy.MainSessionKey(rt.file.Config, agentID))
+	agentID := cmp.Or(w.AgentID, rt.file.Config.DefaultAgentID())
+	key := cmp.Or(w.SessionKey, policy.MainSessionKey(rt.file.Config, agentID))
 	out, err := d.t.events().add(key, w.Text, time.Now())
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", hooks.ErrRejected, err)
@@ -165,13 +166,13 @@ func (d hookDispatch) run(ctx context.Context, rt *runtime, a hooks.AgentTurn, k
 	}
 	if a.Channel == "" && a.To == "" {
 		// No destination: tell the agent's main session (R10.3).
-		note := fmt.Sprintf("Hook %q finished (run %s).", cmpOr(a.Name, "Hook"), runID)
+		note := fmt.Sprintf("Hook %q finished (run %s).", cmp.Or(a.Name, "Hook"), runID)
 		if _, err := t.events().add(policy.MainSessionKey(rt.file.Config, a.AgentID), note, time.Now()); err != nil {
 			s.log.Warn("hook completion notice not queued", "tenant", t.id, "err", err)
 		}
 		return c
 	}
-	j := automation.Job{ID: "hook", Name: cmpOr(a.Name, "Hook"), AgentID: a.AgentID,
+	j := automation.Job{ID: "hook", Name: cmp.Or(a.Name, "Hook"), AgentID: a.AgentID,
 		Delivery: &automation.Delivery{Mode: automation.DeliverAnnounce, Channel: a.Channel, To: a.To, AccountID: a.AccountID}}
 	var o cron.Outcome
 	s.deliverRun(ctx, t, rt, j, key, runID, res.Text, &o)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,38 +66,17 @@ func jobIDParam(c *call) (string, error) {
 // unknownJob is §11's answer for an id the tenant has no job with.
 func unknownJob(id string) error { return protocol.Errorf("unknown cron job id: %s", id) }
 
-// cronChecks are what automation.Validate needs from a tenant's config.
+// cronChecks are what automation.Validate needs from a tenant: its
+// config's agents and channels, and its webhooks' network rule.
 func (s *Server) cronChecks(t *tenant, rt *runtime) automation.Checks {
-	cfg := rt.file.Config
-	var agents []string
-	for _, a := range cfg.Agents.List {
-		agents = append(agents, a.ID)
-	}
-	if len(agents) == 0 {
-		agents = []string{cfg.DefaultAgentID()}
-	}
-	var chans []string
-	for _, id := range chatChannelIDs {
-		if _, ok := cfg.Channels[id]; ok {
-			chans = append(chans, id)
-		}
-	}
+	c := automation.ChecksOf(rt.file.Config)
 	guard := s.webhookGuard(t, rt)
-	return automation.Checks{Agents: agents, Channels: chans,
-		WebhookURL: func(u string) error { return netguard.CheckURL(u, guard) }}
+	c.WebhookURL = func(u string) error { return netguard.CheckURL(u, guard) }
+	return c
 }
 
-// defaultZone is the zone a cron schedule without tz gets (better-item
-// 2): agents.defaults.userTimezone, else the host's, else UTC.
-func defaultZone(rt *runtime) string {
-	if tz := strings.TrimSpace(rt.file.Config.Agents.Defaults.UserTimezone); tz != "" {
-		return tz
-	}
-	if name := time.Local.String(); name != "" && name != "Local" {
-		return name
-	}
-	return "UTC"
-}
+// defaultZone is automation.DefaultZone of the runtime's config.
+func defaultZone(rt *runtime) string { return automation.DefaultZone(rt.file.Config) }
 
 func cronStatus(s *Server, c *call) (any, error) {
 	if err := s.cronReady(c); err != nil {
@@ -233,7 +213,7 @@ func withPreview(j automation.Job) (any, error) {
 			label = "announce"
 			switch {
 			case d.To != "":
-				detail = fmt.Sprintf("posted to %s %s", cmpOr(d.Channel, "the channel its prefix names"), d.To)
+				detail = fmt.Sprintf("posted to %s %s", cmp.Or(d.Channel, "the channel its prefix names"), d.To)
 			default:
 				detail = "posted to the chat the job's session last talked in"
 			}
@@ -242,18 +222,10 @@ func withPreview(j automation.Job) (any, error) {
 		}
 	}
 	if j.Payload.Kind == automation.PayloadSystemEvent {
-		label, detail = "system event", "queued for "+cmpOr(j.SessionTarget, "main")+" session's next turn"
+		label, detail = "system event", "queued for "+cmp.Or(j.SessionTarget, "main")+" session's next turn"
 	}
 	m["deliveryPreview"] = map[string]string{"label": label, "detail": detail}
 	return m, nil
-}
-
-// cmpOr is a, else b.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func cronUpdate(s *Server, c *call) (any, error) {
@@ -269,7 +241,7 @@ func cronUpdate(s *Server, c *call) (any, error) {
 	if err := c.params(&p); err != nil {
 		return nil, err
 	}
-	id := strings.TrimSpace(cmpOr(p.ID, p.JobID))
+	id := strings.TrimSpace(cmp.Or(p.ID, p.JobID))
 	if id == "" {
 		return nil, protocol.Errorf("invalid cron.update params: id is required")
 	}
@@ -375,7 +347,7 @@ func cronRun(s *Server, c *call) (any, error) {
 	if err := c.params(&p); err != nil {
 		return nil, err
 	}
-	id := strings.TrimSpace(cmpOr(p.ID, p.JobID))
+	id := strings.TrimSpace(cmp.Or(p.ID, p.JobID))
 	if id == "" {
 		return nil, protocol.Errorf("invalid cron.run params: id is required")
 	}
@@ -412,7 +384,7 @@ func cronRuns(s *Server, c *call) (any, error) {
 	if err := c.params(&p); err != nil {
 		return nil, err
 	}
-	id := strings.TrimSpace(cmpOr(p.ID, p.JobID))
+	id := strings.TrimSpace(cmp.Or(p.ID, p.JobID))
 	switch p.Scope {
 	case "", "job":
 		if id == "" && p.Scope == "job" {
