@@ -63,6 +63,9 @@ type Runner struct {
 	Messenger tools.Messenger
 	// Crons serves the cron tool; nil for none.
 	Crons tools.Crons
+	// Outbound is the tenant's keys and network rule for the tools that
+	// call remote APIs.
+	Outbound tools.Outbound
 	// Model, when set, is every run's model, over the request's, the
 	// session's and the config's: the operator's `talon serve --model`,
 	// to run every employee on the offline model (or one provider).
@@ -287,6 +290,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Sessions = newRunSessions(r, agentID, req.SessionKey, &plan)
 	env.Messenger = r.Messenger
 	env.Crons, env.Owner = r.Crons, req.Owner
+	env.Outbound = r.Outbound
 	env.ToolNames = decision.Names()
 	env.Vision = r.vision(prov, modelID, ref)
 

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"talon/internal/approval"
+	"talon/internal/config"
 	"talon/internal/llm"
+	"talon/internal/netguard"
 	"talon/internal/sandbox"
 )
 
@@ -102,6 +104,50 @@ type Env struct {
 	// ToolNames are the tools this run is offered: a job the run makes
 	// gets at most these (spec automation.md R3.11).
 	ToolNames []string
+	// Outbound is how tools that call a remote API (web_search, tts)
+	// read its key and reach it.
+	Outbound Outbound
+}
+
+// Outbound is a tenant's keys and network rule for tools that call remote
+// APIs, as its model providers have them (provider.Options).
+type Outbound struct {
+	// Env reads a key written "${NAME}" in the tool's config and the
+	// variable a provider's key falls back on (BRAVE_API_KEY): the
+	// tenant's own config env, the process environment for the
+	// operator's tenant. Nil reads nothing.
+	Env func(string) string
+	// Builtin reads the operator's keys for a tenant: such a key may go
+	// only to its provider's own default host, never to a base URL the
+	// tenant chose. Nil when the tenant gets none (and for the
+	// operator's tenant, whose Env is the environment already).
+	Builtin func(string) string
+	// Guard is the network rule every such call dials through; nil means
+	// netguard's defaults with Env.AllowLoopback (the operator's tenant).
+	Guard *netguard.Options
+}
+
+// Key is the key of a call: the tool's configured apiKey when set (a
+// variable it names is read from Env, and an unset one is an error), else
+// the fallback variable from Env, else from Builtin when the call goes to
+// the provider's own host (defaultHost). "" without error means none.
+func (o Outbound) Key(apiKey *config.Secret, fallback string, defaultHost bool) (string, error) {
+	read := func(f func(string) string, k string) string {
+		if f == nil || k == "" {
+			return ""
+		}
+		return f(k)
+	}
+	if apiKey != nil && (apiKey.Text != "" || apiKey.Env != "") {
+		return apiKey.Resolve(func(k string) string { return read(o.Env, k) })
+	}
+	if v := read(o.Env, fallback); v != "" {
+		return v, nil
+	}
+	if defaultHost {
+		return read(o.Builtin, fallback), nil
+	}
+	return "", nil
 }
 
 // Crons is what the cron tool needs from the gateway (spec automation.md
