@@ -290,7 +290,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Sessions = newRunSessions(r, agentID, req.SessionKey, &plan)
 	env.Messenger = r.Messenger
 	env.Crons, env.Owner = r.Crons, req.Owner
-	env.Outbound = r.Outbound
+	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
 	env.Vision = r.vision(prov, modelID, ref)
 

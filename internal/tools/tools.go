@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -107,6 +108,10 @@ type Env struct {
 	// Outbound is how tools that call a remote API (web_search, tts)
 	// read its key and reach it.
 	Outbound Outbound
+	// Config is the run's config (a tenant's, held to the operator's
+	// ceiling): a tool reads its own section (tools.web.search, ...).
+	// Nil in tests that need none.
+	Config *config.Config
 }
 
 // Outbound is a tenant's keys and network rule for tools that call remote
@@ -125,6 +130,20 @@ type Outbound struct {
 	// Guard is the network rule every such call dials through; nil means
 	// netguard's defaults with Env.AllowLoopback (the operator's tenant).
 	Guard *netguard.Options
+}
+
+// Client is an HTTP client for one remote-API call that dials only what
+// the rule allows: Guard, or netguard's defaults with allowLoopback
+// (Env.AllowLoopback) when there is none. timeout bounds the whole
+// request; a redirect is an error (an API answers; following one would
+// carry the key elsewhere).
+func (o Outbound) Client(allowLoopback bool, timeout time.Duration) *http.Client {
+	g := netguard.Options{AllowLoopback: allowLoopback}
+	if o.Guard != nil {
+		g = *o.Guard
+	}
+	g.Timeout, g.MaxRedirects = timeout, -1
+	return netguard.NewClient(g)
 }
 
 // Key is the key of a call: the tool's configured apiKey when set (a
