@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -21,6 +23,45 @@ type Hooks struct {
 	AllowRequestSessionKey    *bool         `json:"allowRequestSessionKey"`
 	AllowedSessionKeyPrefixes List          `json:"allowedSessionKeyPrefixes"`
 	Mappings                  []HookMapping `json:"mappings"`
+	// Internal is OpenClaw's event hooks, of which Talon runs one.
+	Internal InternalHooks `json:"internal"`
+}
+
+// InternalHooks is hooks.internal: OpenClaw's event hooks, JavaScript
+// handlers run on gateway events. Talon runs none of those; it has the
+// one bundled hook worth having without them, boot-md (BootMD), built in.
+type InternalHooks struct {
+	Enabled *bool                   `json:"enabled"`
+	Entries map[string]InternalHook `json:"entries"`
+}
+
+// InternalHook is one hooks.internal.entries.<name>: its switch, and the
+// handler's own options (env and the like), kept but not read: an entry
+// of a hook Talon lacks is warned of whole (hooks), and boot-md has none.
+type InternalHook struct {
+	Enabled *bool `json:"enabled"`
+	Rest    *Raw  `talon:"rest"`
+}
+
+// BootHook is the bundled hook that runs each workspace's BOOT.md when
+// the gateway starts.
+const BootHook = "boot-md"
+
+// BootMD reports whether boot-md runs, by OpenClaw's selection rules:
+// never with hooks.internal.enabled false; with named entries, when its
+// entry is there and not disabled (the names are an allowlist); with
+// none, when hooks.internal.enabled is true (open discovery, which finds
+// the bundled hooks).
+func (h *Hooks) BootMD() bool {
+	in := &h.Internal
+	if in.Enabled != nil && !*in.Enabled {
+		return false
+	}
+	if len(in.Entries) > 0 {
+		e, ok := in.Entries[BootHook]
+		return ok && (e.Enabled == nil || *e.Enabled)
+	}
+	return in.Enabled != nil && *in.Enabled
 }
 
 // HookMapping is one hooks.mappings[] entry: which requests to
@@ -183,6 +224,13 @@ func (k *checker) hooks(c *Config) {
 	}
 	for i := range h.Mappings {
 		k.hookMapping(joinIndex("hooks.mappings", i), &h.Mappings[i], c)
+	}
+	// An entry names a hook Talon does not have: kept, and said so as any
+	// key Talon does not act on.
+	for _, name := range slices.Sorted(maps.Keys(h.Internal.Entries)) {
+		if name != BootHook {
+			k.warns = append(k.warns, Issue{Path: joinKey("hooks.internal.entries", name), Message: MsgUnused})
+		}
 	}
 }
 

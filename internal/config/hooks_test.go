@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,44 @@ func TestHookTokenRedacted(t *testing.T) {
 	tree := mustJSON5(t, `{hooks: {enabled: true, token: "`+secret+`", mappings: [{match: {path: "x"}, messageTemplate: "m"}]}}`)
 	if out := string(RedactedJSON(tree)); strings.Contains(out, secret) || !strings.Contains(out, RedactedSentinel) {
 		t.Errorf("redacted config %s", out)
+	}
+}
+
+// TestBootMD: OpenClaw's selection of the bundled boot-md hook, and a
+// warning for an entry naming a hook Talon does not have.
+func TestBootMD(t *testing.T) {
+	tests := []struct {
+		name  string
+		src   string
+		want  bool
+		warns []string
+	}{
+		{"nothing", `{}`, false, nil},
+		{"master on, no entries: open discovery", `{hooks: {internal: {enabled: true}}}`, true, nil},
+		{"master off wins", `{hooks: {internal: {enabled: false, entries: {"boot-md": {enabled: true}}}}}`, false, nil},
+		{"its entry, master unset", `{hooks: {internal: {entries: {"boot-md": {}}}}}`, true, nil},
+		{"its entry disabled", `{hooks: {internal: {enabled: true, entries: {"boot-md": {enabled: false}}}}}`, false, nil},
+		{"other entries are an allowlist without it", `{hooks: {internal: {enabled: true, entries: {"command-logger": {enabled: true}}}}}`, false,
+			[]string{"hooks.internal.entries.command-logger: " + MsgUnused}},
+		{"with another", `{hooks: {internal: {entries: {"boot-md": {enabled: true}, "session-memory": {enabled: false}}}}}`, true,
+			[]string{"hooks.internal.entries.session-memory: " + MsgUnused}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, warns, err := decodeJSON5(t, tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Hooks.BootMD(); got != tt.want {
+				t.Errorf("BootMD = %v, want %v", got, tt.want)
+			}
+			var got []string
+			for _, w := range warns {
+				got = append(got, w.String())
+			}
+			if !slices.Equal(got, tt.warns) {
+				t.Errorf("warnings %q, want %q", got, tt.warns)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +56,8 @@ func (s *Server) newCron() *cron.Scheduler {
 }
 
 // startCron schedules the jobs and heartbeats of the operator's tenant
-// and of every tenant that has jobs (cronMarker) or a heartbeat block.
+// and of every tenant that has jobs (cronMarker), a heartbeat block or
+// internal hooks (boot-md's checklist runs when the gateway starts).
 func (s *Server) startCron() {
 	s.loadCron(s.defaultTenant)
 	dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
@@ -64,7 +66,7 @@ func (s *Server) startCron() {
 			continue
 		}
 		dir := filepath.Join(s.opts.StateDir, "tenants", d.Name())
-		if _, err := os.Stat(filepath.Join(dir, cronMarker)); err != nil && !mentions(dir, "heartbeat") {
+		if _, err := os.Stat(filepath.Join(dir, cronMarker)); err != nil && !mentions(dir, "heartbeat", "internal") {
 			continue
 		}
 		if t, err := s.lookup(d.Name()); err == nil {
@@ -73,15 +75,15 @@ func (s *Server) startCron() {
 	}
 }
 
-// mentions says the config file in dir contains word: a cheap test that
-// spares loading tenants that cannot need it.
-func mentions(dir, word string) bool {
+// mentions says the config file in dir contains one of words: a cheap
+// test that spares loading tenants that cannot need it.
+func mentions(dir string, words ...string) bool {
 	path, ok := config.Find(dir)
 	if !ok {
 		return false
 	}
 	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(word))
+	return err == nil && slices.ContainsFunc(words, func(w string) bool { return bytes.Contains(b, []byte(w)) })
 }
 
 // loadCron hands t to the scheduler: a runtime loaded now does it itself,
@@ -129,6 +131,7 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 	defer cancel()
 	var err error
 	if first {
+		s.boot(t, rt)
 		// History past R4.3's keep (7 days, lost runs 24 h) goes when the
 		// tenant is taken up: at start, or at its first load after.
 		if n, perr := db.PruneCronRuns(ctx, time.Now()); perr != nil {
@@ -158,7 +161,8 @@ func (s *Server) closeCron(t *tenant) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
-	if err := s.cron.RemoveTenant(ctx, cronKey(t)); err != nil && !errors.Is(err, cron.ErrUnknownTenant) {
+	// A closed scheduler has stopped every tenant's jobs already.
+	if err := s.cron.RemoveTenant(ctx, cronKey(t)); err != nil && !errors.Is(err, cron.ErrUnknownTenant) && !errors.Is(err, cron.ErrClosed) {
 		s.log.Error("stopping cron jobs", "tenant", t.id, "err", err)
 	}
 }
