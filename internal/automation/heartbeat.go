@@ -176,7 +176,7 @@ func HeartbeatReply(text string, ackMaxChars int) (kind, deliver string) {
 		return HeartbeatOKEmpty, ""
 	case format.IsSilent(trimmed):
 		return HeartbeatOKToken, ""
-	case !strings.Contains(trimmed, "HEARTBEAT_OK"):
+	case !strings.Contains(trimmed, format.HeartbeatToken):
 		return HeartbeatAlert, trimmed
 	}
 	rest, stripped := stripToken(trimmed)

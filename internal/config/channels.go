@@ -81,6 +81,10 @@ type ChannelSettings struct {
 	// (Telegram); messages, reactions, pins… (Slack); messages,
 	// reactions, polls… (Discord). Unset groups are on.
 	Actions map[string]*bool `json:"actions"`
+	// HeartbeatVisibility is what a heartbeat may send here (spec
+	// automation.md §9); Heartbeat is its legacy name, read under it.
+	HeartbeatVisibility *HeartbeatVisibility `json:"heartbeatVisibility"`
+	Heartbeat           *HeartbeatVisibility `json:"heartbeat"`
 
 	// Telegram (§11).
 	BotToken      *Secret `json:"botToken"` // Telegram and Slack
@@ -110,6 +114,15 @@ type ChannelSettings struct {
 	Intents            *Intents         `json:"intents"`
 	MaxLinesPerMessage *int             `json:"maxLinesPerMessage"`
 	SuppressEmbeds     *bool            `json:"suppressEmbeds"`
+}
+
+// HeartbeatVisibility is channels.defaults, channels.<id> or an account's
+// heartbeatVisibility: whether a heartbeat sends its OK, sends its
+// alerts and reports itself to UIs. An unset key inherits.
+type HeartbeatVisibility struct {
+	ShowOK       *bool `json:"showOk"`
+	ShowAlerts   *bool `json:"showAlerts"`
+	UseIndicator *bool `json:"useIndicator"`
 }
 
 // Group is `channels.<id>.groups.<groupId>` (Telegram chats, generic groups).

@@ -9,6 +9,7 @@ import (
 
 	"talon/internal/agent"
 	"talon/internal/automation"
+	"talon/internal/channel/format"
 	"talon/internal/channel/hub"
 	"talon/internal/config"
 	"talon/internal/llm"
@@ -137,21 +138,25 @@ func (s *Server) wakeNow(t *tenant, agentID, key string) error {
 }
 
 // heartbeatTurn runs one heartbeat-style turn of hs's agent in key and
-// delivers an alert to hs's target; it broadcasts and returns the
-// heartbeat event.
+// delivers what its visibility lets through (an alert; the bare token
+// with showOk) to hs's target; it records, and broadcasts unless the
+// visibility turns the indicator off, the heartbeat event it returns.
 func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs automation.HeartbeatSettings, key string) heartbeatEvent {
 	start := time.Now()
 	ev := heartbeatEvent{Ts: start.UnixMilli(), AgentID: hs.AgentID, SessionKey: key}
+	// Before the run only an explicit channel target is known; "last" and
+	// "owner" are read under channels.defaults until they resolve.
+	vis := automation.VisibilityFor(rt.file.Config, targetChannel(hs.Target), hs.AccountID)
 	finish := func() heartbeatEvent {
 		ev.DurationMs = time.Since(start).Milliseconds()
-		s.recordBeat(t, ev)
+		s.recordBeat(t, ev, vis.UseIndicator)
 		return ev
 	}
 	if len(s.runs.ofSession(t, key)) > 0 {
 		ev.Status, ev.Reason = "skipped", "busy"
 		return finish()
 	}
-	if skip, reason := s.heartbeatSkip(t, rt, hs); skip {
+	if skip, reason := s.heartbeatSkip(t, rt, hs, vis); skip {
 		ev.Status, ev.Reason = "skipped", reason
 		return finish()
 	}
@@ -162,16 +167,35 @@ func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs a
 		return finish()
 	}
 	kind, alert := automation.HeartbeatReply(res.Text, hs.AckMaxChars)
+	ev.Status = kind
+	if kind == automation.HeartbeatAlert {
+		ev.Preview = preview(alert)
+	}
+	show := func(v automation.Visibility) string {
+		vis = v
+		switch {
+		case kind == automation.HeartbeatAlert && v.ShowAlerts:
+			return alert
+		case kind != automation.HeartbeatAlert && v.ShowOK:
+			return format.HeartbeatToken
+		}
+		return ""
+	}
+	ch, to, err := s.deliverHeartbeat(ctx, t, rt, hs, key, show)
 	if kind != automation.HeartbeatAlert {
-		ev.Status = kind
+		// An acknowledgement stays one whether or not its token could
+		// be shown.
+		if err == nil {
+			ev.Channel, ev.To = ch, to
+		}
 		return finish()
 	}
-	ev.Preview = preview(alert)
-	ch, to, err := s.deliverHeartbeat(ctx, t, rt, hs, key, alert)
 	ev.Channel, ev.To = ch, to
 	switch {
 	case errors.Is(err, errNoTarget):
 		ev.Status, ev.Reason = "skipped", "no-target"
+	case errors.Is(err, errHidden):
+		ev.Status, ev.Reason = "skipped", "alerts-disabled"
 	case err != nil:
 		ev.Status, ev.Reason = "failed", err.Error()
 	default:
@@ -180,10 +204,25 @@ func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs a
 	return finish()
 }
 
+// targetChannel is the channel a heartbeat target names before it runs:
+// "" for none, last and owner.
+func targetChannel(target string) string {
+	switch t := strings.ToLower(strings.TrimSpace(target)); t {
+	case "", "none", "last", "owner":
+		return ""
+	default:
+		return t
+	}
+}
+
 // heartbeatSkip says a heartbeat must not run now without a model call:
-// outside activeHours, or an effectively empty HEARTBEAT.md (R9.3).
-func (s *Server) heartbeatSkip(t *tenant, rt *runtime, hs automation.HeartbeatSettings) (bool, string) {
+// nothing of it would show, outside activeHours, or an effectively empty
+// HEARTBEAT.md (R9.3).
+func (s *Server) heartbeatSkip(t *tenant, rt *runtime, hs automation.HeartbeatSettings, vis automation.Visibility) (bool, string) {
 	cfg := rt.file.Config
+	if vis.Silent() {
+		return true, "alerts-disabled"
+	}
 	if hs.ActiveHours != nil {
 		if in, err := automation.InActiveHours(*hs.ActiveHours, time.Now(), cfg.Agents.Defaults.UserTimezone); err != nil || !in {
 			return true, "quiet-hours"
@@ -199,13 +238,19 @@ func (s *Server) heartbeatSkip(t *tenant, rt *runtime, hs automation.HeartbeatSe
 	return false, ""
 }
 
-// errNoTarget says a heartbeat alert had nowhere to go (target none).
-var errNoTarget = errors.New("no target")
+// errNoTarget says a heartbeat alert had nowhere to go (target none);
+// errHidden that its route's visibility keeps it back.
+var (
+	errNoTarget = errors.New("no target")
+	errHidden   = errors.New("hidden by the channel's heartbeat visibility")
+)
 
-// deliverHeartbeat posts an alert to the heartbeat's target (R9.5): none
-// (Talon's default), last (the session's last route), or a channel with
-// to; owner is the first concrete commands.ownerAllowFrom entry.
-func (s *Server) deliverHeartbeat(ctx context.Context, t *tenant, rt *runtime, hs automation.HeartbeatSettings, key, text string) (string, string, error) {
+// deliverHeartbeat posts what show gives for the visibility of the
+// heartbeat's route to its target (R9.5): none (Talon's default), last
+// (the session's last route), or a channel with to; owner is the first
+// concrete commands.ownerAllowFrom entry. show returning "" sends
+// nothing (errHidden).
+func (s *Server) deliverHeartbeat(ctx context.Context, t *tenant, rt *runtime, hs automation.HeartbeatSettings, key string, show func(automation.Visibility) string) (string, string, error) {
 	cfg := rt.file.Config
 	h := t.hub()
 	var d automation.Delivery
@@ -236,6 +281,10 @@ func (s *Server) deliverHeartbeat(ctx context.Context, t *tenant, rt *runtime, h
 	ch, account, tgt, err := s.announceTarget(ctx, rt, &d, j, key)
 	if err != nil {
 		return "", "", err
+	}
+	text := show(automation.VisibilityFor(cfg, ch, account))
+	if text == "" {
+		return ch, tgt.Peer.ID, errHidden
 	}
 	if hs.DirectPolicy == "block" && tgt.Peer.Kind == "direct" {
 		return ch, tgt.Peer.ID, errors.New("dm-blocked")

@@ -187,7 +187,7 @@ func (s *Server) scheduledBeat(k beatKey, at time.Time) {
 	hs := automation.HeartbeatFor(rt.file.Config, k.agent)
 	if s.cronBusy(t, k.agent, rt.file.Config.DefaultAgentID()) {
 		ev := heartbeatEvent{Ts: at.UnixMilli(), AgentID: k.agent, Status: "skipped", Reason: "busy"}
-		s.recordBeat(t, ev)
+		s.recordBeat(t, ev, true)
 		return
 	}
 	key := heartbeatKey(rt.file.Config, hs)
@@ -219,14 +219,17 @@ func (s *Server) cronBusy(t *tenant, agentID, defaultAgent string) bool {
 	return false
 }
 
-// recordBeat keeps and broadcasts a heartbeat event that ran no turn.
-func (s *Server) recordBeat(t *tenant, ev heartbeatEvent) {
+// recordBeat keeps a heartbeat event for last-heartbeat and, with
+// indicate (the useIndicator of its visibility), broadcasts it.
+func (s *Server) recordBeat(t *tenant, ev heartbeatEvent, indicate bool) {
 	w := t.wakeState()
 	w.mu.Lock()
 	last := ev
 	w.last = &last
 	w.mu.Unlock()
-	s.broadcast(t, EventHeartbeat, ev)
+	if indicate {
+		s.broadcast(t, EventHeartbeat, ev)
+	}
 }
 
 func setHeartbeats(s *Server, c *call) (any, error) {

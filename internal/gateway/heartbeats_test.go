@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"talon/internal/automation"
 	"talon/internal/channel/telegram/tgtest"
 )
 
@@ -83,5 +85,76 @@ func TestTenantHeartbeatFloor(t *testing.T) {
 	ts.srv.beats.mu.Unlock()
 	if b == nil || b.every != minTenantBeat {
 		t.Fatalf("the tenant's heartbeat %+v, want one every %s", b, minTenantBeat)
+	}
+}
+
+// TestHeartbeatVisibility: channels' heartbeatVisibility decides what a
+// heartbeat sends to its target (an OK's token, an alert), whether it
+// runs at all (all three off: no model call) and whether its event is
+// broadcast.
+func TestHeartbeatVisibility(t *testing.T) {
+	tests := []struct {
+		// channel and defaults are the heartbeat keys of the telegram
+		// block and of channels.defaults.
+		name, channel, defaults, reply string
+		status, reason                 string
+		sent                           string // what reaches the chat, "" nothing
+		modelCalls                     int
+		event                          bool
+	}{
+		{"an OK is silent by default", ``, ``, "HEARTBEAT_OK", "ok-token", "", "", 1, true},
+		{"showOk sends the token", `heartbeatVisibility: {showOk: true},`, `heartbeatVisibility: {showOk: false}`, "All fine. HEARTBEAT_OK", "ok-token", "", "HEARTBEAT_OK", 1, true},
+		{"an alert is sent by default", ``, ``, "Disk full", "sent", "", "Disk full", 1, true},
+		{"showAlerts false keeps it back", `heartbeat: {showAlerts: false},`, ``, "Disk full", "skipped", "alerts-disabled", "", 1, true},
+		{"no indicator: no event", ``, `heartbeatVisibility: {useIndicator: false}`, "Disk full", "sent", "", "Disk full", 1, false},
+		{"all off: no model call", ``, `heartbeatVisibility: {showOk: false, showAlerts: false, useIndicator: false}`, "unused",
+			"skipped", "alerts-disabled", "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := tgtest.Start(t)
+			model := newScriptedLLM(t)
+			model.push(scripted{Content: tt.reply})
+			ts, url := startWS(t, `,models:{providers:{fake:{baseUrl:"`+model.srv.URL+`/v1"}}},
+				agents:{defaults:{model:"fake/scripted",heartbeat:{every:"24h",target:"telegram",to:"4242"}}},
+				channels:{defaults:{`+tt.defaults+`},telegram:{`+tt.channel+`botToken:"`+tg.Token+`",apiRoot:"`+tg.URL+`",dmPolicy:"open",allowFrom:["*"]}}`)
+			c := dialWS(t, url)
+			rt, err := ts.srv.defaultTenant.current(ts.srv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := automation.HeartbeatFor(rt.file.Config, "main")
+			ev := ts.srv.heartbeatTurn(context.Background(), ts.srv.defaultTenant, rt, hs, heartbeatKey(rt.file.Config, hs))
+			if ev.Status != tt.status || ev.Reason != tt.reason {
+				t.Errorf("event %+v, want status %q reason %q", ev, tt.status, tt.reason)
+			}
+			if n := model.count(); n != tt.modelCalls {
+				t.Errorf("%d model calls, want %d", n, tt.modelCalls)
+			}
+			if tt.sent != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+				defer cancel()
+				if err := tg.Wait(ctx, func() bool {
+					return slices.ContainsFunc(tg.Sent(), func(m tgtest.Sent) bool { return m.ChatID == "4242" && m.Text == tt.sent })
+				}); err != nil {
+					t.Errorf("%q never reached the chat: %v (sent %+v)", tt.sent, err, tg.Sent())
+				}
+			} else if ev.Status != "skipped" && ev.Channel != "" {
+				t.Errorf("the heartbeat went to %s %s, want nowhere", ev.Channel, ev.To)
+			}
+			// Events go out in order: one broadcast after the turn tells
+			// whether the heartbeat's came before it.
+			ts.srv.broadcast(ts.srv.defaultTenant, "tick", map[string]any{})
+			got := false
+			for f := range c.Events() {
+				if f.Event == "tick" {
+					break
+				}
+				got = got || f.Event == EventHeartbeat
+			}
+			if got != tt.event {
+				t.Errorf("heartbeat event broadcast: %v, want %v", got, tt.event)
+			}
+		})
 	}
 }

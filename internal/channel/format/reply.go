@@ -115,29 +115,30 @@ func MaybeSilent(partial string) bool {
 	return strings.EqualFold(t[:len(silentToken)], silentToken)
 }
 
-const (
-	silentToken    = "NO_REPLY"
-	heartbeatToken = "HEARTBEAT_OK"
-)
+const silentToken = "NO_REPLY"
+
+// HeartbeatToken is a heartbeat's acknowledgement (spec automation.md
+// R9.4).
+const HeartbeatToken = "HEARTBEAT_OK"
 
 // StripHeartbeat removes a stray HEARTBEAT_OK at the start or end of a
 // reply (at the end, with up to four trailing punctuation characters),
 // repeatedly; a reply that is nothing else, even in emphasis or code
 // marks, becomes "". Text in between is kept as written.
 func StripHeartbeat(s string) string {
-	if !strings.Contains(s, heartbeatToken) {
+	if !strings.Contains(s, HeartbeatToken) {
 		return s
 	}
-	if strings.Trim(strings.TrimSpace(s), "*`~_") == heartbeatToken {
+	if strings.Trim(strings.TrimSpace(s), "*`~_") == HeartbeatToken {
 		return ""
 	}
 	t := strings.TrimSpace(s)
 	for {
-		if rest, ok := strings.CutPrefix(t, heartbeatToken); ok && !wordStart(rest) {
+		if rest, ok := strings.CutPrefix(t, HeartbeatToken); ok && !wordStart(rest) {
 			t = strings.TrimSpace(rest)
 			continue
 		}
-		if i := strings.LastIndex(t, heartbeatToken); i >= 0 && trailingPunct(t[i+len(heartbeatToken):]) {
+		if i := strings.LastIndex(t, HeartbeatToken); i >= 0 && trailingPunct(t[i+len(HeartbeatToken):]) {
 			t = strings.TrimSpace(t[:i])
 			continue
 		}
