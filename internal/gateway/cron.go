@@ -132,19 +132,47 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 	var err error
 	if first {
 		s.boot(t, rt)
-		// History past R4.3's keep (7 days, lost runs 24 h) goes when the
-		// tenant is taken up: at start, or at its first load after.
-		if n, perr := db.PruneCronRuns(ctx, time.Now()); perr != nil {
-			s.log.Warn("pruning cron run history", "tenant", t.id, "err", perr)
-		} else if n > 0 {
-			s.log.Info("pruned cron run history", "tenant", t.id, "runs", n)
-		}
+		s.pruneCron(ctx, t, rt.file.Config)
 		err = s.cron.AddTenant(ctx, cronKey(t), db, cfg)
 	} else {
 		err = s.cron.UpdateTenant(ctx, cronKey(t), cfg)
 	}
 	if err != nil {
 		s.log.Error("applying cron settings", "tenant", t.id, "err", err)
+	}
+}
+
+// cronPruneEvery is how often a tenant's cron leftovers are pruned while
+// it runs jobs; it is also pruned when taken up.
+const cronPruneEvery = time.Hour
+
+// pruneCron drops t's run history past R4.3's keep (7 days, lost runs
+// 24 h, 2,000 a job) and the sessions of its isolated runs past
+// cron.sessionRetention, at most once per cronPruneEvery.
+func (s *Server) pruneCron(ctx context.Context, t *tenant, cfg *config.Config) {
+	now := time.Now()
+	t.mu.Lock()
+	db, due := t.store, now.Sub(t.cronPruned) >= cronPruneEvery
+	if due {
+		t.cronPruned = now
+	}
+	t.mu.Unlock()
+	if !due || db == nil {
+		return
+	}
+	if n, err := db.PruneCronRuns(ctx, now); err != nil {
+		s.log.Warn("pruning cron run history", "tenant", t.id, "err", err)
+	} else if n > 0 {
+		s.log.Info("pruned cron run history", "tenant", t.id, "runs", n)
+	}
+	keep, err := cfg.Cron.Retention()
+	if err != nil || keep <= 0 {
+		return
+	}
+	if n, err := db.PruneCronSessions(ctx, now.Add(-keep)); err != nil {
+		s.log.Warn("pruning cron run sessions", "tenant", t.id, "err", err)
+	} else if n > 0 {
+		s.log.Info("pruned cron run sessions", "tenant", t.id, "sessions", n)
 	}
 }
 
@@ -235,6 +263,7 @@ func (x cronExec) Execute(ctx context.Context, key string, j automation.Job, run
 	if err != nil {
 		return cron.Outcome{Status: automation.StatusError, Error: err.Error()}
 	}
+	defer s.pruneCron(context.WithoutCancel(ctx), t, cfg)
 	if j.Payload.Kind == automation.PayloadSystemEvent {
 		return s.cronEvent_(t, j, agentID, sessionKey)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"talon/internal/channel/telegram/tgtest"
+	"talon/internal/session"
+	"talon/internal/store"
 	"talon/protocol"
 )
 
@@ -183,5 +186,49 @@ func TestCronTool(t *testing.T) {
 	}
 	if l := mustCall[list](t, c, "cron.list", nil); len(l.Jobs) != 1 {
 		t.Errorf("a cron run made a job: %+v", l.Jobs)
+	}
+}
+
+// TestCronSessionRetention: cron.sessionRetention prunes isolated run
+// sessions older than it (false keeps them), at most once an hour.
+func TestCronSessionRetention(t *testing.T) {
+	tests := []struct {
+		name, retention string
+		pruned          bool
+	}{
+		{"default 24h", ``, true},
+		{"36h keeps a 30h-old run", `,cron:{sessionRetention:"36h"}`, false},
+		{"false keeps all", `,cron:{sessionRetention:false}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, _ := startWS(t, tt.retention)
+			tn := ts.srv.defaultTenant
+			rt, err := tn.current(ts.srv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			key := "agent:main:cron:job1:run:r1"
+			if err := tn.store.PutSession(ctx, "main", key, session.Entry{SessionID: "s1", UpdatedAt: time.Now().Add(-30 * time.Hour).UnixMilli()}); err != nil {
+				t.Fatal(err)
+			}
+			tn.mu.Lock()
+			tn.cronPruned = time.Time{}
+			tn.mu.Unlock()
+			ts.srv.pruneCron(ctx, tn, rt.file.Config)
+			_, err = tn.store.GetSession(ctx, "main", key)
+			if gone := errors.Is(err, store.ErrNotFound); gone != tt.pruned {
+				t.Fatalf("run session pruned: %v (%v), want %v", gone, err, tt.pruned)
+			}
+			// Within the hour: not again.
+			if err := tn.store.PutSession(ctx, "main", "agent:main:cron:job1:run:r2", session.Entry{SessionID: "s2", UpdatedAt: 1}); err != nil {
+				t.Fatal(err)
+			}
+			ts.srv.pruneCron(ctx, tn, rt.file.Config)
+			if _, err := tn.store.GetSession(ctx, "main", "agent:main:cron:job1:run:r2"); err != nil {
+				t.Errorf("pruned again within the hour: %v", err)
+			}
+		})
 	}
 }

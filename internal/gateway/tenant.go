@@ -72,8 +72,10 @@ type tenant struct {
 	// versions (applyChannels gives it each new one). Nil until a config
 	// has a channel.
 	channels *hub.Hub
-	// cronOn says the cron scheduler has the tenant (applyCron).
-	cronOn bool
+	// cronOn says the cron scheduler has the tenant (applyCron);
+	// cronPruned is when its cron leftovers were last pruned (pruneCron).
+	cronOn     bool
+	cronPruned time.Time
 	// wakes paces its wakes and keeps its last heartbeat event
 	// (heartbeat.go); nil until the first.
 	wakes *wakes

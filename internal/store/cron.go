@@ -647,3 +647,52 @@ func (db *DB) PruneCronRuns(ctx context.Context, now time.Time) (int, error) {
 	}
 	return int(n), nil
 }
+
+// PruneCronSessions removes the sessions of isolated cron runs
+// (agent:<id>:cron:<job>:run:<run>, spec automation.md R3.8) last
+// updated before before, with their transcripts: cron.sessionRetention
+// (R4.3) bounds what a frequent job leaves behind. A run's history row
+// (cron_runs, with its summary) is pruned on its own terms. It returns
+// how many sessions went.
+func (db *DB) PruneCronSessions(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT agent_id, key, session_id FROM sessions
+			WHERE key GLOB 'agent:*:cron:*:run:*' AND updated_at < ?`, ms(before))
+		if err != nil {
+			return err
+		}
+		type victim struct{ agent, key, id string }
+		var vs []victim
+		for rows.Next() {
+			var v victim
+			if err := rows.Scan(&v.agent, &v.key, &v.id); err != nil {
+				rows.Close()
+				return err
+			}
+			// The pattern's stars span colons: only the exact shape is
+			// a run's.
+			if p := strings.Split(v.key, ":"); len(p) == 6 && p[2] == "cron" && p[4] == "run" {
+				vs = append(vs, v)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM transcripts WHERE session_id = ?`, v.id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE agent_id = ? AND key = ?`, v.agent, v.key); err != nil {
+				return err
+			}
+		}
+		n = len(vs)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pruning cron run sessions: %w", err)
+	}
+	return n, nil
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"talon/internal/automation"
+	"talon/internal/llm"
+	"talon/internal/session"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -514,5 +516,51 @@ func TestCronRunsPerJobCap(t *testing.T) {
 	}
 	if _, total, _ := db.CronRuns(ctx, CronRunQuery{JobID: "b"}); total != 1 {
 		t.Errorf("job b has %d runs, want its 1 untouched", total)
+	}
+}
+
+// TestPruneCronSessions: isolated run sessions older than the cut go with
+// their transcripts; newer ones, other cron sessions and every other
+// session stay.
+func TestPruneCronSessions(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	old, fresh := now.Add(-48*time.Hour), now.Add(-time.Hour)
+	rows := []struct {
+		agent, key string
+		at         time.Time
+		pruned     bool
+	}{
+		{"main", "agent:main:cron:job1:run:r1", old, true},
+		{"ops", "agent:ops:cron:job2:run:r2", old, true},
+		{"main", "agent:main:cron:job1:run:r3", fresh, false},
+		{"main", "agent:main:cron:job1", old, false}, // legacy per-job session: not a run's
+		{"main", "agent:main:main", old, false},
+		{"main", "agent:main:telegram:dm:cron:run:x", old, false}, // chats' keys that look alike
+		{"main", "agent:main:hook:cron:x:run:y", old, false},
+	}
+	for i, r := range rows {
+		id := fmt.Sprintf("s%d", i)
+		if err := db.PutSession(ctx, r.agent, r.key, session.Entry{SessionID: id, UpdatedAt: r.at.UnixMilli()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AppendMessages(ctx, id, llm.Message{Role: llm.RoleUser, Content: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.PruneCronSessions(ctx, now.Add(-24*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("PruneCronSessions = %d, %v; want 2", n, err)
+	}
+	for i, r := range rows {
+		_, err := db.GetSession(ctx, r.agent, r.key)
+		msgs, terr := db.Transcript(ctx, fmt.Sprintf("s%d", i), 0)
+		if terr != nil {
+			t.Fatal(terr)
+		}
+		if gone := errors.Is(err, ErrNotFound); gone != r.pruned || (len(msgs) == 0) != r.pruned {
+			t.Errorf("%s: session gone %v (%v), transcript %d messages; want pruned %v", r.key, gone, err, len(msgs), r.pruned)
+		}
 	}
 }
