@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"mime"
 	"os"
 	"path"
@@ -39,47 +37,14 @@ func saveInbound(ws *os.Root, readOnly bool, now time.Time, files []InboundFile)
 			notes = append(notes, fmt.Sprintf("[media unavailable: %s: the workspace is read-only in this sandbox]", name))
 			continue
 		}
-		p, err := create(ws, dir, name, f.Data)
+		p, err := tools.CreateNew(ws, dir, name, f.Data)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("[media unavailable: %s: not saved: %v]", name, tools.FSError(err)))
 			continue
 		}
-		notes = append(notes, fmt.Sprintf("[media attached: %s (%s, %s)]", p, mediaType(f.MIME), size(len(f.Data))))
+		notes = append(notes, fmt.Sprintf("[media attached: %s (%s, %s)]", p, mediaType(f.MIME), tools.ByteSize(len(f.Data))))
 	}
 	return notes
-}
-
-// create writes data to a new file dir/name in ws, or dir/name-2.ext
-// and so on when the name is taken.
-func create(ws *os.Root, dir, name string, data []byte) (string, error) {
-	if err := ws.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	ext := path.Ext(name)
-	stem := strings.TrimSuffix(name, ext)
-	for i := 1; i <= 100; i++ {
-		p := path.Join(dir, name)
-		if i > 1 {
-			p = path.Join(dir, fmt.Sprintf("%s-%d%s", stem, i, ext))
-		}
-		f, err := ws.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		_, werr := f.Write(data)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			ws.Remove(p)
-			return "", werr
-		}
-		return p, nil
-	}
-	return "", fmt.Errorf("%s: a hundred files of that name today already", name)
 }
 
 // withNotes appends notes to the text of the last user message of input
@@ -106,15 +71,4 @@ func mediaType(s string) string {
 		return "application/octet-stream"
 	}
 	return mt
-}
-
-// size words a byte count: "812 B", "54 KB", "3.2 MB".
-func size(n int) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d B", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%d KB", (n+500)/1000)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }

@@ -165,3 +165,49 @@ func BaseName(n string) string {
 	}
 	return n
 }
+
+// CreateNew writes data to a new file dir/name in root, creating dir, or
+// to dir/stem-2.ext and so on when the name is taken: a file a tool or a
+// channel writes never replaces one. It returns the path written; a
+// failed write leaves no file behind.
+func CreateNew(root *os.Root, dir, name string, data []byte) (string, error) {
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	ext := path.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	for i := 1; i <= 100; i++ {
+		p := path.Join(dir, name)
+		if i > 1 {
+			p = path.Join(dir, fmt.Sprintf("%s-%d%s", stem, i, ext))
+		}
+		f, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, iofs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, werr := f.Write(data)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			root.Remove(p)
+			return "", werr
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("%s: a hundred files of that name in %s already", name, dir)
+}
+
+// ByteSize words a byte count for the model: "812 B", "54 KB", "3.2 MB".
+func ByteSize(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%d KB", (n+500)/1000)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
