@@ -93,7 +93,7 @@ type channelMessenger struct {
 func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools.OutMessage) (json.RawMessage, error) {
 	h := m.t.hub()
 	if h == nil {
-		return nil, errors.New("no chat channel is configured (channels.telegram, channels.slack or channels.discord)")
+		return nil, noChat("no chat channel is configured (channels.telegram, channels.slack or channels.discord)")
 	}
 	chat, inChat := h.ChatOf(ctx, sessionKey)
 	var cross = config.MessageTool{}.CrossContext
@@ -103,7 +103,7 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 	ch := strings.ToLower(out.Channel)
 	switch {
 	case ch == "" && !inChat:
-		return nil, errors.New("this session did not come from a chat: give channel and target")
+		return nil, noChat("this session did not come from a chat: give channel and target")
 	case ch == "":
 		ch = chat.Channel
 	case channelLabels[ch] == "":
@@ -193,6 +193,14 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 	}
 	return json.Marshal(map[string]any{"ok": true, "action": out.Action, "channel": ch, "messageId": out.MessageID})
 }
+
+// noChat is Send's error when there is no chat to default to: it is
+// tools.ErrNoChat, in words for the message tool's model.
+type noChat string
+
+func (e noChat) Error() string { return string(e) }
+
+func (noChat) Is(target error) bool { return target == tools.ErrNoChat }
 
 // reads says action only reads: the cross-context policy guards the
 // actions that change a chat, not reads (R9.4).

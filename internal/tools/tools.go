@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -198,6 +199,12 @@ type Messenger interface {
 	// Target is the conversation the session's turn came from.
 	Send(ctx context.Context, sessionKey string, m OutMessage) (json.RawMessage, error)
 }
+
+// ErrNoChat is matched (errors.Is) by Messenger.Send's error when the
+// message names no chat and the session has no conversation to default
+// to, or the tenant no chat channel: a tool that sends only when there is
+// a chat (tts) then just keeps its file.
+var ErrNoChat = errors.New("no chat to send to")
 
 // OutMessage is what the model asks the message tool to do (spec
 // channels.md §9): send (or thread-reply) Text; react with Emoji to
