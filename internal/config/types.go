@@ -51,6 +51,8 @@ type Config struct {
 	Tenants Tenants `json:"tenants"`
 	// Hooks is the HTTP hooks endpoint (hooks.go).
 	Hooks Hooks `json:"hooks"`
+	// TTS is the tts tool's speech provider (tts.go).
+	TTS TTS `json:"tts"`
 }
 
 // Gateway is the `gateway` section.

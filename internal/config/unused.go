@@ -122,6 +122,15 @@ var unusedKeys = []string{
 	// messages.groupChat's mentionPatterns and historyLimit are read.
 	"messages.*", "messages.groupChat.*", "messages.inbound.*",
 
+	// tts: the tts tool reads provider, maxTextLength, timeoutMs and the
+	// openai and elevenlabs providers (tts.go). Talon does not speak its
+	// replies by itself (auto, mode, summaryModel), has no personas, no
+	// [[tts:...]] directives (modelOverrides), no other speech provider,
+	// and no per-agent voice (an agent's tts block).
+	"tts.auto", "tts.enabled", "tts.mode", "tts.persona", "tts.personas",
+	"tts.summaryModel", "tts.modelOverrides", "tts.providers.*",
+	"agents.list[].tts",
+
 	"commands.*", // commands.ownerAllowFrom is read
 
 	"plugins.installs",

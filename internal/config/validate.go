@@ -68,6 +68,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.checkChannels(c)
 	k.heartbeat("agents.defaults.heartbeat", c.Agents.Defaults.Heartbeat, c)
 	k.hooks(c)
+	k.tts(&c.TTS)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
