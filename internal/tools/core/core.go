@@ -14,12 +14,13 @@ import (
 	"talon/internal/tools/image"
 	"talon/internal/tools/message"
 	"talon/internal/tools/sessions"
+	"talon/internal/tools/tts"
 	"talon/internal/tools/web"
 )
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
-	"read", "edit", "write", "apply_patch", "exec", "process", "cron", "message",
+	"read", "edit", "write", "apply_patch", "exec", "process", "cron", "message", "tts",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
 	"web_fetch", "image",
 }
@@ -31,7 +32,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, web.New(), image.New(), message.New(), cron.New()) {
+	for _, t := range append(all, web.New(), image.New(), message.New(), cron.New(), tts.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
