@@ -271,7 +271,7 @@ func TestDecodeValues(t *testing.T) {
 				"openai/gpt-5.2": {Profile: "minimal", ToolPolicy: ToolPolicy{Deny: List{"exec"}}},
 			},
 			Exec: &ExecTools{Host: "sandbox", ApplyPatch: &ApplyPatch{Enabled: &yes}},
-			Web:  WebTools{Search: Toggle{Enabled: new(bool)}},
+			Web:  WebTools{Search: WebSearch{Enabled: new(bool)}},
 		},
 		Agents: Agents{
 			Defaults: AgentDefaults{
@@ -359,7 +359,7 @@ func TestDecodeWarnings(t *testing.T) {
 
 func TestDecodeRest(t *testing.T) {
 	tree := mustJSON5(t, `{
-		tools: {web: {search: {enabled: false, provider: "brave", apiKey: "k"}, fetch: {enabled: true}}},
+		tools: {web: {search: {enabled: false, provider: "brave", openaiCodex: {enabled: true}}, fetch: {enabled: true}}},
 		channels: {telegram: {
 			enabled: true, streaming: "x", proxy: "p", dmPolicy: "pairing",
 			groups: {"-100": {systemPrompt: "p", requireMention: true, tools: {deny: ["exec"]}}},
@@ -374,8 +374,7 @@ func TestDecodeRest(t *testing.T) {
 	}
 	// What lands in a rest field is kept, and reported: none of it is read.
 	wantWarns := []Issue{
-		{"tools.web.search.provider", MsgUnused},
-		{"tools.web.search.apiKey", MsgUnused},
+		{"tools.web.search.openaiCodex", MsgUnused},
 		{"channels.telegram.streaming", MsgUnused},
 		{"channels.telegram.proxy", MsgUnused},
 		{"channels.telegram.groups.-100.systemPrompt", MsgUnused},
@@ -401,7 +400,7 @@ func TestDecodeRest(t *testing.T) {
 		"commands": rest(c.Commands.Rest),
 	}
 	want := map[string]string{
-		"search":   `{"provider":"brave","apiKey":"k"}`,
+		"search":   `{"openaiCodex":{"enabled":true}}`,
 		"fetch":    "<nil>",
 		"telegram": `{"streaming":"x","proxy":"p"}`,
 		"group":    `{"systemPrompt":"p"}`,

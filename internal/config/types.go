@@ -244,8 +244,8 @@ type ApplyPatch struct {
 
 // WebTools is `tools.web`.
 type WebTools struct {
-	Search Toggle `json:"search"`
-	Fetch  Toggle `json:"fetch"`
+	Search WebSearch `json:"search"`
+	Fetch  Toggle    `json:"fetch"`
 }
 
 // Network is Talon's `tools.network`.

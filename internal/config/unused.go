@@ -95,9 +95,9 @@ var unusedKeys = []string{
 	"tools.exec.pathPrepend", "tools.exec.safeBins", "tools.exec.notifyOnExit",
 	"tools.exec.cleanupMs", "tools.exec.approvalRunningNoticeMs",
 	"tools.exec.applyPatch.workspaceOnly",
-	// The policy reads enabled; Talon has no web_search tool, and its
-	// web_fetch takes no settings.
-	"tools.web.search.*", "tools.web.fetch.*",
+	// web_search has no Codex-hosted search (it needs the Codex app
+	// server); web_fetch takes no settings (the policy reads enabled).
+	"tools.web.search.openaiCodex", "tools.web.fetch.*",
 
 	// Channels: Talon reads the keys of channels.<id> and its accounts
 	// that types.go (channels.go) names — access control, mentions,

@@ -55,6 +55,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.exec("tools.exec", c.Tools.Exec)
 	k.mcp("mcp.servers", c.MCP.Servers)
 	k.cron(&c.Cron)
+	k.webSearch(c)
 	k.tenants(&c.Tenants)
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
