@@ -1,0 +1,174 @@
+package websearch
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"talon/internal/config"
+	"talon/internal/tools"
+)
+
+// Bounds of the arguments.
+const (
+	maxQueryChars    = 2000
+	maxDomains       = 20
+	maxContentTokens = 1000000
+)
+
+var schema = tools.Object(
+	tools.Prop{Name: "query", Type: tools.TypeString, Required: true, Description: "Search query string."},
+	tools.Prop{Name: "count", Type: tools.TypeInteger,
+		Description: fmt.Sprintf("Number of results to return (1-%d); default tools.web.search.maxResults, else %d.", config.MaxSearchResults, config.DefaultSearchResults)},
+	tools.Prop{Name: "country", Type: tools.TypeString, Description: `2-letter country code, e.g. "US", "DE" (Brave).`},
+	tools.Prop{Name: "language", Type: tools.TypeString, Description: `ISO 639-1 language of the results, e.g. "en", "de" (Brave).`},
+	tools.Prop{Name: "search_lang", Type: tools.TypeString, Description: `Brave search-language code, e.g. "en", "en-gb", "zh-hans" (Brave only).`},
+	tools.Prop{Name: "ui_lang", Type: tools.TypeString, Description: `Language of the UI strings with its region, e.g. "en-US" (Brave only).`},
+	tools.Prop{Name: "freshness", Type: tools.TypeString, Enum: []string{"day", "week", "month", "year"},
+		Description: "Only results from the last day (24 hours), week, month or year."},
+	tools.Prop{Name: "date_after", Type: tools.TypeString, Description: "Published after YYYY-MM-DD (Brave)."},
+	tools.Prop{Name: "date_before", Type: tools.TypeString, Description: "Published before YYYY-MM-DD (Brave; needs date_after)."},
+	tools.Prop{Name: "domain_filter", Type: tools.TypeArray,
+		Description: `Domain allowlist or "-"-prefixed denylist, at most 20 (Perplexity's native Search API only, which Talon does not build).`},
+	tools.Prop{Name: "max_tokens", Type: tools.TypeInteger, Description: "Total content budget (Perplexity's native Search API only, which Talon does not build)."},
+	tools.Prop{Name: "max_tokens_per_page", Type: tools.TypeInteger, Description: "Per-page token limit (Perplexity's native Search API only, which Talon does not build)."},
+)
+
+// request is one checked call. Count 0 means the configured default.
+type request struct {
+	Query            string   `json:"q"`
+	Count            int      `json:"n,omitempty"`
+	Country          string   `json:"country,omitempty"`
+	Language         string   `json:"language,omitempty"`
+	SearchLang       string   `json:"searchLang,omitempty"`
+	UILang           string   `json:"uiLang,omitempty"`
+	Freshness        string   `json:"freshness,omitempty"`
+	DateAfter        string   `json:"after,omitempty"`
+	DateBefore       string   `json:"before,omitempty"`
+	DomainFilter     []string `json:"domains,omitempty"`
+	MaxTokens        int      `json:"maxTokens,omitempty"`
+	MaxTokensPerPage int      `json:"maxTokensPerPage,omitempty"`
+}
+
+var (
+	countryRE  = regexp.MustCompile(`^[A-Za-z]{2}$`)
+	langRE     = regexp.MustCompile(`^[a-z]{2,3}$`)
+	searchLang = regexp.MustCompile(`^[a-z]{2,3}(-[a-z]{2,4})?$`)
+	uiLangRE   = regexp.MustCompile(`^[a-z]{2,3}-[A-Za-z]{2}$`)
+)
+
+func parseRequest(raw []byte) (request, error) {
+	a, err := tools.ParseArgsFor(raw, schema)
+	if err != nil {
+		return request{}, err
+	}
+	var r request
+	q, err := a.String("query", true)
+	if err != nil {
+		return r, err
+	}
+	if r.Query, err = checkQuery(q); err != nil {
+		return r, err
+	}
+	if r.Count, err = a.Int("count", false, 1, config.MaxSearchResults); err != nil {
+		return r, err
+	}
+	if r.Freshness, err = a.StringEnum("freshness", false, "day", "week", "month", "year"); err != nil {
+		return r, err
+	}
+	if err := r.parseCodes(a); err != nil {
+		return r, err
+	}
+	if err := r.parseDates(a); err != nil {
+		return r, err
+	}
+	if r.DomainFilter, err = domains(a); err != nil {
+		return r, err
+	}
+	if r.MaxTokens, err = a.Int("max_tokens", false, 1, maxContentTokens); err != nil {
+		return r, err
+	}
+	r.MaxTokensPerPage, err = a.Int("max_tokens_per_page", false, 1, maxContentTokens)
+	return r, err
+}
+
+func checkQuery(q string) (string, error) {
+	q = strings.TrimSpace(q)
+	switch {
+	case q == "":
+		return "", errors.New(`argument "query" must not be empty`)
+	case utf8.RuneCountInString(q) > maxQueryChars:
+		return "", fmt.Errorf(`argument "query" is longer than %d characters; search for fewer words`, maxQueryChars)
+	case strings.IndexFunc(q, unicode.IsControl) >= 0:
+		return "", errors.New(`argument "query" must be one line without control characters`)
+	}
+	return q, nil
+}
+
+// parseCodes reads the country and language codes, each checked against
+// its format so nothing but a code reaches the provider's URL.
+func (r *request) parseCodes(a tools.Args) error {
+	codes := []struct {
+		name, example string
+		re            *regexp.Regexp
+		to            *string
+	}{
+		{"country", `"US"`, countryRE, &r.Country},
+		{"language", `"en"`, langRE, &r.Language},
+		{"search_lang", `"en" or "en-gb"`, searchLang, &r.SearchLang},
+		{"ui_lang", `"en-US"`, uiLangRE, &r.UILang},
+	}
+	for _, c := range codes {
+		s, err := a.String(c.name, false)
+		if err != nil {
+			return err
+		}
+		if s = strings.TrimSpace(s); s != "" && !c.re.MatchString(s) {
+			return fmt.Errorf("argument %q must be a code such as %s, got %q", c.name, c.example, s)
+		}
+		*c.to = s
+	}
+	r.Country = strings.ToUpper(r.Country)
+	return nil
+}
+
+func (r *request) parseDates(a tools.Args) error {
+	for _, d := range []struct {
+		name string
+		to   *string
+	}{{"date_after", &r.DateAfter}, {"date_before", &r.DateBefore}} {
+		s, err := a.String(d.name, false)
+		if err != nil {
+			return err
+		}
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if _, err := time.Parse(time.DateOnly, s); err != nil {
+			return fmt.Errorf("argument %q must be a date YYYY-MM-DD, got %q", d.name, s)
+		}
+		*d.to = s
+	}
+	switch {
+	case r.Freshness != "" && (r.DateAfter != "" || r.DateBefore != ""):
+		return errors.New(`give either "freshness" or "date_after"/"date_before", not both`)
+	case r.DateAfter != "" && r.DateBefore != "" && r.DateAfter > r.DateBefore:
+		return fmt.Errorf(`"date_after" %s is later than "date_before" %s`, r.DateAfter, r.DateBefore)
+	}
+	return nil
+}
+
+func domains(a tools.Args) ([]string, error) {
+	list, err := a.StringList("domain_filter", false)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	if len(list) > maxDomains {
+		return nil, fmt.Errorf(`argument "domain_filter" has %d domains; the limit is %d`, len(list), maxDomains)
+	}
+	return list, nil
+}
