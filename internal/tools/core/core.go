@@ -16,13 +16,14 @@ import (
 	"talon/internal/tools/sessions"
 	"talon/internal/tools/tts"
 	"talon/internal/tools/web"
+	"talon/internal/tools/websearch"
 )
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
 	"read", "edit", "write", "apply_patch", "exec", "process", "cron", "message", "tts",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
-	"web_fetch", "image",
+	"web_search", "web_fetch", "image",
 }
 
 // Registry returns a new registry of the core tools. Its exec and process
@@ -32,7 +33,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, web.New(), image.New(), message.New(), cron.New(), tts.New()) {
+	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), message.New(), cron.New(), tts.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
