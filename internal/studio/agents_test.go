@@ -84,7 +84,7 @@ allowed_hosts: [api.example.com]
 			if count[3] == "" {
 				t.Errorf("the count does not say how many tools the policy allows that Talon has not built: %q", count[0])
 			}
-			for _, n := range []string{"browser", "canvas", "nodes", "web_search", "sessions_yield", "subagents"} {
+			for _, n := range []string{"browser", "canvas", "nodes", "sessions_yield", "subagents"} {
 				if !slices.Contains(notBuilt, n) || slices.Contains(offered, n) {
 					t.Errorf("%s: want a not-built row and not offered; not built %v, offered %v", n, notBuilt, offered)
 				}

@@ -157,13 +157,9 @@ func unsupported(transport string, r request) error {
 	var refuse []arg
 	why := ""
 	switch transport {
-	case transportBrave:
-		refuse = []arg{{"domain_filter", len(r.DomainFilter) > 0}, {"max_tokens", r.MaxTokens > 0}, {"max_tokens_per_page", r.MaxTokensPerPage > 0}}
-		why = "it is Perplexity's; the provider is brave"
 	case transportSonar:
 		refuse = []arg{{"country", r.Country != ""}, {"language", r.Language != ""}, {"search_lang", r.SearchLang != ""},
-			{"ui_lang", r.UILang != ""}, {"date_after", r.DateAfter != ""}, {"date_before", r.DateBefore != ""},
-			{"domain_filter", len(r.DomainFilter) > 0}, {"max_tokens", r.MaxTokens > 0}, {"max_tokens_per_page", r.MaxTokensPerPage > 0}}
+			{"ui_lang", r.UILang != ""}, {"date_after", r.DateAfter != ""}, {"date_before", r.DateBefore != ""}}
 		why = "Perplexity's Sonar answers take only query, count and freshness"
 	}
 	for _, a := range refuse {

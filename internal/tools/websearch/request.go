@@ -15,30 +15,27 @@ import (
 
 // Bounds of the arguments.
 const (
-	maxQueryChars    = 2000
-	maxDomains       = 20
-	maxContentTokens = 1000000
+	maxQueryChars = 2000
 )
 
 var schema = tools.Object(
 	tools.Prop{Name: "query", Type: tools.TypeString, Required: true, Description: "Search query string."},
 	tools.Prop{Name: "count", Type: tools.TypeInteger,
-		Description: fmt.Sprintf("Number of results to return (1-%d); default tools.web.search.maxResults, else %d.", config.MaxSearchResults, config.DefaultSearchResults)},
-	tools.Prop{Name: "country", Type: tools.TypeString, Description: `2-letter country code, e.g. "US", "DE" (Brave).`},
-	tools.Prop{Name: "language", Type: tools.TypeString, Description: `ISO 639-1 language of the results, e.g. "en", "de" (Brave).`},
-	tools.Prop{Name: "search_lang", Type: tools.TypeString, Description: `Brave search-language code, e.g. "en", "en-gb", "zh-hans" (Brave only).`},
-	tools.Prop{Name: "ui_lang", Type: tools.TypeString, Description: `Language of the UI strings with its region, e.g. "en-US" (Brave only).`},
+		Description: fmt.Sprintf("Number of results to return (1-%d).", config.MaxSearchResults)},
+	tools.Prop{Name: "country", Type: tools.TypeString, Description: "2-letter country code (Brave)."},
+	tools.Prop{Name: "language", Type: tools.TypeString, Description: "ISO 639-1 language (Brave)."},
+	tools.Prop{Name: "search_lang", Type: tools.TypeString, Description: `Brave search-language code, e.g. "en-gb".`},
+	tools.Prop{Name: "ui_lang", Type: tools.TypeString, Description: `UI language with region, e.g. "en-US" (Brave).`},
 	tools.Prop{Name: "freshness", Type: tools.TypeString, Enum: []string{"day", "week", "month", "year"},
-		Description: "Only results from the last day (24 hours), week, month or year."},
+		Description: "Time filter; day is 24 hours."},
 	tools.Prop{Name: "date_after", Type: tools.TypeString, Description: "Published after YYYY-MM-DD (Brave)."},
-	tools.Prop{Name: "date_before", Type: tools.TypeString, Description: "Published before YYYY-MM-DD (Brave; needs date_after)."},
-	tools.Prop{Name: "domain_filter", Type: tools.TypeArray,
-		Description: `Domain allowlist or "-"-prefixed denylist, at most 20 (Perplexity's native Search API only, which Talon does not build).`},
-	tools.Prop{Name: "max_tokens", Type: tools.TypeInteger, Description: "Total content budget (Perplexity's native Search API only, which Talon does not build)."},
-	tools.Prop{Name: "max_tokens_per_page", Type: tools.TypeInteger, Description: "Per-page token limit (Perplexity's native Search API only, which Talon does not build)."},
+	tools.Prop{Name: "date_before", Type: tools.TypeString, Description: "Published before YYYY-MM-DD (Brave, with date_after)."},
 )
 
 // request is one checked call. Count 0 means the configured default.
+// Perplexity's native Search API arguments (domain_filter, max_tokens,
+// max_tokens_per_page) are not in the schema: that API is not built, so
+// they are refused as unknown arguments.
 type request struct {
 	Query            string   `json:"q"`
 	Count            int      `json:"n,omitempty"`
@@ -86,14 +83,7 @@ func parseRequest(raw []byte) (request, error) {
 	if err := r.parseDates(a); err != nil {
 		return r, err
 	}
-	if r.DomainFilter, err = domains(a); err != nil {
-		return r, err
-	}
-	if r.MaxTokens, err = a.Int("max_tokens", false, 1, maxContentTokens); err != nil {
-		return r, err
-	}
-	r.MaxTokensPerPage, err = a.Int("max_tokens_per_page", false, 1, maxContentTokens)
-	return r, err
+	return r, nil
 }
 
 func checkQuery(q string) (string, error) {
@@ -160,15 +150,4 @@ func (r *request) parseDates(a tools.Args) error {
 		return fmt.Errorf(`"date_after" %s is later than "date_before" %s`, r.DateAfter, r.DateBefore)
 	}
 	return nil
-}
-
-func domains(a tools.Args) ([]string, error) {
-	list, err := a.StringList("domain_filter", false)
-	if err != nil || len(list) == 0 {
-		return nil, err
-	}
-	if len(list) > maxDomains {
-		return nil, fmt.Errorf(`argument "domain_filter" has %d domains; the limit is %d`, len(list), maxDomains)
-	}
-	return list, nil
 }
