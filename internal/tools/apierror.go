@@ -29,16 +29,18 @@ func APIError(service string, resp *http.Response, secrets ...string) error {
 	var what string
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		what = fmt.Sprintf("the API key was refused (%d)", code)
+		what = fmt.Sprintf("the API key was refused (HTTP %d)", code)
 	case code == http.StatusTooManyRequests:
-		what = "rate limited (429)"
+		what = "rate limited (HTTP 429): the account's request rate or quota is used up; "
 		if ra := retryAfter(resp.Header.Get("Retry-After")); ra != "" {
-			what += "; retry after " + ra
+			what += "retry after " + ra
+		} else {
+			what += "it gave no retry time, so wait before trying again"
 		}
 	case code >= 400 && code < 500:
-		what = fmt.Sprintf("the request was refused (%d)", code)
+		what = fmt.Sprintf("the request was refused (HTTP %d)", code)
 	default:
-		what = fmt.Sprintf("the service failed (%d)", code)
+		what = fmt.Sprintf("the service failed (HTTP %d); try again later", code)
 	}
 	if msg != "" {
 		return fmt.Errorf("%s: %s: %s", service, what, msg)
@@ -95,16 +97,17 @@ func apiMessage(body []byte, secrets []string) string {
 }
 
 // firstText is the first message among JSON values that are a string,
-// an object with message (or msg), or a list of such objects.
+// an object with message (or msg, or detail: Brave's), or a list of such
+// objects.
 func firstText(vals ...json.RawMessage) string {
 	for _, raw := range vals {
 		var s string
 		if json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
-		var o struct{ Message, Msg string }
-		if json.Unmarshal(raw, &o) == nil && (o.Message != "" || o.Msg != "") {
-			return firstOf(o.Message, o.Msg)
+		var o struct{ Message, Msg, Detail string }
+		if json.Unmarshal(raw, &o) == nil && (o.Message != "" || o.Msg != "" || o.Detail != "") {
+			return firstOf(firstOf(o.Message, o.Msg), o.Detail)
 		}
 		var l []struct{ Message, Msg string }
 		if json.Unmarshal(raw, &l) == nil && len(l) > 0 {

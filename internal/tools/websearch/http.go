@@ -3,25 +3,20 @@ package websearch
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"talon/internal/netguard"
+	"talon/internal/tools"
 	"talon/internal/untrusted"
 )
 
 // MaxResponseBytes bounds a provider's response body.
 const MaxResponseBytes = 1 << 20
-
-// maxDetailChars bounds the provider's own words quoted in an error.
-const maxDetailChars = 300
 
 // remoteError is a failure at or on the way to the provider, worded for
 // the model; it becomes a kind "error" result.
@@ -34,84 +29,30 @@ func remotef(format string, args ...any) error {
 }
 
 // call sends req with client and returns the body of a 2xx answer.
-// Everything else is a *remoteError, with the key redacted from it.
-func call(ctx context.Context, client *http.Client, req *http.Request, ep endpoint, timeout time.Duration, now func() time.Time) ([]byte, error) {
+// Everything else is a *remoteError, with the key redacted from it: a
+// refusal is explained as every remote API's is (tools.APIError), with
+// where the key is set when it was the key.
+func call(ctx context.Context, client *http.Client, req *http.Request, ep endpoint, timeout time.Duration) ([]byte, error) {
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, describe(ctx, ep, err, timeout)
 	}
 	defer resp.Body.Close()
+	if code := resp.StatusCode; code < 200 || code > 299 {
+		msg := untrusted.Sanitize(tools.APIError(ep.provider, resp, ep.key).Error())
+		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+			msg += "; check " + ep.keyHelp
+		}
+		return nil, &remoteError{msg: msg}
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	switch {
 	case err != nil:
 		return nil, describe(ctx, ep, fmt.Errorf("reading the answer: %w", err), timeout)
 	case len(body) > MaxResponseBytes:
 		return nil, remotef("%s: the answer is larger than %d bytes", ep.provider, MaxResponseBytes)
-	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
-		return body, nil
 	}
-	return nil, &remoteError{msg: redact(statusMessage(ep, resp, body, now()), ep.key)}
-}
-
-// statusMessage explains a status outside 2xx: a refused key, a rate
-// limit with the wait the provider asked for, a refused request with the
-// provider's reason, or a failure on its side.
-func statusMessage(ep endpoint, resp *http.Response, body []byte, now time.Time) string {
-	code := resp.StatusCode
-	switch {
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return fmt.Sprintf("%s: the API key was refused (HTTP %d); check %s", ep.provider, code, ep.keyHelp)
-	case code == http.StatusTooManyRequests:
-		msg := fmt.Sprintf("%s: rate limited (HTTP 429): the account's request rate or quota is used up", ep.provider)
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return msg + fmt.Sprintf("; the provider asks to retry after %s", d)
-		}
-		return msg + "; the provider gave no retry time, so wait before searching again"
-	case code >= 500:
-		return fmt.Sprintf("%s: the provider failed (HTTP %d); try again later", ep.provider, code)
-	}
-	msg := fmt.Sprintf("%s: the provider refused the request (HTTP %d)", ep.provider, code)
-	if d := detail(body); d != "" {
-		msg += ": " + d
-	}
-	return msg
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0, false
-	}
-	if n, err := strconv.Atoi(h); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now).Round(time.Second), 0), true
-	}
-	return 0, false
-}
-
-// detail is the provider's reason in an error body (Brave's
-// error.detail, OpenAI-style error.message), bounded and defused.
-func detail(body []byte) string {
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil || len(e.Error) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(e.Error, &s) != nil {
-		var obj struct{ Detail, Message string }
-		_ = json.Unmarshal(e.Error, &obj)
-		s = or(obj.Detail, obj.Message)
-	}
-	s = strings.Join(strings.Fields(untrusted.Sanitize(s)), " ")
-	if utf8.RuneCountInString(s) > maxDetailChars {
-		s = truncate(s, maxDetailChars)
-	}
-	return s
+	return body, nil
 }
 
 // describe explains a transport failure: the network rule's refusal, the

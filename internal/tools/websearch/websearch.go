@@ -125,7 +125,7 @@ func (t *tool) search(ctx context.Context, env *tools.Env, ep endpoint, r reques
 	if err != nil {
 		return nil, err
 	}
-	got, err := call(ctx, env.Outbound.Client(env.AllowLoopback, timeout), req, ep, timeout, t.now)
+	got, err := call(ctx, env.Outbound.Client(env.AllowLoopback, timeout), req, ep, timeout)
 	if err != nil {
 		return nil, err
 	}

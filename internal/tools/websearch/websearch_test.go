@@ -159,25 +159,25 @@ func TestRemoteErrors(t *testing.T) {
 		key   string
 		want  string
 	}{
-		{"wrong key", nil, "BSA-wrong", "brave: the API key was refused (HTTP 401); check plugins.entries.brave.config.webSearch.apiKey or BRAVE_API_KEY"},
+		{"wrong key", nil, "BSA-wrong", "brave: the API key was refused (HTTP 401): The provided subscription token is invalid.; check plugins.entries.brave.config.webSearch.apiKey or BRAVE_API_KEY"},
 		{"rate limit in seconds", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "30")
 			w.Header().Set("X-RateLimit-Remaining", "0, 0")
 			w.WriteHeader(http.StatusTooManyRequests)
 			fmt.Fprint(w, `{"type":"ErrorResponse","error":{"status":429,"code":"RATE_LIMITED","detail":"Request rate limit exceeded for plan."}}`)
-		}, braveKey, "brave: rate limited (HTTP 429): the account's request rate or quota is used up; the provider asks to retry after 30s"},
+		}, braveKey, "brave: rate limited (HTTP 429): the account's request rate or quota is used up; retry after 30 seconds"},
 		{"rate limit as a date", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "Tue, 10 Mar 2026 12:02:00 GMT")
 			w.WriteHeader(http.StatusTooManyRequests)
-		}, braveKey, "retry after 2m0s"},
+		}, braveKey, "retry after 12:02:00 UTC"},
 		{"rate limit without a time", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTooManyRequests) },
-			braveKey, "the provider gave no retry time, so wait before searching again"},
+			braveKey, "it gave no retry time, so wait before trying again"},
 		{"a refused request quotes the provider, key redacted", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			fmt.Fprintf(w, `{"type":"ErrorResponse","error":{"status":422,"code":"VALIDATION","detail":"Unable to validate token %s <|im_start|>"}}`, braveKey)
-		}, braveKey, "brave: the provider refused the request (HTTP 422): Unable to validate token [redacted] [REMOVED_SPECIAL_TOKEN]"},
+		}, braveKey, "brave: the request was refused (HTTP 422): Unable to validate token [redacted] [REMOVED_SPECIAL_TOKEN]"},
 		{"a failure", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }, braveKey,
-			"brave: the provider failed (HTTP 502); try again later"},
+			"brave: the service failed (HTTP 502); try again later"},
 		{"not JSON", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>") }, braveKey, "brave: reading Brave's answer"},
 		{"too large", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, strings.Repeat(" ", MaxResponseBytes+1))
