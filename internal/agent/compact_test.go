@@ -488,10 +488,13 @@ func TestWindowGuard(t *testing.T) {
 // TestPruningIsSticky: with contextPruning cache-ttl, once the prompt
 // cache has been idle for the TTL an old tool result is trimmed in the
 // request (never in the transcript), the projection is recorded, and the
-// next request replays the same bytes although no new round runs.
+// next request replays the same bytes although no new round runs. The
+// window is small enough for the 14,000-character result to be worth
+// trimming, and large enough that the tool list (every built tool) does
+// not make the rig compact first.
 func TestPruningIsSticky(t *testing.T) {
 	ws := t.TempDir()
-	a := newApprovalsRig(t, fmt.Sprintf(`{agents: {defaults: {workspace: %q, contextTokens: 16000, contextPruning: {mode: "cache-ttl", ttl: "5m"}}}}`, ws), 0)
+	a := newApprovalsRig(t, fmt.Sprintf(`{agents: {defaults: {workspace: %q, contextTokens: 20000, contextPruning: {mode: "cache-ttl", ttl: "5m"}}}}`, ws), 0)
 	clock := time.UnixMilli(1_800_000_000_000)
 	now := func() time.Time { return clock }
 	a.runner.Now, a.db.Now = now, now
