@@ -187,6 +187,27 @@ func TestCronTool(t *testing.T) {
 	if l := mustCall[list](t, c, "cron.list", nil); len(l.Jobs) != 1 {
 		t.Errorf("a cron run made a job: %+v", l.Jobs)
 	}
+
+	// A reminder with contextMessages carries the chat's last lines.
+	chatTurn(t, c, "ct-2", "remember the milk")
+	chatTurn(t, c, "ct-3", `/call cron {"action":"add","name":"milk","at":"1h","systemEvent":"Buy milk","contextMessages":3}`)
+	type jobs struct {
+		Jobs []struct {
+			Name    string `json:"name"`
+			Payload struct {
+				Text string `json:"text"`
+			} `json:"payload"`
+		} `json:"jobs"`
+	}
+	var text string
+	for _, j := range mustCall[jobs](t, c, "cron.list", nil).Jobs {
+		if j.Name == "milk" {
+			text = j.Payload.Text
+		}
+	}
+	if !strings.HasPrefix(text, "Buy milk\n\nRecent context:\n") || !strings.Contains(text, "- User: remember the milk\n- Assistant: inspect:") {
+		t.Errorf("the reminder's text %q lacks the chat's last lines", text)
+	}
 }
 
 // TestCronSessionRetention: cron.sessionRetention prunes isolated run

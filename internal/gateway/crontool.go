@@ -156,6 +156,9 @@ func (x cronTools) Cron(ctx context.Context, sessionKey string, r tools.CronRequ
 		if j.Payload.Kind == automation.PayloadAgentTurn {
 			j.Payload.ToolsAllow = capList(j.Payload.ToolsAllow, r.Tools)
 		}
+		if r.ContextMessages > 0 && j.Payload.Kind == automation.PayloadSystemEvent && strings.TrimSpace(j.Payload.Text) != "" {
+			j.Payload.Text = automation.WithContext(j.Payload.Text, chatLines(ctx, db, agentID, sessionKey), r.ContextMessages)
+		}
 		if j.Delivery == nil && j.Payload.Kind == automation.PayloadAgentTurn {
 			// Made from a chat: its answer goes back to that chat (R7.4).
 			if h := t.hub(); h != nil {
@@ -193,6 +196,26 @@ func (x cronTools) Cron(ctx context.Context, sessionKey string, r tools.CronRequ
 		return json.Marshal(map[string]any{"ok": true, "eventOutcome": out})
 	}
 	return nil, fmt.Errorf("unknown action %q", r.Action)
+}
+
+// chatLines are the last messages of a session's transcript as the cron
+// tool's contextMessages reads them (R7.1): the rows that can hold the
+// ten lines it may take, with tool rounds between them. A session with
+// no transcript yet has none.
+func chatLines(ctx context.Context, db *store.DB, agentID, key string) []automation.ChatLine {
+	e, err := db.GetSession(ctx, agentID, key)
+	if err != nil {
+		return nil
+	}
+	msgs, err := db.Transcript(ctx, e.SessionID, 4*automation.MaxContextMessages)
+	if err != nil {
+		return nil
+	}
+	out := make([]automation.ChatLine, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, automation.ChatLine{Role: string(m.Role), Text: m.Content})
+	}
+	return out
 }
 
 // capTools holds a patch's payload.toolsAllow to the caller's tools.

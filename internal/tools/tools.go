@@ -187,6 +187,9 @@ type CronRequest struct {
 	Limit, Offset   int
 	RunMode         string
 	Text, Mode      string
+	// ContextMessages is add's: how many recent chat lines a systemEvent
+	// reminder carries (R7.1).
+	ContextMessages int
 	Owner           bool
 	Tools           []string
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"talon/internal/automation"
 	"talon/internal/tools"
 )
 
@@ -53,6 +54,7 @@ var schema = tools.Object(
 	tools.Prop{Name: "channel", Type: tools.TypeString, Description: "add/update: the chat platform of an announce (telegram, slack, discord)"},
 	tools.Prop{Name: "to", Type: tools.TypeString, Description: "add/update: the chat of an announce in the channel's form, or the webhook URL"},
 	tools.Prop{Name: "tools", Type: tools.TypeArray, Description: "add/update: the tools the job's runs may use (at most yours); default: yours"},
+	tools.Prop{Name: "contextMessages", Type: tools.TypeInteger, Description: "add: with systemEvent, append up to this many (0-10) recent lines of this chat to the reminder, so it says what it was about"},
 	tools.Prop{Name: "enabled", Type: tools.TypeBoolean, Description: "update: turn the job on or off"},
 	tools.Prop{Name: "includeDisabled", Type: tools.TypeBoolean, Description: "list: show disabled jobs too"},
 	tools.Prop{Name: "limit", Type: tools.TypeInteger, Description: "list: at most this many (1-200)"},
@@ -147,6 +149,11 @@ func parse(raw json.RawMessage, now time.Time) (tools.CronRequest, error) {
 		}
 		if r.RunMode == "" {
 			r.RunMode = "due"
+		}
+	}
+	if r.Action == "add" && a.Has("contextMessages") {
+		if r.ContextMessages, err = a.Int("contextMessages", false, 0, automation.MaxContextMessages); err != nil {
+			return r, err
 		}
 	}
 	if r.Action == "add" || r.Action == "update" {
