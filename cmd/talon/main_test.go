@@ -151,7 +151,7 @@ func TestDoctor(t *testing.T) {
 		agents: {defaults: {model: {primary: "openai/gpt-5.2", fallbacks: ["anthropic/claude-opus-4-6"]}, humanDelay: {mode: "natural"}},
 			list: [{id: "main"}]},
 		channels: {telegram: {enabled: true, botToken: "123:abc", streaming: "partial"}},
-		tools: {profile: "coding", web: {search: {enabled: true, provider: "brave"}}},
+		tools: {profile: "coding", web: {search: {enabled: true, provider: "brave", openaiCodex: {enabled: true}}}},
 		browser: {enabled: true},
 	}`
 	unusedLines := []string{
@@ -159,7 +159,7 @@ func TestDoctor(t *testing.T) {
 		"  agents.defaults.model.fallbacks: not used by Talon yet\n",
 		"  agents.defaults.humanDelay: not used by Talon yet\n",
 		"  channels.telegram.streaming: not used by Talon yet\n",
-		"  tools.web.search.provider: not used by Talon yet\n",
+		"  tools.web.search.openaiCodex: not used by Talon yet\n",
 		"  browser: not used by Talon yet\n",
 		"no tool-policy problems found",
 	}
