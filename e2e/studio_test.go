@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/automation"
+	"talon/internal/gatewaytoken"
 	"talon/internal/testtier"
+	"talon/protocol/client"
 )
 
 // chromiumPath is Debian's Chromium, which studio.mjs drives.
@@ -24,10 +28,12 @@ const studioTimeout = 4 * time.Minute
 // employee installed, synced and uninstalled, the tenant's own sign-in,
 // the sandbox allow-list repair, an agent created with the keyboard, its
 // tool table changing with the execution role, a chat with the inspect
-// model whose command is approved from the card, sessions, and the main
-// pages at phone width. Screenshots of every page go to
+// model whose command is approved from the card, sessions, a cron job
+// added, run now and disabled on the agent's Automations page, and the
+// main pages at phone width. Screenshots of every page go to
 // $TALON_E2E_ARTIFACTS/studio (else e2e/artifacts/studio). Afterwards the
-// state dir must hold what the pages said they wrote.
+// state dir must hold what the pages said they wrote, and the gateway
+// must hold the job and run the Automations page showed.
 func TestStudioInChromium(t *testing.T) {
 	testtier.RequireFull(t, "Chromium")
 	needCommands(t, "node")
@@ -57,7 +63,12 @@ func TestStudioInChromium(t *testing.T) {
 
 	t.Logf("screenshots: %s", shots)
 	var report struct {
-		Agent       string   `json:"agent"`
+		Agent string `json:"agent"`
+		Job   struct {
+			ID      string `json:"id"`
+			Name    string `json:"name"`
+			Message string `json:"message"`
+		} `json:"job"`
 		Steps       []string `json:"steps"`
 		Screenshots []string `json:"screenshots"`
 	}
@@ -109,6 +120,52 @@ func TestStudioInChromium(t *testing.T) {
 	// The last role applied is Collaborative.
 	if got := approvals.Agents[report.Agent]; got.Security != "allowlist" || got.Ask != "on-miss" {
 		t.Errorf("exec-approvals.json: agent %s has security %q, ask %q; want allowlist, on-miss (Collaborative)", report.Agent, got.Security, got.Ask)
+	}
+	checkStudioJob(t, s, report.Agent, report.Job.ID, report.Job.Name, report.Job.Message)
+}
+
+// checkStudioJob asks the gateway, as the default tenant's operator (its
+// token is the one talon serve keeps in the state dir), for the job the
+// Automations page added: the agent's, every hour, an agent message,
+// disabled, and with the one ok run of its Run now in its history.
+func checkStudioJob(t *testing.T, s *server, agent, id, name, message string) {
+	t.Helper()
+	tok, err := gatewaytoken.Load(s.dir)
+	if err != nil {
+		t.Fatalf("the default tenant's gateway token: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http"), client.Options{Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var list struct {
+		Jobs []automation.Job `json:"jobs"`
+	}
+	if err := c.Call(ctx, "cron.list", map[string]any{"includeDisabled": true}, &list); err != nil {
+		t.Fatalf("cron.list: %v", err)
+	}
+	if len(list.Jobs) != 1 || list.Jobs[0].ID != id {
+		t.Fatalf("cron.list: %+v, want only job %s (added in Studio)", list.Jobs, id)
+	}
+	j := list.Jobs[0]
+	if j.Name != name || j.AgentID != agent || j.Enabled || j.Schedule.Kind != automation.KindEvery || j.Schedule.EveryMs != time.Hour.Milliseconds() ||
+		j.Payload.Kind != automation.PayloadAgentTurn || j.Payload.Message != message {
+		t.Errorf("cron.list: job %+v, want %q of agent %s, disabled, every 1h, agentTurn %q", j, name, agent, message)
+	}
+	if j.State.LastRunStatus != automation.StatusOK || j.State.NextRunAtMs != nil {
+		t.Errorf("cron.list: job state %+v, want last run ok and no next run (disabled)", j.State)
+	}
+	var runs struct {
+		Entries []automation.Run `json:"entries"`
+	}
+	if err := c.Call(ctx, "cron.runs", map[string]any{"id": id}, &runs); err != nil {
+		t.Fatalf("cron.runs: %v", err)
+	}
+	if len(runs.Entries) != 1 || runs.Entries[0].Status != automation.StatusOK || !strings.HasPrefix(runs.Entries[0].Summary, "inspect: ") {
+		t.Errorf("cron.runs: %+v, want the one ok run of Run now with the inspect model's answer", runs.Entries)
 	}
 }
 

@@ -8,11 +8,12 @@
 // library, a tenant's own sign-in, the sandbox repair notice, creating an
 // agent with the keyboard only, execution roles and the tool table, chat
 // with the offline inspect model and an approval card answered from the
-// keyboard, /compact and its divider, sessions, and every main page at
-// phone width — and saves a full-page screenshot of each page it visits
+// keyboard, /compact and its divider, sessions, a cron job added, run
+// and disabled on the Automations page, and every main page at phone
+// width — and saves a full-page screenshot of each page it visits
 // (NN-step.png). Any failed expectation, page error or console error ends
 // it with exit status 1 and a message saying what was expected; on success
-// it prints a JSON report ({agent, tenant, steps, screenshots}) on stdout.
+// it prints a JSON report ({agent, tenant, job, steps, screenshots}) on stdout.
 
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -29,7 +30,14 @@ const tenant = process.env.STUDIO_TENANT || "studio-e2e";
 const agentName = "Studio Tester";
 const agent = "studio-tester"; // the id Studio makes from agentName
 
-const report = { agent, tenant, steps: [], screenshots: [] };
+const report = {
+  agent,
+  tenant,
+  // The cron job added on the Automations page; its id is learnt there.
+  job: { id: "", name: "Overnight tickets", message: "Summarise the overnight tickets." },
+  steps: [],
+  screenshots: [],
+};
 let step = ""; // the step running, named in failure messages
 let shotN = 0;
 let lastPage = null; // the page a failure's screenshot shows
@@ -164,7 +172,14 @@ async function applyRole(page, id) {
 // pageFits checks, at the current viewport, that the page does not scroll
 // sideways and that every visible form control has a label.
 async function pageFits(page, path) {
-  const { scrollWidth, innerWidth, unlabelled } = await page.evaluate(() => {
+  const { scrollWidth, innerWidth, unlabelled, wide } = await page.evaluate(() => {
+    // wide names the innermost elements that reach past the viewport.
+    const wide = [];
+    for (const el of document.body.querySelectorAll("*")) {
+      if (el.getBoundingClientRect().right <= window.innerWidth + 1) continue;
+      if ([...el.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1)) continue;
+      if (wide.length < 5) wide.push(`${el.outerHTML.slice(0, 100)} (right edge ${Math.round(el.getBoundingClientRect().right)} px)`);
+    }
     const unlabelled = [];
     for (const el of document.querySelectorAll("input, select, textarea")) {
       if (el.type === "hidden" || el.offsetParent === null) continue;
@@ -172,9 +187,9 @@ async function pageFits(page, path) {
         unlabelled.push(el.outerHTML.slice(0, 120));
       }
     }
-    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, unlabelled };
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, unlabelled, wide };
   });
-  expect(scrollWidth <= innerWidth + 1, `${path} scrolls sideways at ${innerWidth} px: the page is ${scrollWidth} px wide`);
+  expect(scrollWidth <= innerWidth + 1, `${path} scrolls sideways at ${innerWidth} px: the page is ${scrollWidth} px wide; reaching past the edge: ${wide.join(", ") || "(no element's box)"}`);
   expect(unlabelled.length === 0, `${path} has form controls without a label: ${unlabelled.join(", ")}`);
 }
 
@@ -374,11 +389,14 @@ async function run(browser) {
   await visible(page.locator("table").getByText(`agent:${agent}:main`), `session agent:${agent}:main`);
   await shot(page, "sessions");
 
+  await automations(page);
+
   for (const [name, path] of [
     ["tenants", "/tenants"],
     ["agents", "/agents"],
     ["agent", `/agents/${agent}`],
     ["chat", `/agents/${agent}/chat`],
+    ["automations", `/agents/${agent}/automations`],
   ]) {
     begin(`${path} at phone width: no sideways scrolling, every control labelled`, page);
     await page.setViewportSize({ width: 390, height: 844 });
@@ -389,6 +407,85 @@ async function run(browser) {
 
   begin("no page or console errors", page);
   checkProblems();
+}
+
+// automations walks the agent's Automations page: a job added with the
+// form, listed with its next run, run now until its history shows the
+// run (the inspect model answers offline), and disabled. The job goes in
+// the report for the Go test to find through the gateway.
+async function automations(page) {
+  const path = `/agents/${agent}/automations`;
+  const notice = async (want) => {
+    const errs = await page.locator("p.error").allInnerTexts();
+    expect(errs.length === 0, `the page reports an error: ${errs.join(" ")}`);
+    const got = await text(page.locator('p.notice[role="status"]'), `the notice "${want}"`);
+    expect(got.startsWith(want), `the notice reads ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+  };
+
+  begin("automations: the agent page links to the agent's Automations page", page);
+  await goto(page, `/agents/${agent}`);
+  await submitted(page, page.locator(`main a[href$="${path}"]`), "the agent page's Automations link");
+  expect(pathOf(page) === path, `the Automations link led to ${pathOf(page)}, want ${path}`);
+  await text(page.locator("td").filter({ hasText: "No cron job runs" }), "the empty job list");
+
+  begin("automations: add an every job with an agent message through the form", page);
+  await page.locator("summary").filter({ hasText: "Add a job for" }).click();
+  await page.fill("#name-add", report.job.name);
+  await page.check("#kind-every-add");
+  await page.fill("#every-add", "1h");
+  await page.check("#payload-agent");
+  await page.fill("#text-add", report.job.message);
+  await page.check("#deliv-none");
+  expect(await page.isChecked("#enabled-add"), "the add form's Enabled box is not checked by default");
+  const added = Date.now();
+  await submitted(page, page.getByRole("button", { name: "Add job" }), "the Add job button");
+  expect(pathOf(page) === `${path}?did=added`, `adding the job led to ${pathOf(page)}, want ${path}?did=added`);
+  await notice("Job added.");
+
+  begin("automations: the job is listed with its schedule and next run", page);
+  const row = await visible(page.locator('tr[id^="job-"]').filter({ hasText: report.job.name }), `the job row of ${report.job.name}`);
+  report.job.id = (await row.getAttribute("id")).slice("job-".length);
+  const jobRow = () => page.locator(`tr[id="job-${report.job.id}"]`);
+  const cells = async () => (await jobRow().locator("td").allInnerTexts()).map((c) => c.trim());
+  let c = await cells();
+  expect(c[1] === "every 1h", `the schedule cell reads ${JSON.stringify(c[1])}, want "every 1h"`);
+  // Next run: an hour after the add, to the minute the page shows.
+  const m = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d) UTC$/.exec(c[2]);
+  expect(m, `the next-run cell reads ${JSON.stringify(c[2])}, want a time such as 2027-01-01 07:00 UTC`);
+  const next = Date.parse(`${m[1]}T${m[2]}:00Z`);
+  const hour = 3600_000;
+  expect(next > added + hour - 2 * 60_000 && next < Date.now() + hour + 60_000, `the next run ${c[2]} is not an hour after the job was added (${new Date(added).toISOString()})`);
+  expect(c[3] === "not run yet" && c[4] === "yes", `the last-run and enabled cells read ${JSON.stringify(c.slice(3, 5))}, want "not run yet" and "yes"`);
+  await shot(page, "automations-added");
+
+  begin("automations: run now puts an ok run in the job's history", page);
+  await submitted(page, jobRow().getByRole("button", { name: `Run now ${report.job.name}` }), "the job's Run now button");
+  await notice("Run started");
+  // The run ends in the background: reload until the history has it.
+  const history = page.locator(`tr[id="job-${report.job.id}"] + tr ul.runs li`);
+  const deadline = Date.now() + outcomeTimeout;
+  let runs = [];
+  for (;;) {
+    runs = (await history.allTextContents()).map((t) => t.trim()).filter((t) => t !== "No run yet.");
+    if (runs.length > 0 || Date.now() > deadline) break;
+    await page.waitForTimeout(250);
+    await goto(page, path);
+  }
+  expect(runs.length === 1, `the job's history lists ${JSON.stringify(runs)} ${outcomeTimeout / 1000} s after Run now, want one run`);
+  expect(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC · \d+ ms · ok: \S/.test(runs[0]), `the run reads ${JSON.stringify(runs[0])}, want "<time> · <n> ms · ok: <the answer's summary>"`);
+  c = await cells();
+  expect(c[3].startsWith("ok"), `the last-run cell reads ${JSON.stringify(c[3])} after the run, want ok`);
+  await page.locator(`tr[id="job-${report.job.id}"] + tr summary`).filter({ hasText: "History of" }).click();
+  await visible(history.filter({ hasText: " · ok" }), "the run in the opened history");
+  await shot(page, "automations-ran");
+
+  begin("automations: disable the job", page);
+  await submitted(page, jobRow().getByRole("button", { name: `Disable ${report.job.name}` }), "the job's Disable button");
+  await notice("Job disabled");
+  c = await cells();
+  expect(c[2] === "none" && c[4] === "disabled", `the next-run and enabled cells read ${JSON.stringify([c[2], c[4]])}, want "none" and "disabled"`);
+  await visible(jobRow().getByRole("button", { name: `Enable ${report.job.name}` }), "the job's Enable button");
+  await shot(page, "automations-disabled");
 }
 
 try {
