@@ -180,6 +180,32 @@ func (a Args) Int(name string, required bool, min, max int) (int, error) {
 	return int(n), nil
 }
 
+// Number returns a finite number argument, 0 when it is absent and not
+// required. Numeric strings such as "2.5" are accepted; the caller checks
+// its range.
+func (a Args) Number(name string, required bool) (float64, error) {
+	v, ok := a.get(name)
+	if !ok {
+		if required {
+			return 0, missing(name)
+		}
+		return 0, nil
+	}
+	text := string(v)
+	if v[0] == '"' {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return 0, fmt.Errorf("argument %q must be a number", name)
+		}
+		text = strings.TrimSpace(s)
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("argument %q must be a number", name)
+	}
+	return f, nil
+}
+
 func intRange(min, max int) string {
 	switch {
 	case min == math.MinInt && max == math.MaxInt:

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -288,5 +289,33 @@ func TestHas(t *testing.T) {
 	a := mustArgs(t, `{"a":1,"b":null}`)
 	if !a.Has("a") || a.Has("b") || a.Has("c") {
 		t.Errorf("Has: a=%v b=%v c=%v, want true false false", a.Has("a"), a.Has("b"), a.Has("c"))
+	}
+}
+
+// TestNumber: finite numbers and numeric strings are read; anything else
+// is an error naming the argument.
+func TestNumber(t *testing.T) {
+	cases := []struct {
+		raw  string
+		want float64
+		err  bool
+	}{
+		{`{"n":2.5}`, 2.5, false}, {`{"n":"0.25"}`, 0.25, false}, {`{"n":null}`, 0, false}, {`{}`, 0, false},
+		{`{"n":"x"}`, 0, true}, {`{"n":true}`, 0, true}, {`{"n":"NaN"}`, 0, true}, {`{"n":"Inf"}`, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.raw, func(t *testing.T) {
+			a, err := ParseArgs(json.RawMessage(c.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.Number("n", false)
+			if (err != nil) != c.err || got != c.want {
+				t.Fatalf("Number = %v, %v; want %v, error %v", got, err, c.want, c.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), `"n"`) {
+				t.Fatalf("error %v does not name the argument", err)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 const (
 	TypeString  = "string"
 	TypeInteger = "integer"
+	TypeNumber  = "number"
 	TypeBoolean = "boolean"
 	TypeArray   = "array"
 	// TypeObject is a map: an object whose keys are free and whose values
@@ -24,7 +25,7 @@ const (
 // Prop is one property of a tool's argument object.
 type Prop struct {
 	Name        string
-	Type        string // TypeString, TypeInteger, TypeBoolean, TypeArray or TypeObject
+	Type        string // TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray or TypeObject
 	Description string
 	Required    bool
 	Enum        []string // allowed values; only for TypeString
@@ -51,7 +52,7 @@ func Object(props ...Prop) json.RawMessage {
 			panic(fmt.Sprintf("tools.Object: property %q has no description", p.Name))
 		}
 		switch p.Type {
-		case TypeString, TypeInteger, TypeBoolean, TypeArray, TypeObject:
+		case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray, TypeObject:
 		default:
 			panic(fmt.Sprintf("tools.Object: property %q has unknown type %q", p.Name, p.Type))
 		}

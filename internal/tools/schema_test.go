@@ -56,7 +56,7 @@ func TestObjectPanics(t *testing.T) {
 		{"no description", []Prop{{Name: "a", Type: TypeString}}},
 		{"no name", []Prop{{Type: TypeString, Description: "x"}}},
 		{"duplicate", []Prop{{Name: "a", Type: TypeString, Description: "x"}, {Name: "a", Type: TypeString, Description: "y"}}},
-		{"unknown type", []Prop{{Name: "a", Type: "number", Description: "x"}}},
+		{"unknown type", []Prop{{Name: "a", Type: "float", Description: "x"}}},
 		{"bad map values", []Prop{{Name: "a", Type: TypeObject, Description: "x", Items: TypeArray}}},
 		{"enum on integer", []Prop{{Name: "a", Type: TypeInteger, Description: "x", Enum: []string{"1"}}}},
 		{"items on string", []Prop{{Name: "a", Type: TypeString, Description: "x", Items: TypeString}}},
