@@ -95,6 +95,10 @@ type AgentDefaults struct {
 	// ImageModel is the model the image tool shows images to: a model
 	// reference, or {primary, fallbacks} (see ModelRefs).
 	ImageModel *Raw `json:"imageModel"`
+	// PDFMaxMb and PDFMaxPages bound what the pdf tool reads of each PDF
+	// (pdf.go); pdfModel is kept unused, as the tool calls no model.
+	PDFMaxMb    *float64 `json:"pdfMaxMb"`
+	PDFMaxPages *float64 `json:"pdfMaxPages"`
 
 	// MemorySearch is memory_search's embeddings provider and ranking
 	// (memorysearch.go).

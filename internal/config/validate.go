@@ -60,6 +60,7 @@ func check(c *Config) (errs, warns []Issue) {
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
+	k.pdf("agents.defaults", &c.Agents.Defaults)
 	k.memorySearch("agents.defaults.memorySearch", c.Agents.Defaults.MemorySearch, c.Models.Providers)
 	k.contextWindowKeys("agents.defaults", nil, c.Agents.Defaults.ContextTokens)
 	k.compaction("agents.defaults.compaction", &c.Agents.Defaults.Compaction)
