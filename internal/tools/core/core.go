@@ -13,6 +13,7 @@ import (
 	"talon/internal/tools/fs"
 	"talon/internal/tools/image"
 	"talon/internal/tools/message"
+	"talon/internal/tools/pdf"
 	"talon/internal/tools/sessions"
 	"talon/internal/tools/tts"
 	"talon/internal/tools/web"
@@ -23,7 +24,7 @@ import (
 var Order = []string{
 	"read", "edit", "write", "apply_patch", "exec", "process", "cron", "message", "tts",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
-	"web_search", "web_fetch", "image",
+	"web_search", "web_fetch", "image", "pdf",
 }
 
 // Registry returns a new registry of the core tools. Its exec and process
@@ -33,7 +34,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), message.New(), cron.New(), tts.New()) {
+	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), pdf.New(), message.New(), cron.New(), tts.New()) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
