@@ -23,6 +23,16 @@ func RSSMB(pid int) (float64, error) {
 	return float64(kb) * 1024 / 1e6, nil
 }
 
+// VirtualBytes is the process's VmSize: the address space it has mapped,
+// which RLIMIT_AS bounds (a Go program reserves far more than it uses).
+func VirtualBytes(pid int) (int64, error) {
+	kb, err := statusKB(pid, "VmSize")
+	if err != nil {
+		return 0, fmt.Errorf("reading the address space of %d: %w", pid, err)
+	}
+	return kb << 10, nil
+}
+
 // TreeRSSMB is the VmRSS of the process and all its descendants, in MB:
 // what a gateway that forks workers (OpenClaw does) costs in memory.
 // Descendants that exit while it reads are left out.

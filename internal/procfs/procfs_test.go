@@ -16,6 +16,10 @@ func TestSelf(t *testing.T) {
 	if err != nil || rss <= 0 {
 		t.Fatalf("RSSMB = %v, %v", rss, err)
 	}
+	// The address space holds at least what is resident.
+	if vm, err := VirtualBytes(pid); err != nil || float64(vm) < rss*1e6 {
+		t.Fatalf("VirtualBytes = %v, %v (RSS %v MB)", vm, err, rss)
+	}
 
 	before, err := OpenFiles(pid)
 	if err != nil {

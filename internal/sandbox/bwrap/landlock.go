@@ -142,3 +142,39 @@ func addRule(ruleset int, r landlockRule, handled uint64) error {
 	}
 	return nil
 }
+
+// DenyThreadFiles puts the calling thread under a Landlock domain that
+// allows no filesystem access at all (and, from ABI 4, no TCP bind or
+// connect; from ABI 6, no signals or abstract unix sockets outside it),
+// for code that works only on descriptors it already holds: a child
+// parsing hostile bytes from stdin. The caller locks its goroutine to the
+// thread first and never unlocks it, and runs the confined work there;
+// the domain is the thread's alone (a cgo binary cannot change all
+// threads), and is inherited by threads it starts. It returns the ABI
+// applied, 0 when the kernel has no usable Landlock (nothing is done).
+func DenyThreadFiles() (int, error) {
+	abi := landlockABI()
+	if abi < minLandlockABI {
+		return 0, nil
+	}
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: handledAccess(abi)}
+	if abi >= 4 {
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
+	if abi >= 6 {
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	fd, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return 0, fmt.Errorf("creating the ruleset: %w", os.NewSyscallError("landlock_create_ruleset", errno))
+	}
+	defer unix.Close(int(fd))
+	// Required of a thread without CAP_SYS_ADMIN; per thread, as the domain.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if _, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return 0, fmt.Errorf("enforcing the ruleset: %w", os.NewSyscallError("landlock_restrict_self", errno))
+	}
+	return abi, nil
+}
