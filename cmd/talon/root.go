@@ -23,7 +23,7 @@ func newRoot() *cobra.Command {
 		newServeCmd("serve", "Run the gateway, the workforce platform's API and Studio on one address"),
 		gw,
 		newCronCmd(), newSystemCmd(),
-		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newPairingCmd(), newTemplatesCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(),
+		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newPairingCmd(), newTemplatesCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(), newInternalCmd(),
 	)
 	return root
 }

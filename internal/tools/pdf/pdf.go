@@ -14,6 +14,9 @@
 // Extraction parses with github.com/ledongthuc/pdf (pure Go; pdfcpu, the
 // other candidate, has no text extraction) and interprets the content
 // and fonts itself within bounds (extract.go), since the file is hostile.
+// It runs in a child process of the same binary (child.go), under CPU,
+// memory and time limits and Landlock, because the parser can loop or
+// crash on a hostile file in ways no goroutine can be stopped from.
 //
 // The tool is stateless and safe for concurrent use.
 package pdf
@@ -44,7 +47,10 @@ const (
 // ErrSandboxedURL is OpenClaw's refusal of a remote URL in a sandbox.
 var ErrSandboxedURL = errors.New("Sandboxed PDF tool does not allow remote URLs.")
 
-type pdfTool struct{}
+type pdfTool struct {
+	// child runs extraction; nil: DefaultChild.
+	child *Child
+}
 
 var _ tools.Tool = (*pdfTool)(nil)
 
@@ -89,7 +95,7 @@ type call struct {
 	maxPages int
 }
 
-func (*pdfTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
+func (t *pdfTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
 	if env == nil || env.Workspace == nil {
 		return tools.Result{}, errors.New("running pdf: no workspace in the tool environment")
 	}
@@ -108,9 +114,17 @@ func (*pdfTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (t
 		}
 		docs = append(docs, loaded{ref: ref, data: data})
 	}
+	child := t.child
+	if child == nil {
+		ch, err := DefaultChild()
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("running pdf: %w", err)
+		}
+		child = &ch
+	}
 	lim := DefaultLimits
 	lim.MaxPages = c.maxPages
-	out, err := render(ctx, c, docs, lim)
+	out, err := render(ctx, c, docs, lim, child.Extract)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, ctx.Err()
@@ -225,9 +239,12 @@ func load(ctx context.Context, env *tools.Env, ref string, maxBytes int64) ([]by
 	return data, nil
 }
 
+// extractFunc is Extract, or Child.Extract.
+type extractFunc func(ctx context.Context, data []byte, password string, pages []int, lim Limits) (Document, error)
+
 // render extracts each document's pages and lays out the result: a
 // heading per document, then each page's text, within lim.MaxChars in all.
-func render(ctx context.Context, c call, docs []loaded, lim Limits) (string, error) {
+func render(ctx context.Context, c call, docs []loaded, lim Limits, extract extractFunc) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Prompt: %s\n", c.prompt)
 	if c.model != "" {
@@ -236,7 +253,7 @@ func render(ctx context.Context, c call, docs []loaded, lim Limits) (string, err
 	budget := lim.MaxChars
 	for i, d := range docs {
 		lim.MaxChars = budget
-		doc, err := Extract(ctx, d.data, c.password, c.pages, lim)
+		doc, err := extract(ctx, d.data, c.password, c.pages, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
