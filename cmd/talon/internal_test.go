@@ -31,7 +31,7 @@ func TestInternalPDFText(t *testing.T) {
 	fmt.Fprintf(&b, "%strailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", xref, b.Len())
 	data := []byte(b.String())
 	c := pdf.Child{Path: os.Args[0], Args: pdf.ChildArgs, Env: []string{"TALON_TEST_MAIN=1"}, Limits: pdf.DefaultChildLimits}
-	doc, err := c.Extract(context.Background(), data, "", nil, pdf.DefaultLimits)
+	doc, err := c.Extract(context.Background(), data, nil, pdf.DefaultLimits)
 	if err != nil || len(doc.Pages) != 1 || doc.Pages[0].Text != "Served by main" {
 		t.Fatalf("Extract through talon internal pdf-text = %+v, %v", doc, err)
 	}

@@ -66,19 +66,18 @@ type Child struct {
 
 // request is the child's stdin: this JSON on one line, then Size bytes of PDF.
 type request struct {
-	Password string `json:"password,omitempty"`
-	Pages    []int  `json:"pages,omitempty"`
-	Limits   Limits `json:"limits"`
-	Size     int64  `json:"size"`
-	CPU      uint64 `json:"cpuSeconds"`
-	Memory   int64  `json:"memoryBytes"`
+	Pages  []int  `json:"pages,omitempty"`
+	Limits Limits `json:"limits"`
+	Size   int64  `json:"size"`
+	CPU    uint64 `json:"cpuSeconds"`
+	Memory int64  `json:"memoryBytes"`
 }
 
 // response is the child's stdout.
 type response struct {
-	Doc      *Document `json:"doc,omitempty"`
-	Error    string    `json:"error,omitempty"`
-	Password bool      `json:"password,omitempty"`
+	Doc       *Document `json:"doc,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Encrypted bool      `json:"encrypted,omitempty"`
 }
 
 const (
@@ -106,8 +105,8 @@ func DefaultChild() (Child, error) {
 // Extract runs Extract in a child process. A child that exceeds its CPU,
 // memory or time, or dies, is an error saying so; ctx ending kills it and
 // returns ctx's error.
-func (c Child) Extract(ctx context.Context, data []byte, password string, pages []int, lim Limits) (Document, error) {
-	hdr, err := json.Marshal(request{Password: password, Pages: pages, Limits: lim, Size: int64(len(data)),
+func (c Child) Extract(ctx context.Context, data []byte, pages []int, lim Limits) (Document, error) {
+	hdr, err := json.Marshal(request{Pages: pages, Limits: lim, Size: int64(len(data)),
 		CPU: wholeSeconds(c.Limits.CPU), Memory: c.Limits.Memory})
 	if err != nil {
 		return Document{}, fmt.Errorf("starting the PDF reader: %w", err)
@@ -141,8 +140,8 @@ func (c Child) Extract(ctx context.Context, data []byte, password string, pages 
 		return Document{}, fmt.Errorf("reading the PDF reader's answer: %w", err)
 	}
 	switch {
-	case r.Password:
-		return Document{}, ErrPassword
+	case r.Encrypted:
+		return Document{}, ErrEncrypted
 	case r.Error != "":
 		return Document{}, errors.New(r.Error)
 	case r.Doc == nil:
@@ -226,10 +225,10 @@ func ServeChild(stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("reading the PDF: %w", err))
 	}
 	var resp response
-	doc, err := Extract(context.Background(), data, req.Password, req.Pages, req.Limits)
+	doc, err := Extract(context.Background(), data, req.Pages, req.Limits)
 	switch {
-	case errors.Is(err, ErrPassword):
-		resp.Password = true
+	case errors.Is(err, ErrEncrypted):
+		resp.Encrypted = true
 	case err != nil:
 		resp.Error = err.Error()
 	default:

@@ -93,7 +93,7 @@ func TestChildEnds(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := c.child.Extract(c.ctx, doc, "", nil, DefaultLimits)
+			d, err := c.child.Extract(c.ctx, doc, nil, DefaultLimits)
 			switch {
 			case c.ctxEr:
 				if !errors.Is(err, context.Canceled) {

@@ -52,21 +52,23 @@ type Page struct {
 	Err    string
 }
 
-// ErrPassword is the error for an encrypted PDF opened without its
-// password or with a wrong one, as OpenClaw words it.
-var ErrPassword = errors.New("PDF requires a password or password is incorrect.")
+// ErrEncrypted refuses an encrypted PDF. The parser accepts a right
+// password but does not decrypt RC4 streams correctly (our fpdf-made test
+// files gave undecodable content), so encrypted files are not read at all
+// rather than read wrong.
+var ErrEncrypted = errors.New("the PDF is encrypted, and Talon's pdf tool does not read encrypted PDFs (passwords are not supported); ask for an unencrypted copy")
 
 // errCancelled aborts an interpretation in progress; it never leaves
 // Extract.
 var errCancelled = errors.New("cancelled")
 
 // Extract reads the text of data's pages: those of pages (1-based) that
-// exist, or the first lim.MaxPages when pages is nil. password opens an
-// encrypted PDF. It stops between pages, and between operators of a page,
+// exist, or the first lim.MaxPages when pages is nil. An encrypted PDF is
+// ErrEncrypted. It stops between pages, and between operators of a page,
 // when ctx is done. A malformed file is an error; a page that cannot be
 // read is a Page with Err.
-func Extract(ctx context.Context, data []byte, password string, pages []int, lim Limits) (doc Document, err error) {
-	r, err := open(data, password)
+func Extract(ctx context.Context, data []byte, pages []int, lim Limits) (doc Document, err error) {
+	r, err := open(data)
 	if err != nil {
 		return Document{}, err
 	}
@@ -125,31 +127,25 @@ func cut(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "")
 }
 
-// open parses data's cross-reference table and trailer, decrypting with
-// password (the empty one is tried first, as readers do).
-func open(data []byte, password string) (*lpdf.Reader, error) {
+// open parses data's cross-reference table and trailer, refusing an
+// encrypted file: one with a user password (the parser asks for it), and
+// one that opens without (the trailer names its /Encrypt).
+func open(data []byte) (*lpdf.Reader, error) {
 	if !bytes.HasPrefix(data, []byte("%PDF-")) {
 		return nil, errors.New("not a PDF: the file does not start with %PDF-")
 	}
-	tried := false
-	pw := func() string {
-		if tried {
-			return ""
-		}
-		tried = true
-		return password
-	}
 	var r *lpdf.Reader
+	encrypted := false
 	err := guard(func() {
 		var err error
-		r, err = lpdf.NewReaderEncrypted(version17(data), int64(len(data)), pw)
-		if err != nil {
+		if r, err = lpdf.NewReaderEncrypted(version17(data), int64(len(data)), nil); err != nil {
 			panic(err)
 		}
+		encrypted = r.Trailer().Key("Encrypt").Kind() != lpdf.Null
 	})
 	switch {
-	case errors.Is(err, lpdf.ErrInvalidPassword):
-		return nil, ErrPassword
+	case errors.Is(err, lpdf.ErrInvalidPassword) || encrypted:
+		return nil, ErrEncrypted
 	case err != nil:
 		return nil, fmt.Errorf("the PDF cannot be read: %w", err)
 	}

@@ -12,7 +12,7 @@ func FuzzExtract(f *testing.F) {
 	f.Add([]byte("%PDF-1.4\n%%EOF\n"))
 	lim := Limits{MaxPages: 5, MaxContentBytes: 1 << 20, MaxChars: 10_000}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := Extract(context.Background(), data, "", nil, lim)
+		doc, err := Extract(context.Background(), data, nil, lim)
 		if err != nil {
 			return
 		}
@@ -40,7 +40,7 @@ func BenchmarkExtractPage(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		doc, err := Extract(context.Background(), data, "", nil, DefaultLimits)
+		doc, err := Extract(context.Background(), data, nil, DefaultLimits)
 		if err != nil || len(doc.Pages) != 20 {
 			b.Fatal(err, len(doc.Pages))
 		}

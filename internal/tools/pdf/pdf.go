@@ -67,7 +67,7 @@ var schema = tools.Object(
 	tools.Prop{Name: "pages", Type: tools.TypeString,
 		Description: `Pages, e.g. "1-5", "1,3,5-7"; default all (up to the page limit).`},
 	tools.Prop{Name: "password", Type: tools.TypeString,
-		Description: "Password for encrypted PDFs."},
+		Description: "Not supported: Talon does not read encrypted PDFs."},
 	tools.Prop{Name: "model", Type: tools.TypeString,
 		Description: "Model override in provider/model form; not used by Talon, which returns the text itself."},
 	tools.Prop{Name: "maxBytesMb", Type: tools.TypeNumber,
@@ -78,7 +78,7 @@ func (*pdfTool) Name() string { return "pdf" }
 
 func (*pdfTool) Description() string {
 	return "Read PDF(s) and return the text of their pages. pdf one; pdfs max 10; " +
-		"`pages` selects a page range (\"1-5\", \"1,3,5-7\"); `password` opens encrypted PDFs. " +
+		"`pages` selects a page range (\"1-5\", \"1,3,5-7\"). Encrypted PDFs are not supported. " +
 		"Scanned pages without a text layer give no text."
 }
 
@@ -89,8 +89,8 @@ type call struct {
 	refs     []string
 	prompt   string
 	model    string
-	password string
-	pages    []int // nil: the first maxPages
+	password string // checked but unused: encrypted PDFs are refused
+	pages    []int  // nil: the first maxPages
 	maxBytes int64
 	maxPages int
 }
@@ -240,7 +240,7 @@ func load(ctx context.Context, env *tools.Env, ref string, maxBytes int64) ([]by
 }
 
 // extractFunc is Extract, or Child.Extract.
-type extractFunc func(ctx context.Context, data []byte, password string, pages []int, lim Limits) (Document, error)
+type extractFunc func(ctx context.Context, data []byte, pages []int, lim Limits) (Document, error)
 
 // render extracts each document's pages and lays out the result: a
 // heading per document, then each page's text, within lim.MaxChars in all.
@@ -253,7 +253,7 @@ func render(ctx context.Context, c call, docs []loaded, lim Limits, extract extr
 	budget := lim.MaxChars
 	for i, d := range docs {
 		lim.MaxChars = budget
-		doc, err := extract(ctx, d.data, c.password, c.pages, lim)
+		doc, err := extract(ctx, d.data, c.pages, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()

@@ -18,12 +18,14 @@ import (
 )
 
 // makePDF writes a PDF of pages, each page's lines as text, with fpdf (a
-// real producer: Type1 fonts in WinAnsi, one BT..ET per line).
+// real producer: Type1 fonts in WinAnsi, one BT..ET per line), encrypted
+// when password is set ("-": encrypted with an empty user password, which
+// readers open without asking).
 func makePDF(t testing.TB, password string, pages ...[]string) []byte {
 	t.Helper()
 	f := fpdf.New("P", "mm", "A4", "")
 	if password != "" {
-		f.SetProtection(fpdf.CnProtectPrint, password, "owner")
+		f.SetProtection(fpdf.CnProtectPrint, strings.TrimPrefix(password, "-"), "owner")
 	}
 	f.SetFont("Helvetica", "", 12)
 	tr := f.UnicodeTranslatorFromDescriptor("") // UTF-8 to the core fonts' cp1252
@@ -67,9 +69,10 @@ func TestPDF(t *testing.T) {
 		[]string{"Appendix with café and naïve words."})
 	other := makePDF(t, "", []string{"Second document"})
 	locked := makePDF(t, "s3cret", []string{"Confidential terms"})
+	ownerOnly := makePDF(t, "-", []string{"Print-protected terms"})
 	corrupt := report[:len(report)/2]
 	root := workspace(t, map[string][]byte{
-		"docs/report.pdf": report, "other.pdf": other, "locked.pdf": locked,
+		"docs/report.pdf": report, "other.pdf": other, "locked.pdf": locked, "owner-only.pdf": ownerOnly,
 		"cut.pdf": corrupt, "notes.txt": []byte("just text, not a PDF"),
 	})
 	cases := []struct {
@@ -93,8 +96,10 @@ func TestPDF(t *testing.T) {
 		{"absolute and file URL", false, `{"pdf":"file:///workspace/other.pdf"}`, []string{"Second document"}, nil, false},
 		{"model is reported unused", false, `{"pdf":"other.pdf","model":"openai/gpt-5.4-mini"}`,
 			[]string{`Model "openai/gpt-5.4-mini" was not called`}, nil, false},
-		{"encrypted without password", false, `{"pdf":"locked.pdf"}`, []string{"PDF requires a password or password is incorrect."}, nil, true},
-		{"wrong password", false, `{"pdf":"locked.pdf","password":"nope"}`, []string{"password is incorrect"}, nil, true},
+		{"encrypted", false, `{"pdf":"locked.pdf"}`, []string{`PDF "locked.pdf": the PDF is encrypted, and Talon's pdf tool does not read encrypted PDFs`}, nil, true},
+		{"encrypted, right password", false, `{"pdf":"locked.pdf","password":"s3cret"}`, []string{"passwords are not supported"}, []string{"Confidential"}, true},
+		{"encrypted, no user password", false, `{"pdf":"owner-only.pdf"}`, []string{"the PDF is encrypted"}, nil, true},
+		{"password on a plain PDF", false, `{"pdf":"other.pdf","password":"x"}`, []string{"Second document"}, nil, false},
 		{"truncated file", false, `{"pdf":"cut.pdf"}`, []string{`PDF "cut.pdf": the PDF cannot be read`}, nil, true},
 		{"not a PDF", false, `{"pdf":"notes.txt"}`, []string{"Expected PDF but got text/plain; charset=utf-8: notes.txt"}, nil, true},
 		{"missing", false, `{"pdf":"nope.pdf"}`, []string{`PDF "nope.pdf": does not exist`}, nil, true},
@@ -199,7 +204,7 @@ func TestExtractHostile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			doc, err := Extract(context.Background(), c.data, "", nil, DefaultLimits)
+			doc, err := Extract(context.Background(), c.data, nil, DefaultLimits)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -234,7 +239,7 @@ func TestExtractBomb(t *testing.T) {
 	})
 	lim := DefaultLimits
 	lim.MaxContentBytes = 1 << 20
-	doc, err := Extract(context.Background(), data, "", nil, lim)
+	doc, err := Extract(context.Background(), data, nil, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +251,7 @@ func TestExtractBomb(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Extract(ctx, data, "", nil, DefaultLimits); err != context.Canceled {
+	if _, err := Extract(ctx, data, nil, DefaultLimits); err != context.Canceled {
 		t.Fatalf("cancelled Extract = %v, want context.Canceled", err)
 	}
 }
