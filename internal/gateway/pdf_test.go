@@ -1,11 +1,17 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"talon/internal/policy"
+	"talon/protocol"
+	"talon/protocol/client"
 )
 
 // TestPDFTool runs the pdf tool through the gateway and the agent loop
@@ -120,4 +126,44 @@ func textPDF(lines ...string) string {
 	}
 	fmt.Fprintf(&b, "%strailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", xref, len(objs)+1, b.Len())
 	return b.String()
+}
+
+// TestPDFExplain: tools.explain counts pdf among the built tools, priced,
+// and gates it as OpenClaw does (§1.3: constructed whenever the agent dir
+// is known; in no group or profile): offered with no profile, removed by
+// a restricting profile unless alsoAllow names it, and removed by the
+// default sandbox allowlist.
+func TestPDFExplain(t *testing.T) {
+	cases := []struct {
+		name      string
+		extra     string
+		sandboxed bool
+		state     string
+	}{
+		{"no profile", ``, false, policy.StateAvailable},
+		{"coding profile", `,"tools":{"profile":"coding"}`, false, policy.StateRemoved},
+		{"coding profile and alsoAllow", `,"tools":{"profile":"coding","alsoAllow":["pdf"]}`, false, policy.StateAvailable},
+		{"default sandbox allowlist", ``, true, policy.StateRemoved},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, url := startWS(t, c.extra)
+			cl, err := client.Dial(context.Background(), url, client.Options{Token: wsToken, Scopes: []string{protocol.ScopeRead}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			var x policy.Explanation
+			if err := cl.Call(context.Background(), "tools.explain", map[string]any{"agentId": "main", "sandboxed": c.sandboxed}, &x); err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(x.Tools, func(r policy.ToolRow) bool { return r.Name == "pdf" })
+			if i < 0 {
+				t.Fatalf("no pdf row in %+v", x.Tools)
+			}
+			if r := x.Tools[i]; r.State != c.state || r.Tokens == 0 {
+				t.Fatalf("pdf row %+v, want state %s and a token cost", r, c.state)
+			}
+		})
+	}
 }
