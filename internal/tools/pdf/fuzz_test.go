@@ -26,7 +26,9 @@ func FuzzExtract(f *testing.F) {
 	})
 }
 
-// BenchmarkExtractPage: text extraction per page of a 20-page document.
+// BenchmarkExtractPage: text extraction per page of a 20-page document,
+// in process (the parse alone) and as the tool runs it, in a child
+// process (its start, limits and the JSON both ways included).
 func BenchmarkExtractPage(b *testing.B) {
 	var pages [][]string
 	for i := range 20 {
@@ -37,13 +39,23 @@ func BenchmarkExtractPage(b *testing.B) {
 		pages = append(pages, lines[:40])
 	}
 	data := makePDF(b, "", pages...)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		doc, err := Extract(context.Background(), data, nil, DefaultLimits)
-		if err != nil || len(doc.Pages) != 20 {
-			b.Fatal(err, len(doc.Pages))
-		}
+	child, err := DefaultChild()
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*20), "ns/page")
+	for _, c := range []struct {
+		name    string
+		extract extractFunc
+	}{{"in-process", Extract}, {"child", child.Extract}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				doc, err := c.extract(context.Background(), data, nil, DefaultLimits)
+				if err != nil || len(doc.Pages) != 20 {
+					b.Fatal(err, len(doc.Pages))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*20), "ns/page")
+		})
+	}
 }
