@@ -80,6 +80,10 @@ type response struct {
 	Encrypted bool      `json:"encrypted,omitempty"`
 }
 
+// readers bounds the extraction children running at once in the process:
+// one per core, at least two.
+var readers = make(chan struct{}, max(2, runtime.NumCPU()))
+
 const (
 	maxHeader = 64 << 10
 	maxStderr = 4 << 10
@@ -106,6 +110,15 @@ func DefaultChild() (Child, error) {
 // memory or time, or dies, is an error saying so; ctx ending kills it and
 // returns ctx's error.
 func (c Child) Extract(ctx context.Context, data []byte, pages []int, lim Limits) (Document, error) {
+	// However many tenants ask at once, at most so many readers (each up
+	// to its memory limit) run; the others wait their turn or their
+	// call's end.
+	select {
+	case readers <- struct{}{}:
+		defer func() { <-readers }()
+	case <-ctx.Done():
+		return Document{}, ctx.Err()
+	}
 	hdr, err := json.Marshal(request{Pages: pages, Limits: lim, Size: int64(len(data)),
 		CPU: wholeSeconds(c.Limits.CPU), Memory: c.Limits.Memory})
 	if err != nil {

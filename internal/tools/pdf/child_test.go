@@ -211,3 +211,25 @@ func prevLoopPDF() []byte {
 	fmt.Sscanf(string(data[i+len("startxref\n"):]), "%d", &off)
 	return bytes.Replace(data, []byte("/Root 1 0 R"), fmt.Appendf(nil, "/Root 1 0 R /Prev %d", off), 1)
 }
+
+// TestChildReaders: with every reader slot taken a call waits, and its
+// end stops the wait without starting a child; a freed slot lets it run.
+func TestChildReaders(t *testing.T) {
+	for range cap(readers) {
+		readers <- struct{}{}
+	}
+	c := Child{Path: "/bin/sh", Args: []string{"-c", "exit 3"}, Limits: ChildLimits{Wall: 5 * time.Second}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Extract(ctx, []byte("%PDF"), nil, Limits{MaxChars: 100}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("with no free reader: %v, want the call's deadline", err)
+	}
+	<-readers
+	_, err := c.Extract(context.Background(), []byte("%PDF"), nil, Limits{MaxChars: 100})
+	for range cap(readers) - 1 {
+		<-readers
+	}
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("with a free reader: %v, want the child's own failure", err)
+	}
+}
