@@ -44,6 +44,11 @@ type File struct {
 	// fallback (as Outbound's Text and Plain); "" for none.
 	Caption      string
 	CaptionPlain string
+	// Voice asks for a voice note where the platform has one (Telegram's
+	// sendVoice, for Ogg Opus, MP3 or M4A audio); elsewhere, or for
+	// audio the platform cannot play as one, the file is sent as any
+	// other.
+	Voice bool
 }
 
 // Attacher is implemented by a Transport that can send files.

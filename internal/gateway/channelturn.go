@@ -172,7 +172,7 @@ func (m channelMessenger) Send(ctx context.Context, sessionKey string, out tools
 		}
 		return json.Marshal(map[string]any{"ok": true, "action": "poll", "channel": ch, "target": target, "messageId": sent.MessageID})
 	case "sendAttachment":
-		f := channel.File{Name: out.File.Name, MIME: out.File.MIME, Data: out.File.Data}
+		f := channel.File{Name: out.File.Name, MIME: out.File.MIME, Data: out.File.Data, Voice: out.File.Voice}
 		sent, err := h.SendFile(ctx, ch, account, target, f, out.Text, out.ReplyTo)
 		if err != nil {
 			return nil, err

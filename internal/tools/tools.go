@@ -231,6 +231,9 @@ type Attachment struct {
 	Name string // a base name
 	MIME string // "" when neither the model nor the content says
 	Data []byte
+	// Voice sends audio as a voice note where the chat has them
+	// (Telegram); elsewhere it is an ordinary file.
+	Voice bool
 }
 
 // Poll is the message tool's poll.

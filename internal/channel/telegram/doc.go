@@ -25,9 +25,12 @@
 // Content-Length, or by counting (never reading more than limit+1
 // bytes). The cloud Bot API serves files up to 20 MB only; its "file is
 // too big" is ErrTooLarge too. A local-mode Bot API server's absolute
-// file paths are not read. SendFile uploads multipart: sendPhoto for a
-// JPEG or PNG up to 10 MB (a photo Telegram cannot process goes again
-// by sendDocument), sendDocument for the rest, up to Telegram's 50 MB.
+// file paths are not read. SendFile uploads multipart: sendVoice for a
+// File.Voice in Ogg Opus, MP3 or M4A (a recipient who refuses voice
+// notes, VOICE_MESSAGES_FORBIDDEN, gets it again by sendDocument),
+// sendPhoto for a JPEG or PNG up to 10 MB (a photo Telegram cannot
+// process goes again by sendDocument), sendDocument for the rest, up to
+// Telegram's 50 MB; sendAudio is not used.
 // SendPoll sends an anonymous poll; Telegram keeps a poll open for 5 s
 // to 10 min or until closed, so a longer Duration is refused.
 //

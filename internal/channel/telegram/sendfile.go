@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +22,13 @@ const (
 	maxCaption     = 1024     // UTF-16 units, after entities parsing
 )
 
-// SendFile implements channel.Attacher: sendPhoto for a JPEG or PNG
-// Telegram can show as a photo, else sendDocument, as multipart with the
-// caption in HTML and its plain fallback as Send does. A photo Telegram
-// cannot process (too big, odd dimensions, not really an image) goes
-// again as a document, so the file still arrives.
+// SendFile implements channel.Attacher: sendVoice for a voice note
+// (f.Voice) in a format Telegram plays as one, sendPhoto for a JPEG or
+// PNG Telegram can show as a photo, else sendDocument, as multipart with
+// the caption in HTML and its plain fallback as Send does. A photo
+// Telegram cannot process (too big, odd dimensions, not really an image)
+// or a voice note the recipient's privacy settings refuse goes again as
+// a document, so the file still arrives.
 func (b *Bot) SendFile(ctx context.Context, t channel.Target, f channel.File, replyTo string) (channel.Sent, error) {
 	tg, up, err := b.checkFile(t, f)
 	if err != nil {
@@ -37,7 +41,12 @@ func (b *Bot) SendFile(ctx context.Context, t channel.Target, f channel.File, re
 		}
 	}
 	method, field := "sendDocument", "document"
-	if isPhoto(up) {
+	switch {
+	case f.Voice && isVoice(up):
+		method, field = "sendVoice", "voice"
+	case f.Voice:
+		b.log.Info("telegram plays only Ogg Opus, MP3 and M4A as a voice note; sending the audio as a document", "mime", up.mime, "name", up.name)
+	case isPhoto(up):
 		method, field = "sendPhoto", "photo"
 	}
 	at := sendAttempt{html: f.Caption != "", reply: reply != 0}
@@ -48,8 +57,8 @@ func (b *Bot) SendFile(ctx context.Context, t channel.Target, f channel.File, re
 	}
 	var out message
 	err = b.call(ctx, "send file", method, tg, at, f.CaptionPlain != "", params, &out)
-	if err != nil && method == "sendPhoto" && photoRefused(err) {
-		b.log.Info("telegram refused a photo; sending it as a document", "err", err)
+	if err != nil && method != "sendDocument" && asDocument(method, err) {
+		b.log.Info("telegram refused the file as "+field+"; sending it as a document", "err", err)
 		params = func(at sendAttempt) map[string]any {
 			p := b.fileParams(f, tg, reply, at)
 			p["document"] = up
@@ -91,13 +100,34 @@ func isPhoto(u upload) bool {
 	return (mt == "image/jpeg" || mt == "image/png") && len(u.data) <= maxPhotoUpload
 }
 
-// photoRefused is sendPhoto's refusal of the image itself.
-func photoRefused(err error) bool {
+// voiceMIME and voiceExt are the audio Telegram plays as a voice note
+// (Bot API sendVoice: Ogg Opus, MP3, M4A), by type or, for a generic
+// type, by name, as OpenClaw decides.
+var (
+	voiceMIME = []string{"audio/ogg", "audio/opus", "audio/mpeg", "audio/mp3", "audio/mp4", "audio/x-m4a", "audio/m4a"}
+	voiceExt  = []string{".oga", ".ogg", ".opus", ".mp3", ".m4a"}
+)
+
+// isVoice says Telegram may play u as a voice note.
+func isVoice(u upload) bool {
+	mt, _, _ := strings.Cut(u.mime, ";")
+	return slices.Contains(voiceMIME, strings.ToLower(strings.TrimSpace(mt))) ||
+		slices.Contains(voiceExt, strings.ToLower(path.Ext(u.name)))
+}
+
+// asDocument says err is Telegram's refusal of the file in the form
+// method sends it, which a document still delivers: sendPhoto's of the
+// image itself, sendVoice's of a voice note by a recipient who accepts
+// none from the bot (Premium privacy setting).
+func asDocument(method string, err error) bool {
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Code != 400 {
 		return false
 	}
 	d := strings.ToUpper(ae.Description)
+	if method == "sendVoice" {
+		return strings.Contains(d, "VOICE_MESSAGES_FORBIDDEN")
+	}
 	return strings.Contains(d, "IMAGE_PROCESS_FAILED") || strings.Contains(d, "PHOTO_INVALID_DIMENSIONS") ||
 		strings.Contains(d, "PHOTO_SAVE_FILE_INVALID")
 }

@@ -13,6 +13,7 @@ import (
 
 	"talon/internal/channel"
 	"talon/internal/channel/telegram/tgtest"
+	"talon/internal/tools/tts/ttstest"
 )
 
 var (
@@ -22,6 +23,7 @@ var (
 
 func TestSendFile(t *testing.T) {
 	pdf := []byte("%PDF-1.7 body")
+	opus, wav := ttstest.OpusLasting(50), ttstest.WAV()
 	tests := []struct {
 		name      string
 		setup     func(s *tgtest.Server)
@@ -75,6 +77,44 @@ func TestSendFile(t *testing.T) {
 			file:    channel.File{Name: "a.pdf", Data: pdf},
 			replyTo: func(*tgtest.Server) string { return "999" },
 			want:    []tgtest.Upload{{Method: "sendDocument", ChatID: "42", Name: "a.pdf", MIME: "application/octet-stream", Data: pdf}},
+		},
+		{
+			name:   "ogg opus asked as a voice note is one, in a topic, replying",
+			target: "-1001:topic:17", replyTo: func(s *tgtest.Server) string { return said(s, -1001, 17) },
+			file: channel.File{Name: "speech.opus", MIME: "audio/ogg", Data: opus, Voice: true, Caption: "<i>hi</i>", CaptionPlain: "hi"},
+			want: []tgtest.Upload{{Method: "sendVoice", ChatID: "-1001", ThreadID: 17, Name: "speech.opus", MIME: "audio/ogg", Data: opus,
+				Caption: "<i>hi</i>", ParseMode: "HTML", ReplyTo: 1001, Voice: true}},
+		},
+		{
+			name: "a voice note of generic type is told by its name",
+			file: channel.File{Name: "note.ogg", MIME: "application/octet-stream", Data: opus, Voice: true},
+			want: []tgtest.Upload{{Method: "sendVoice", ChatID: "42", Name: "note.ogg", MIME: "application/octet-stream", Data: opus, Voice: true}},
+		},
+		{
+			name: "ogg opus not asked as a voice note is a document",
+			file: channel.File{Name: "speech.opus", MIME: "audio/ogg", Data: opus},
+			want: []tgtest.Upload{{Method: "sendDocument", ChatID: "42", Name: "speech.opus", MIME: "audio/ogg", Data: opus}},
+		},
+		{
+			name: "wav asked as a voice note is a document: Telegram plays none",
+			file: channel.File{Name: "speech.wav", MIME: "audio/wav", Data: wav, Voice: true},
+			want: []tgtest.Upload{{Method: "sendDocument", ChatID: "42", Name: "speech.wav", MIME: "audio/wav", Data: wav}},
+		},
+		{
+			name: "a recipient who refuses voice notes gets a document",
+			setup: func(s *tgtest.Server) {
+				s.Fail("sendVoice", tgtest.Failure{Code: 400, Description: "Bad Request: VOICE_MESSAGES_FORBIDDEN"})
+			},
+			file: channel.File{Name: "speech.opus", MIME: "audio/ogg", Data: opus, Voice: true, CaptionPlain: "c"},
+			want: []tgtest.Upload{{Method: "sendDocument", ChatID: "42", Name: "speech.opus", MIME: "audio/ogg", Data: opus, Caption: "c"}},
+		},
+		{
+			name: "another refusal of a voice note is the error",
+			setup: func(s *tgtest.Server) {
+				s.Fail("sendVoice", tgtest.Failure{Code: 403, Description: "Forbidden: bot was blocked by the user"})
+			},
+			file:     channel.File{Name: "speech.opus", MIME: "audio/ogg", Data: opus, Voice: true},
+			errMatch: "bot was blocked by the user",
 		},
 		{
 			name:  "answer lost is unconfirmed",

@@ -181,7 +181,8 @@ func route(ctx context.Context, env *tools.Env) chat {
 }
 
 // deliver sends the audio to the session's chat and says how it went,
-// as the tail of the result's audio line.
+// as the tail of the result's audio line. A chat with voice notes gets
+// Ogg Opus as one, as OpenClaw delivers it; anything else goes as a file.
 func deliver(ctx context.Context, env *tools.Env, c chat, p string, f format, audio []byte) string {
 	switch {
 	case c.refusal != "":
@@ -189,11 +190,16 @@ func deliver(ctx context.Context, env *tools.Env, c chat, p string, f format, au
 	case !c.ok:
 		return ""
 	}
-	m := tools.OutMessage{Action: "sendAttachment", File: &tools.Attachment{Name: path.Base(p), MIME: f.mime, Data: audio}}
+	voice := f.voice && slices.Contains(voiceNoteChannels, c.channel)
+	m := tools.OutMessage{Action: "sendAttachment", File: &tools.Attachment{Name: path.Base(p), MIME: f.mime, Data: audio, Voice: voice}}
 	if _, err := env.Messenger.Send(ctx, env.SessionKey, m); err != nil {
 		return "; not sent to the chat: " + err.Error()
 	}
-	return "; sent to this " + cmp.Or(c.channel, "chat") + " conversation"
+	as := ""
+	if voice {
+		as = " as a voice note"
+	}
+	return "; sent" + as + " to this " + cmp.Or(c.channel, "chat") + " conversation"
 }
 
 // synthesize sends c and returns the audio, checked to be of the format

@@ -16,6 +16,7 @@ import (
 
 	"talon/internal/config"
 	"talon/internal/tools"
+	"talon/internal/tools/tts/ttstest"
 )
 
 // messenger plays the gateway: a dry run says which chat the session
@@ -63,7 +64,7 @@ func parseConfig(t *testing.T, src string) *config.Config {
 }
 
 type rig struct {
-	api  *fakeAPI
+	api  *ttstest.Server
 	dir  string
 	env  *tools.Env
 	msgr *messenger
@@ -71,13 +72,13 @@ type rig struct {
 
 func newRig(t *testing.T, ttsSection string) *rig {
 	t.Helper()
-	r := &rig{api: newFakeAPI(t), dir: t.TempDir(), msgr: &messenger{dryErr: noChat}}
+	r := &rig{api: ttstest.Start(t), dir: t.TempDir(), msgr: &messenger{dryErr: noChat}}
 	root, err := os.OpenRoot(r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
-	cfg := parseConfig(t, "{tts: "+strings.ReplaceAll(ttsSection, "FAKE", r.api.srv.URL)+"}")
+	cfg := parseConfig(t, "{tts: "+strings.ReplaceAll(ttsSection, "FAKE", r.api.URL)+"}")
 	r.env = &tools.Env{SessionKey: "agent:main:main", Workspace: root, AllowLoopback: true, Config: cfg, Messenger: r.msgr,
 		Outbound: tools.Outbound{Env: func(k string) string { return map[string]string{"TENANT_KEY": "sk-tenant"}[k] }}}
 	return r
@@ -116,52 +117,57 @@ func TestSpeak(t *testing.T) {
 		chat    string // the session's chat channel; "" for none
 		file    string // the file written
 		want    string // in the result
-		check   func(t *testing.T, s seen)
+		check   func(t *testing.T, s ttstest.Request)
 		sentAs  string // the MIME type of the file sent to the chat; "" when none
+		voice   bool   // sent as a voice note
 		wantMP3 bool
 	}{
 		{name: "openai, defaults, no chat", tts: openAI, args: `{"text":"Hello there."}`, file: "speech-123005.mp3",
 			want: "(spoken) Hello there.\n[audio: " + day + "speech-123005.mp3 (openai, audio/mpeg, 834 B)]",
-			check: func(t *testing.T, s seen) {
+			check: func(t *testing.T, s ttstest.Request) {
 				wantRequest(t, s, "/v1/audio/speech", "", map[string]any{"model": "gpt-4o-mini-tts", "input": "Hello there.", "voice": "coral", "response_format": "mp3"})
-				if h := s.header.Get("Authorization"); h != "Bearer sk-tenant" {
+				if h := s.Header.Get("Authorization"); h != "Bearer sk-tenant" {
 					t.Errorf("Authorization %q", h)
 				}
 			}},
 		{name: "openai, a telegram chat gets opus and the file", tts: openAI, args: `{"text":"Voice note."}`, chat: "telegram", file: "speech-123005.opus",
-			want: "(openai, audio/ogg, ", sentAs: "audio/ogg",
-			check: func(t *testing.T, s seen) {
+			want: "(openai, audio/ogg, ", sentAs: "audio/ogg", voice: true,
+			check: func(t *testing.T, s ttstest.Request) {
 				wantRequest(t, s, "/v1/audio/speech", "", map[string]any{"model": "gpt-4o-mini-tts", "input": "Voice note.", "voice": "coral", "response_format": "opus"})
 			}},
 		{name: "openai, slack gets mp3", tts: openAI, args: `{"text":"Hi"}`, chat: "slack", file: "speech-123005.mp3",
 			want: "; sent to this slack conversation]", sentAs: "audio/mpeg"},
+		{name: "opus asked for in slack is a file, not a voice note", tts: `{providers: {openai: {baseUrl: "FAKE/v1", apiKey: "k", responseFormat: "opus"}}}`,
+			args: `{"text":"Hi"}`, chat: "slack", file: "speech-123005.opus", want: "; sent to this slack conversation]", sentAs: "audio/ogg"},
+		{name: "mp3 asked for in telegram is a file, not a voice note", tts: `{providers: {openai: {baseUrl: "FAKE/v1", apiKey: "k", responseFormat: "mp3"}}}`,
+			args: `{"text":"Hi"}`, chat: "telegram", file: "speech-123005.mp3", want: "; sent to this telegram conversation]", sentAs: "audio/mpeg"},
 		{name: "channel argument is a format hint", tts: openAI, args: `{"text":"Hi","channel":"Telegram"}`, file: "speech-123005.opus", want: "audio/ogg"},
 		{name: "openai-compatible server: its model, voice, wav, speed, instructions, extra body",
 			tts: `{providers: {openai: {baseUrl: "FAKE/v1/", apiKey: "local", model: "tts-1", speakerVoice: "af_sky", responseFormat: "wav",
 				speed: 5, instructions: "calm", extraBody: {lang: "en-us", voice: "override"}}}}`,
 			args: `{"text":"Local."}`, file: "speech-123005.wav", want: "(openai, audio/wav, ",
-			check: func(t *testing.T, s seen) {
+			check: func(t *testing.T, s ttstest.Request) {
 				wantRequest(t, s, "/v1/audio/speech", "", map[string]any{"model": "tts-1", "input": "Local.", "voice": "override",
 					"response_format": "wav", "speed": 5.0, "instructions": "calm", "lang": "en-us"})
 			}},
 		{name: "elevenlabs, legacy keys, mp3", tts: elevenLabs, args: `{"text":"Eleven."}`, file: "speech-123005.mp3", want: "(elevenlabs, audio/mpeg, ",
-			check: func(t *testing.T, s seen) {
+			check: func(t *testing.T, s ttstest.Request) {
 				wantRequest(t, s, "/v1/text-to-speech/EXAVITQu4vr4xnSDxMaL", "output_format=mp3_44100_128", map[string]any{"text": "Eleven.", "model_id": "eleven_flash_v2_5",
 					"voice_settings": map[string]any{"stability": 0.5, "similarity_boost": 0.75, "style": 0.0, "use_speaker_boost": true, "speed": 1.0}})
-				if s.header.Get("xi-api-key") != "xi-literal" || s.header.Get("Accept") != "audio/mpeg" || s.header.Get("Authorization") != "" {
-					t.Errorf("headers %v", s.header)
+				if s.Header.Get("xi-api-key") != "xi-literal" || s.Header.Get("Accept") != "audio/mpeg" || s.Header.Get("Authorization") != "" {
+					t.Errorf("headers %v", s.Header)
 				}
 			}},
 		{name: "elevenlabs, canonical keys, settings, telegram opus",
 			tts: `{provider: "ElevenLabs", providers: {elevenlabs: {baseUrl: "FAKE", apiKey: "${TENANT_KEY}", speakerVoiceId: "pMsXgVXv3BLzUgSXRplE", model: "eleven_v3",
 				voiceSettings: {stability: 0.2, useSpeakerBoost: false}, applyTextNormalization: "off", languageCode: "DE", seed: 42}}}`,
-			args: `{"text":"Guten Tag."}`, chat: "telegram", file: "speech-123005.opus", want: "(elevenlabs, audio/ogg, ", sentAs: "audio/ogg",
-			check: func(t *testing.T, s seen) {
+			args: `{"text":"Guten Tag."}`, chat: "telegram", file: "speech-123005.opus", want: "(elevenlabs, audio/ogg, ", sentAs: "audio/ogg", voice: true,
+			check: func(t *testing.T, s ttstest.Request) {
 				wantRequest(t, s, "/v1/text-to-speech/pMsXgVXv3BLzUgSXRplE", "output_format=opus_48000_64", map[string]any{"text": "Guten Tag.", "model_id": "eleven_v3",
 					"voice_settings":           map[string]any{"stability": 0.2, "similarity_boost": 0.75, "style": 0.0, "use_speaker_boost": false, "speed": 1.0},
 					"apply_text_normalization": "off", "language_code": "de", "seed": 42.0})
-				if s.header.Get("xi-api-key") != "sk-tenant" || s.header.Get("Accept") != "" {
-					t.Errorf("headers %v", s.header)
+				if s.Header.Get("xi-api-key") != "sk-tenant" || s.Header.Get("Accept") != "" {
+					t.Errorf("headers %v", s.Header)
 				}
 			}},
 		{name: "auto-select: elevenlabs has the only key", tts: `{providers: {elevenlabs: {baseUrl: "FAKE", apiKey: "xi"}}}`, args: `{"text":"x"}`,
@@ -179,7 +185,7 @@ func TestSpeak(t *testing.T) {
 			if res.IsError || !strings.Contains(res.Text, tt.want) {
 				t.Fatalf("result %+v, want it to contain %q", res, tt.want)
 			}
-			reqs := r.api.requests()
+			reqs := r.api.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))
 			}
@@ -187,7 +193,7 @@ func TestSpeak(t *testing.T) {
 				tt.check(t, reqs[0])
 			}
 			ext := filepath.Ext(tt.file)
-			want, _ := audioOf(strings.TrimPrefix(ext, "."))
+			want, _ := ttstest.AudioOf(strings.TrimPrefix(ext, "."))
 			if got := r.file(t, day+tt.file); !bytes.Equal(got, want) {
 				t.Errorf("the file holds %d bytes, not the provider's %d", len(got), len(want))
 			}
@@ -199,10 +205,14 @@ func TestSpeak(t *testing.T) {
 					t.Fatalf("sent %d messages, want 1", len(r.msgr.sent))
 				}
 				m := r.msgr.sent[0]
-				if m.Action != "sendAttachment" || m.File == nil || m.File.Name != tt.file || m.File.MIME != tt.sentAs || !bytes.Equal(m.File.Data, want) {
+				if m.Action != "sendAttachment" || m.File == nil || m.File.Name != tt.file || m.File.MIME != tt.sentAs || !bytes.Equal(m.File.Data, want) || m.File.Voice != tt.voice {
 					t.Errorf("sent %+v", m)
 				}
-				if !strings.Contains(res.Text, "; sent to this "+tt.chat+" conversation]") {
+				as := ""
+				if tt.voice {
+					as = " as a voice note"
+				}
+				if !strings.Contains(res.Text, "; sent"+as+" to this "+tt.chat+" conversation]") {
 					t.Errorf("result %q does not say it was sent", res.Text)
 				}
 			}
@@ -210,12 +220,12 @@ func TestSpeak(t *testing.T) {
 	}
 }
 
-func wantRequest(t *testing.T, s seen, path, query string, body map[string]any) {
+func wantRequest(t *testing.T, s ttstest.Request, path, query string, body map[string]any) {
 	t.Helper()
-	if s.method != http.MethodPost || s.path != path || s.query != query || s.header.Get("Content-Type") != "application/json" {
-		t.Errorf("request %s %s?%s (%s), want POST %s?%s", s.method, s.path, s.query, s.header.Get("Content-Type"), path, query)
+	if s.Method != http.MethodPost || s.Path != path || s.Query != query || s.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("request %s %s?%s (%s), want POST %s?%s", s.Method, s.Path, s.Query, s.Header.Get("Content-Type"), path, query)
 	}
-	got, _ := json.Marshal(s.body)
+	got, _ := json.Marshal(s.Body)
 	exp, _ := json.Marshal(body)
 	if !bytes.Equal(got, exp) {
 		t.Errorf("body %s\nwant %s", got, exp)
@@ -289,15 +299,15 @@ func TestRefusals(t *testing.T) {
 		{name: "an answer that is not the audio asked for", tts: openAI, args: `{"text":"x"}`, requests: 1,
 			answer: func(w http.ResponseWriter, _ *http.Request) bool {
 				w.Header().Set("Content-Type", "audio/mpeg")
-				w.Write(wavAudio())
+				w.Write(ttstest.WAV())
 				return true
 			},
-			want: fmt.Sprintf("tts: openai: the answer (%d bytes, audio/wave) is not mp3 audio", len(wavAudio()))},
+			want: fmt.Sprintf("tts: openai: the answer (%d bytes, audio/wave) is not mp3 audio", len(ttstest.WAV()))},
 		{name: "over the audio cap, unannounced", tts: openAI, args: `{"text":"x"}`, requests: 1,
 			answer: func(w http.ResponseWriter, _ *http.Request) bool {
 				w.Header().Set("Content-Type", "audio/mpeg")
 				w.(http.Flusher).Flush()
-				w.Write(bytes.Repeat(mp3Audio(), MaxAudio/834+1))
+				w.Write(bytes.Repeat(ttstest.MP3(), MaxAudio/834+1))
 				return true
 			},
 			want: "tts: openai: the audio is over 16 MiB"},
@@ -310,7 +320,7 @@ func TestRefusals(t *testing.T) {
 			want: "tts: openai: answered with application/json instead of audio"},
 		{name: "over the audio cap", tts: openAI, args: `{"text":"x"}`, requests: 1,
 			answer: func(w http.ResponseWriter, _ *http.Request) bool {
-				big := bytes.Repeat(mp3Audio(), MaxAudio/834+1)
+				big := bytes.Repeat(ttstest.MP3(), MaxAudio/834+1)
 				w.Header().Set("Content-Type", "audio/mpeg")
 				w.Header().Set("Content-Length", fmt.Sprint(len(big)))
 				w.Write(big)
@@ -321,7 +331,7 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, tt.tts)
-			r.api.answer = tt.answer
+			r.api.Answer(tt.answer)
 			if tt.env != nil {
 				tt.env(r.env)
 			}
@@ -332,7 +342,7 @@ func TestRefusals(t *testing.T) {
 			if strings.Contains(res.Text, "sk-tenant") || strings.Contains(res.Text, "sk-operator") {
 				t.Errorf("the result quotes a key: %q", res.Text)
 			}
-			if n := len(r.api.requests()); n != tt.requests {
+			if n := len(r.api.Requests()); n != tt.requests {
 				t.Errorf("%d requests reached the provider, want %d", n, tt.requests)
 			}
 			if _, err := os.Stat(filepath.Join(r.dir, Dir)); !errors.Is(err, os.ErrNotExist) {
@@ -381,7 +391,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	}
 	t.Run("timeout", func(t *testing.T) {
 		r := newRig(t, openAI)
-		r.api.answer = hold
+		r.api.Answer(hold)
 		res := r.run(t, context.Background(), `{"text":"x","timeoutMs":20}`)
 		if want := "tts: openai: no audio within 20ms (tts.timeoutMs, or the call's timeoutMs)"; !res.IsError || res.Text != want {
 			t.Errorf("result %+v, want %q", res, want)
@@ -390,10 +400,10 @@ func TestTimeoutAndCancel(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		r := newRig(t, openAI)
 		ctx, cancel := context.WithCancel(context.Background())
-		r.api.answer = func(w http.ResponseWriter, req *http.Request) bool {
+		r.api.Answer(func(w http.ResponseWriter, req *http.Request) bool {
 			cancel()
 			return hold(w, req)
-		}
+		})
 		res := r.run(t, ctx, `{"text":"x"}`)
 		if !res.IsError || !strings.Contains(res.Text, "context canceled") {
 			t.Errorf("result %+v, want the cancellation", res)

@@ -2,6 +2,7 @@ package tgtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -153,10 +154,10 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) 
 	_, _ = w.Write(st.data)
 }
 
-// Upload is a file the bot sent (sendPhoto or sendDocument).
+// Upload is a file the bot sent (sendPhoto, sendDocument or sendVoice).
 type Upload struct {
 	MessageID int64
-	Method    string // sendPhoto or sendDocument
+	Method    string // sendPhoto, sendDocument or sendVoice
 	ChatID    string
 	ThreadID  int64
 	Name      string // the part's filename
@@ -165,6 +166,9 @@ type Upload struct {
 	Caption   string // as sent (HTML when ParseMode is "HTML")
 	ParseMode string
 	ReplyTo   int64
+	// Voice says the message is a voice note: a sendVoice of audio
+	// Telegram plays as one.
+	Voice bool
 }
 
 // Uploads are the files the bot has sent, in order.
@@ -223,9 +227,16 @@ func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, method string,
 	msg := Message{MessageID: s.nextMsg, From: &bot, Chat: s.botChatLocked(chatNum, thread), Date: time.Now().Unix(),
 		Caption: shown, MessageThreadID: thread, IsTopicMessage: thread != 0, ReplyToMessage: replied}
 	file := File{FileID: fmt.Sprintf("BQAC-sent-%d", msg.MessageID), FileUniqueID: fmt.Sprintf("AgAD%d", msg.MessageID), FileSize: int64(len(up.Data))}
-	if field == "photo" {
+	switch voiceType := voiceMIME(up.Data); {
+	case field == "photo":
 		msg.Photo = []File{file}
-	} else {
+	case field == "voice" && voiceType != "":
+		file.MIMEType, file.Duration = voiceType, intParam(p, "duration")
+		if file.Duration == 0 {
+			file.Duration = oggSeconds(up.Data)
+		}
+		msg.Voice, up.Voice = &file, true
+	default:
 		file.FileName, file.MIMEType = up.Name, up.MIME
 		msg.Document = &file
 	}
@@ -279,4 +290,35 @@ func captionText(caption, mode string) (string, string) {
 		return "", "message caption is too long"
 	}
 	return shown, ""
+}
+
+// voiceMIME is the type of audio Telegram plays as a voice note (Bot API
+// sendVoice: Ogg Opus, MP3, M4A), told from its first bytes; "" for
+// anything else.
+func voiceMIME(data []byte) string {
+	switch {
+	case len(data) >= 36 && string(data[:4]) == "OggS" && string(data[28:36]) == "OpusHead":
+		return "audio/ogg"
+	case bytes.HasPrefix(data, []byte("ID3")) || len(data) >= 2 && data[0] == 0xFF && data[1]&0xE0 == 0xE0:
+		return "audio/mpeg"
+	case len(data) >= 12 && string(data[4:8]) == "ftyp" && string(data[8:11]) == "M4A":
+		return "audio/mp4"
+	}
+	return ""
+}
+
+// oggSeconds is an Ogg Opus stream's length in whole seconds, rounded:
+// its last page's granule position less the OpusHead pre-skip, at
+// Opus's 48 kHz (RFC 7845 §4); 0 when data is not one.
+func oggSeconds(data []byte) int64 {
+	last := bytes.LastIndex(data, []byte("OggS"))
+	if voiceMIME(data) != "audio/ogg" || last < 0 || len(data) < last+14 {
+		return 0
+	}
+	granule := int64(binary.LittleEndian.Uint64(data[last+6:]))
+	preSkip := int64(binary.LittleEndian.Uint16(data[38:]))
+	if granule <= preSkip {
+		return 0
+	}
+	return (granule - preSkip + 24000) / 48000
 }

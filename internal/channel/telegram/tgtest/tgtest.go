@@ -10,8 +10,8 @@
 // sendChatAction, editMessageText (the bot's own messages only),
 // deleteMessage, setMessageReaction (one emoji of Telegram's default
 // reaction list, or none), getFile and the file download path for files
-// users sent (Say.File), sendPhoto and sendDocument (multipart, read
-// back with Uploads), sendPoll (InputPollOption objects, open_period
+// users sent (Say.File), sendPhoto, sendDocument and sendVoice
+// (multipart, read back with Uploads), sendPoll (InputPollOption objects, open_period
 // 5-600; Polls) and answerCallbackQuery for presses injected with
 // UserPresses (Answers, WaitAnswers).
 //
@@ -23,7 +23,10 @@
 // when only the markup differs but the entities agree), and any known
 // message may be deleted (Telegram limits that by age and rights), a
 // "photo" is any bytes that start as JPEG or PNG do (sized 1280×853
-// whatever they hold), and a press is answered at any time (Telegram
+// whatever they hold), a voice note is an upload typed or named as Ogg
+// Opus, MP3 or M4A (anything else sent with sendVoice comes back as a
+// document, as Telegram says it may) whose duration is read only from
+// an Ogg stream's last granule position, and a press is answered at any time (Telegram
 // gives up after a while).
 package tgtest
 
@@ -193,7 +196,7 @@ type Server struct {
 	reactions  []Reaction
 	deletions  []Deletion
 	files      map[string]*stored // by file_id: what users sent, served by getFile
-	uploads    []Upload           // what the bot sent with sendPhoto and sendDocument
+	uploads    []Upload           // what the bot sent with sendPhoto, sendDocument and sendVoice
 	sentPolls  []SentPoll
 	presses    map[string]bool // callback query ids not yet answered
 	answers    []Answer
@@ -656,7 +659,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.setMessageReaction(w, p)
 	case "getFile":
 		s.getFile(w, p)
-	case "sendPhoto", "sendDocument":
+	case "sendPhoto", "sendDocument", "sendVoice":
 		s.sendFile(w, r, method, p)
 	case "sendPoll":
 		s.sendPoll(w, p)
@@ -670,7 +673,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // carriesOut are the methods whose Failure.Drop carries the request out
 // before dropping the connection; they take their failure themselves.
 var carriesOut = map[string]bool{"sendMessage": true, "editMessageText": true, "deleteMessage": true, "setMessageReaction": true,
-	"sendPhoto": true, "sendDocument": true, "sendPoll": true}
+	"sendPhoto": true, "sendDocument": true, "sendVoice": true, "sendPoll": true}
 
 // answer ends a request that was carried out: with result, or with no
 // answer at all when f drops it.

@@ -8,9 +8,12 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"talon/internal/tools/tts/ttstest"
 )
 
 func TestParseHTML(t *testing.T) {
@@ -246,5 +249,84 @@ func TestFakeFiles(t *testing.T) {
 	if resp.StatusCode != 200 || len(got) != 1 || got[0].Name != "r.pdf" || got[0].MIME != "application/pdf" ||
 		string(got[0].Data) != "%PDF" || got[0].Caption != "<b>x</b>" || got[0].ParseMode != "HTML" || got[0].ChatID != "5" {
 		t.Fatalf("upload = %d %+v", resp.StatusCode, got)
+	}
+}
+
+// TestFakeVoice: sendVoice answers a Message with a voice (type and
+// duration, no file name) for audio Telegram plays as a voice note, a
+// document for other bytes, and refuses a request without the file.
+func TestFakeVoice(t *testing.T) {
+	mp3 := append([]byte{0xFF, 0xFB, 0x90, 0x64}, make([]byte, 413)...)
+	tests := []struct {
+		name     string
+		file     []byte // nil: no voice part
+		duration string // the duration parameter, when not ""
+		code     int
+		kind     string         // the message's file field
+		want     map[string]any // its fields beyond file_id, file_unique_id and file_size
+		refusal  string
+	}{
+		{name: "ogg opus, duration read from the stream", file: ttstest.OpusLasting(100), code: 200, kind: "voice",
+			want: map[string]any{"mime_type": "audio/ogg", "duration": 2.0}},
+		{name: "duration given", file: ttstest.Opus(), duration: "7", code: 200, kind: "voice", want: map[string]any{"mime_type": "audio/ogg", "duration": 7.0}},
+		{name: "mp3", file: mp3, code: 200, kind: "voice", want: map[string]any{"mime_type": "audio/mpeg"}},
+		{name: "not a voice format becomes a document", file: []byte("%PDF-1.7"), code: 200, kind: "document",
+			want: map[string]any{"file_name": "speech.opus", "mime_type": "audio/ogg"}},
+		{name: "no file", code: 400, refusal: "Bad Request: there is no voice in the request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Start(t)
+			var buf bytes.Buffer
+			w := multipart.NewWriter(&buf)
+			_ = w.WriteField("chat_id", "5")
+			if tt.duration != "" {
+				_ = w.WriteField("duration", tt.duration)
+			}
+			if tt.file != nil {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", `form-data; name="voice"; filename="speech.opus"`)
+				h.Set("Content-Type", "audio/ogg")
+				part, _ := w.CreatePart(h)
+				_, _ = part.Write(tt.file)
+			}
+			_ = w.Close()
+			resp, err := http.Post(s.URL+"/bot"+s.Token+"/sendVoice", w.FormDataContentType(), &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out struct {
+				OK          bool                       `json:"ok"`
+				Description string                     `json:"description"`
+				Result      map[string]json.RawMessage `json:"result"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != tt.code {
+				t.Fatalf("sendVoice = %d %+v (%v)", resp.StatusCode, out, err)
+			}
+			if tt.refusal != "" {
+				if out.OK || out.Description != tt.refusal || len(s.Uploads()) != 0 {
+					t.Fatalf("answer %+v, uploads %+v; want %q", out, s.Uploads(), tt.refusal)
+				}
+				return
+			}
+			var f map[string]any
+			if err := json.Unmarshal(out.Result[tt.kind], &f); err != nil || f == nil {
+				t.Fatalf("result %s has no %s: %v", out.Result, tt.kind, err)
+			}
+			if f["file_size"] != float64(len(tt.file)) || f["file_id"] == "" || f["file_unique_id"] == "" {
+				t.Errorf("%s %v", tt.kind, f)
+			}
+			for _, k := range []string{"file_id", "file_unique_id", "file_size"} {
+				delete(f, k)
+			}
+			if !reflect.DeepEqual(f, tt.want) {
+				t.Errorf("%s %v, want %v", tt.kind, f, tt.want)
+			}
+			up := s.Uploads()
+			if len(up) != 1 || up[0].Method != "sendVoice" || up[0].Voice != (tt.kind == "voice") || !bytes.Equal(up[0].Data, tt.file) {
+				t.Errorf("uploads %+v", up)
+			}
+		})
 	}
 }

@@ -1,4 +1,8 @@
-package tts
+// Package ttstest is a loopback fake of the speech APIs the tts tool
+// speaks (OpenAI's /v1/audio/speech, ElevenLabs' /v1/text-to-speech),
+// and real audio bytes of each format it asks for, for the tool's tests
+// and end-to-end tests through a chat.
+package ttstest
 
 import (
 	"bytes"
@@ -16,17 +20,17 @@ import (
 // Real audio bytes of each format, built as the formats define them, so
 // that the tool's check of what came back can fail.
 
-// mp3Audio is two silent MPEG-1 Layer III frames: 128 kbit/s, 44.1 kHz,
+// MP3 is two silent MPEG-1 Layer III frames: 128 kbit/s, 44.1 kHz,
 // 417 bytes each (144·128000/44100), header FF FB 90 64 and zeroed side
 // information and data.
-func mp3Audio() []byte {
+func MP3() []byte {
 	frame := make([]byte, 417)
 	copy(frame, []byte{0xFF, 0xFB, 0x90, 0x64})
 	return append(frame, frame...)
 }
 
-// wavAudio is 10 ms of 16-bit mono silence at 24 kHz in a RIFF WAVE file.
-func wavAudio() []byte {
+// WAV is 10 ms of 16-bit mono silence at 24 kHz in a RIFF WAVE file.
+func WAV() []byte {
 	const rate, samples = 24000, 240
 	var b bytes.Buffer
 	le := func(v any) { _ = binary.Write(&b, binary.LittleEndian, v) }
@@ -86,10 +90,14 @@ func oggPage(flags byte, granule uint64, seq uint32, packet []byte) []byte {
 	return page
 }
 
-// opusAudio is an Ogg Opus stream (RFC 7845): the OpusHead and OpusTags
-// pages, then one 20 ms packet whose single frame is empty (RFC 6716
-// §3.2.1: a zero-length frame, silence).
-func opusAudio() []byte {
+// Opus is an Ogg Opus stream (RFC 7845) of one 20 ms packet of silence.
+func Opus() []byte { return OpusLasting(1) }
+
+// OpusLasting is an Ogg Opus stream (RFC 7845) of n 20 ms packets, one
+// a page: the OpusHead and OpusTags pages, then packets whose single
+// frame is empty (RFC 6716 §3.2.1: a zero-length frame, silence). It
+// plays n·20 ms less the 312-sample pre-skip.
+func OpusLasting(n int) []byte {
 	head := []byte("OpusHead")
 	head = append(head, 1, 1)                          // version, one channel
 	head = binary.LittleEndian.AppendUint16(head, 312) // pre-skip
@@ -101,49 +109,71 @@ func opusAudio() []byte {
 	tags = binary.LittleEndian.AppendUint32(tags, 0)
 	out := oggPage(0x02, 0, 0, head)
 	out = append(out, oggPage(0, 0, 1, tags)...)
-	return append(out, oggPage(0x04, 960, 2, []byte{0xF8})...)
+	for i := range max(n, 1) {
+		var flags byte
+		if i == max(n, 1)-1 {
+			flags = 0x04 // end of stream
+		}
+		// The granule position counts the samples decoded so far,
+		// pre-skip included (RFC 7845 §4).
+		out = append(out, oggPage(flags, uint64(i+1)*960, uint32(i+2), []byte{0xF8})...)
+	}
+	return out
 }
 
-// audioOf is what a provider answers for a format and its MIME type.
-func audioOf(format string) ([]byte, string) {
+// AudioOf is what a provider answers for a format and its MIME type.
+func AudioOf(format string) ([]byte, string) {
 	switch {
 	case strings.HasPrefix(format, "opus"):
-		return opusAudio(), "audio/ogg"
+		return Opus(), "audio/ogg"
 	case format == "wav":
-		return wavAudio(), "audio/wav"
+		return WAV(), "audio/wav"
 	}
-	return mp3Audio(), "audio/mpeg"
+	return MP3(), "audio/mpeg"
 }
 
-// seen is one request a fake provider got.
-type seen struct {
-	method, path, query string
-	header              http.Header
-	body                map[string]any
+// Request is one request the fake got.
+type Request struct {
+	Method, Path, Query string
+	Header              http.Header
+	Body                map[string]any
 }
 
-// fakeAPI is a loopback speech API: OpenAI's POST /v1/audio/speech and
+// Server is a loopback speech API: OpenAI's POST /v1/audio/speech and
 // ElevenLabs' POST /v1/text-to-speech/{voice_id}, answering with real
-// audio of the format asked for, unless answer says otherwise.
-type fakeAPI struct {
+// audio of the format asked for (response_format, output_format),
+// unless Answer says otherwise. A request without its key header is
+// refused 401 with the provider's own error body.
+type Server struct {
+	URL string // the server's root; OpenAI's baseUrl is URL+"/v1"
 	srv *httptest.Server
 	mu  sync.Mutex
-	got []seen
+	got []Request
 	// answer, when set, replies instead of the audio.
 	answer func(w http.ResponseWriter, r *http.Request) bool
 }
 
-func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{}
+// Start runs a Server until the test ends.
+func Start(t testing.TB) *Server {
+	f := &Server{}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.URL = f.srv.URL
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+// Answer makes fn answer the requests from now on (after they are
+// recorded); fn returns false to let the fake answer with audio.
+func (f *Server) Answer(fn func(w http.ResponseWriter, r *http.Request) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = fn
+}
+
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
-	s := seen{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone()}
-	if err := json.Unmarshal(raw, &s.body); err != nil {
+	s := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()}
+	if err := json.Unmarshal(raw, &s.Body); err != nil {
 		http.Error(w, `{"error":{"message":"body is not JSON"}}`, http.StatusBadRequest)
 		return
 	}
@@ -165,7 +195,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `{"error":{"message":"You didn't provide an API key.","type":"invalid_request_error"}}`)
 			return
 		}
-		format, _ = s.body["response_format"].(string)
+		format, _ = s.Body["response_format"].(string)
 	case strings.HasPrefix(r.URL.Path, "/v1/text-to-speech/"):
 		if r.Header.Get("xi-api-key") == "" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -177,13 +207,14 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	data, mt := audioOf(format)
+	data, mt := AudioOf(format)
 	w.Header().Set("Content-Type", mt)
 	w.Write(data)
 }
 
-func (f *fakeAPI) requests() []seen {
+// Requests are the requests the fake got, in order.
+func (f *Server) Requests() []Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]seen(nil), f.got...)
+	return append([]Request(nil), f.got...)
 }
