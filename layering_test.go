@@ -16,7 +16,7 @@ var layers = []struct {
 	layer int
 	pkgs  []string
 }{
-	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml"}},
+	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml", "tools/tts/ttstest"}},
 	{1, []string{"plugin/yamltool", "authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
 	{2, []string{"policy", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
 	{3, []string{"session", "compaction", "channel", "automation"}},
