@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -123,23 +122,22 @@ func openAICall(c *config.TTSOpenAI, base, key, text string, voiceNote bool) (ca
 	if voiceNote {
 		f = opus
 	}
-	var speed *float64
+	format, ok := c.Format()
+	if !ok {
+		return call{}, fmt.Errorf("tts.providers.openai.responseFormat %q is not one of %s: fix it in the config", format, strings.Join(config.OpenAIFormats, ", "))
+	}
+	switch format {
+	case "mp3":
+		f = mp3
+	case "opus":
+		f = opus
+	case "wav":
+		f = wav
+	}
+	speed, extra := c.SpeedValue(), c.Extra()
 	var instructions string
-	var extra *config.Raw
 	if c != nil {
-		switch strings.ToLower(c.ResponseFormat) {
-		case "mp3":
-			f = mp3
-		case "opus":
-			f = opus
-		case "wav":
-			f = wav
-		}
-		speed, instructions = c.Speed, strings.TrimSpace(c.Instructions)
-		extra = c.ExtraBody
-		if extra == nil {
-			extra = c.ExtraBodySnake
-		}
+		instructions = strings.TrimSpace(c.Instructions)
 	}
 	model := c.ModelName()
 	if _, own := c.URL(); own && !strings.Contains(model, "gpt-4o-mini-tts") {
@@ -195,31 +193,36 @@ func elevenLabsCall(c *config.TTSElevenLabs, base, key, text string, voiceNote b
 	}
 	voice := c.Voice()
 	if !config.ElevenLabsVoiceID(voice) {
-		// The checked config cannot hold one; this keeps the path safe
-		// whatever reaches here.
-		return call{}, errors.New("the ElevenLabs voice id is not 10 to 40 letters and digits")
+		// The config loads a malformed id OpenClaw loads (with a
+		// warning); it is refused here, before it reaches the path.
+		return call{}, fmt.Errorf("the voice id %q (tts.providers.elevenlabs.speakerVoiceId) is not 10 to 40 letters and digits: fix it in the config", voice)
 	}
 	settings := map[string]any{"stability": 0.5, "similarity_boost": 0.75, "style": 0.0, "use_speaker_boost": true, "speed": 1.0}
 	body := map[string]any{"text": text, "model_id": c.ModelName(), "voice_settings": settings}
-	if c != nil {
-		if v := c.VoiceSettings; v != nil {
-			setNum(settings, "stability", v.Stability)
-			setNum(settings, "similarity_boost", v.SimilarityBoost)
-			setNum(settings, "style", v.Style)
-			setNum(settings, "speed", v.Speed)
-			if v.UseSpeakerBoost != nil {
-				settings["use_speaker_boost"] = *v.UseSpeakerBoost
-			}
-		}
-		if n := strings.ToLower(c.ApplyTextNormalization); n != "" {
-			body["apply_text_normalization"] = n
-		}
-		if l := strings.ToLower(c.LanguageCode); l != "" {
-			body["language_code"] = l
-		}
-		if c.Seed != nil {
-			body["seed"] = *c.Seed
-		}
+	v := c.Settings()
+	setNum(settings, "stability", v.Stability)
+	setNum(settings, "similarity_boost", v.SimilarityBoost)
+	setNum(settings, "style", v.Style)
+	setNum(settings, "speed", v.Speed)
+	if v.UseSpeakerBoost != nil {
+		settings["use_speaker_boost"] = *v.UseSpeakerBoost
+	}
+	n, ok := c.Normalization()
+	if !ok {
+		return call{}, fmt.Errorf("tts.providers.elevenlabs.applyTextNormalization %q is not auto, on or off: fix it in the config", n)
+	}
+	if n != "" {
+		body["apply_text_normalization"] = n
+	}
+	l, ok := c.Language()
+	if !ok {
+		return call{}, fmt.Errorf("tts.providers.elevenlabs.languageCode %q is not a 2-letter ISO 639-1 code: fix it in the config", l)
+	}
+	if l != "" {
+		body["language_code"] = l
+	}
+	if seed, ok := c.SeedValue(); ok {
+		body["seed"] = seed
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
