@@ -15,10 +15,12 @@ import (
 	"talon/internal/agent"
 	"talon/internal/automation"
 	"talon/internal/automation/cron"
+	"talon/internal/channel/format"
 	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/policy"
 	"talon/internal/session"
+	"talon/internal/store"
 )
 
 // Cron jobs (spec automation.md): one scheduler for the process
@@ -271,8 +273,8 @@ func (x cronExec) Execute(ctx context.Context, key string, j automation.Job, run
 }
 
 // jobSession is the session a run works in (§3.2): the main session, a
-// named one, the one that made the job (current), or a fresh one per run
-// (isolated, R3.8).
+// named one, or a fresh one per run (isolated, R3.8, and current, R3.9,
+// which reads the tail of the conversation that made the job).
 func jobSession(cfg *config.Config, j automation.Job, agentID, runID string) (string, error) {
 	target := j.SessionTarget
 	switch {
@@ -283,13 +285,65 @@ func jobSession(cfg *config.Config, j automation.Job, agentID, runID string) (st
 		return policy.MainSessionKey(cfg, agentID), nil
 	case strings.HasPrefix(target, "session:"):
 		return session.Canonical(cfg, agentID, strings.TrimPrefix(target, "session:"))
-	case target == automation.TargetCurrent:
-		if j.SessionKey == "" {
-			return "", errors.New(`sessionTarget "current" without the session that made the job`)
-		}
-		return session.Canonical(cfg, agentID, j.SessionKey)
+	case target == automation.TargetCurrent && j.SessionKey == "":
+		return "", errors.New(`sessionTarget "current" without the session that made the job`)
 	}
 	return fmt.Sprintf("agent:%s:cron:%s:run:%s", agentID, j.ID, runID), nil
+}
+
+// currentTail bounds the conversation a current job's run reads (R3.9):
+// its last user and assistant messages, each cut to currentTailChars.
+const (
+	currentTail      = 20
+	currentTailChars = 4000
+)
+
+// conversationTail is the end of a conversation as a current job's run
+// reads it: its last user and assistant text messages, oldest first.
+func conversationTail(ctx context.Context, db *store.DB, agentID, key string) ([]llm.Message, error) {
+	e, err := db.GetSession(ctx, agentID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := db.Transcript(ctx, e.SessionID, 4*currentTail)
+	if err != nil {
+		return nil, err
+	}
+	var out []llm.Message
+	for _, m := range msgs {
+		if (m.Role == llm.RoleUser || m.Role == llm.RoleAssistant) && strings.TrimSpace(m.Content) != "" {
+			if r := []rune(m.Content); len(r) > currentTailChars {
+				m.Content = string(r[:currentTailChars]) + "…"
+			}
+			out = append(out, llm.Message{Role: m.Role, Content: m.Content})
+		}
+	}
+	return out[max(len(out)-currentTail, 0):], nil
+}
+
+// commitToConversation appends a current job's answer to the
+// conversation that made it (R3.9), once no run holds the conversation,
+// so that its next turn knows what the job said.
+func (s *Server) commitToConversation(ctx context.Context, t *tenant, agentID, key, text string) error {
+	unlock, err := s.locks.lock(ctx, sessionLockKey(t, key))
+	if err != nil {
+		return fmt.Errorf("waiting for the conversation: %w", err)
+	}
+	defer unlock()
+	t.mu.Lock()
+	db := t.store
+	t.mu.Unlock()
+	if db == nil {
+		return errors.New("the tenant is closed")
+	}
+	e, err := db.GetSession(ctx, agentID, key)
+	if err != nil {
+		return fmt.Errorf("reading the conversation: %w", err)
+	}
+	return db.AppendMessages(ctx, e.SessionID, llm.Message{Role: llm.RoleAssistant, Content: text})
 }
 
 // cronEvent_ queues a systemEvent job's text for its session and, with
@@ -312,13 +366,30 @@ func (s *Server) cronEvent_(t *tenant, j automation.Job, agentID, key string) cr
 }
 
 // cronTurn runs an agentTurn job's turn as a run of its session, then
-// delivers the answer.
+// delivers the answer; a current job's answer also goes into the
+// conversation that made it.
 func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automation.Job, agentID, key, runID string) cron.Outcome {
 	p := j.Payload
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: p.Message}}, Model: p.Model,
 		Owner: j.Creator == "" || j.Creator == "operator" || j.Creator == "owner"}
-	if j.SessionTarget == automation.TargetIsolated {
+	route := key // whose last chat an announce without a target goes to
+	home := ""
+	switch j.SessionTarget {
+	case automation.TargetIsolated:
 		req.ExtraSystem = unattended
+	case automation.TargetCurrent:
+		var err error
+		if home, err = session.Canonical(rt.file.Config, agentID, j.SessionKey); err != nil {
+			return cron.Outcome{Status: automation.StatusError, Error: err.Error(), SessionKey: key}
+		}
+		tail, err := conversationTail(ctx, rt.runner.Store, agentID, home)
+		if err != nil {
+			return cron.Outcome{Status: automation.StatusError, Error: "reading the conversation: " + err.Error(), SessionKey: key}
+		}
+		req.Input = append(tail, req.Input...)
+		req.ExtraSystem = unattended + " The messages before the last one are the end of the conversation this job was made in " +
+			"(" + home + "); your final reply is added to that conversation."
+		route = home
 	}
 	if p.ToolsAllow != nil && !(len(p.ToolsAllow) == 1 && p.ToolsAllow[0] == "*") {
 		req.ToolsAllow, req.ToolsAllowKey = p.ToolsAllow, fmt.Sprintf("cron job %s payload.toolsAllow", j.ID)
@@ -342,7 +413,13 @@ func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automat
 	o.Status = automation.StatusOK
 	text := res.Text
 	o.Summary = text
-	s.deliverRun(ctx, t, rt, j, key, runID, text, &o)
+	if body := strings.TrimSpace(format.StripHeartbeat(text)); home != "" && body != "" && !format.IsSilent(body) {
+		if err := s.commitToConversation(ctx, t, agentID, home, body); err != nil {
+			o.Status, o.Error = automation.StatusError, "adding the answer to "+home+": "+err.Error()
+			return o
+		}
+	}
+	s.deliverRun(ctx, t, rt, j, key, route, runID, text, &o)
 	return o
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"talon/internal/channel/telegram/tgtest"
+	"talon/internal/llm"
 	"talon/internal/session"
 	"talon/internal/store"
 	"talon/protocol"
@@ -251,5 +252,42 @@ func TestCronSessionRetention(t *testing.T) {
 				t.Errorf("pruned again within the hour: %v", err)
 			}
 		})
+	}
+}
+
+// TestCronCurrentTarget is R3.9: a current job runs detached, in a run
+// session of its own, with the tail of the conversation that made it,
+// and its answer is added to that conversation.
+func TestCronCurrentTarget(t *testing.T) {
+	ts, url := startWS(t, "")
+	c := dialWS(t, url)
+	chatTurn(t, c, "cur-1", "remember the milk")
+	var added struct {
+		ID string `json:"id"`
+	}
+	mustRPC(t, c, "cron.add", map[string]any{"name": "follow up", "sessionTarget": "current", "sessionKey": "agent:main:main",
+		"schedule": map[string]any{"kind": "every", "everyMs": 3600000},
+		"payload":  map[string]any{"kind": "agentTurn", "message": "follow up on it"}}, &added)
+	before := len(transcriptOf(t, ts, "agent:main:main"))
+	mustCall[map[string]any](t, c, "cron.run", map[string]any{"id": added.ID})
+	type runs struct {
+		Entries []struct {
+			Status, Summary, SessionKey string
+		} `json:"entries"`
+	}
+	var r runs
+	waitFor(t, "the job's run", func() bool {
+		r = mustCall[runs](t, c, "cron.runs", map[string]any{"id": added.ID})
+		return len(r.Entries) == 1
+	})
+	e := r.Entries[0]
+	// The inspect model counts what it was sent: the conversation's two
+	// messages and the job's.
+	if e.Status != "ok" || !strings.Contains(e.Summary, " 3 messages") || !strings.Contains(e.SessionKey, ":cron:"+added.ID+":run:") {
+		t.Fatalf("run %+v: want ok, with the conversation's tail, in a run session of its own", e)
+	}
+	msgs := transcriptOf(t, ts, "agent:main:main")
+	if len(msgs) != before+1 || msgs[len(msgs)-1].Role != llm.RoleAssistant || msgs[len(msgs)-1].Content != strings.TrimSpace(e.Summary) {
+		t.Errorf("the conversation has %d messages after %d, last %+v; want the job's answer added", len(msgs), before, msgs[len(msgs)-1])
 	}
 }

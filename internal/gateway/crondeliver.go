@@ -32,8 +32,10 @@ import (
 const webhookTimeout = 30 * time.Second
 
 // deliverRun delivers a finished agentTurn run's text per the job's
-// delivery and records how it went in o.
-func (s *Server) deliverRun(ctx context.Context, t *tenant, rt *runtime, j automation.Job, key, runID, text string, o *cron.Outcome) {
+// delivery and records how it went in o. key is the run's session (whose
+// message tool sends count as delivered), route the session whose last
+// chat an announce without a target goes to.
+func (s *Server) deliverRun(ctx context.Context, t *tenant, rt *runtime, j automation.Job, key, route, runID, text string, o *cron.Outcome) {
 	d := j.Delivery
 	if d == nil || d.Mode == "" || d.Mode == automation.DeliverNone {
 		o.DeliveryStatus = automation.DeliveryNotAsked
@@ -69,7 +71,7 @@ func (s *Server) deliverRun(ctx context.Context, t *tenant, rt *runtime, j autom
 		fail(errors.New("announce: no chat channel is configured"))
 		return
 	}
-	ch, account, target, err := s.announceTarget(ctx, rt, d, j, key)
+	ch, account, target, err := s.announceTarget(ctx, rt, d, j, route)
 	if err != nil {
 		fail(fmt.Errorf("announce: %w", err))
 		return

@@ -175,7 +175,7 @@ func (d hookDispatch) run(ctx context.Context, rt *runtime, a hooks.AgentTurn, k
 	j := automation.Job{ID: "hook", Name: cmp.Or(a.Name, "Hook"), AgentID: a.AgentID,
 		Delivery: &automation.Delivery{Mode: automation.DeliverAnnounce, Channel: a.Channel, To: a.To, AccountID: a.AccountID}}
 	var o cron.Outcome
-	s.deliverRun(ctx, t, rt, j, key, runID, res.Text, &o)
+	s.deliverRun(ctx, t, rt, j, key, key, runID, res.Text, &o)
 	yes := true
 	c.DeliveryAttempted = &yes
 	c.Delivered, c.DeliverySuppressionReason = o.Delivered, o.DeliverySuppressionReason
