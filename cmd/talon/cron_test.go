@@ -156,6 +156,8 @@ func TestCronCLI(t *testing.T) {
 				t.Errorf("heartbeat last printed %q: %v", out, err)
 			}
 		}},
+		{name: "heartbeat disable", args: fixed("system", "heartbeat", "disable"), out: []string{"heartbeats disabled\n"}},
+		{name: "heartbeat enable", args: fixed("system", "heartbeat", "enable", "--json"), json: map[string]any{"ok": true, "enabled": true}},
 		{name: "wrong token", args: fixed("cron", "list", "--token", "nope"), code: 1, errHas: []string{"gateway token mismatch"}},
 	}
 	for _, s := range steps {

@@ -11,15 +11,15 @@ import (
 )
 
 // `talon system …` is OpenClaw's system CLI: a system event for a
-// session's next turn, and the last heartbeat.
+// session's next turn, the last heartbeat, and heartbeats on or off.
 
 func newSystemCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "system",
 		Short: "Queue a system event, or read the last heartbeat, on the running gateway",
 	}
-	hb := &cobra.Command{Use: "heartbeat", Short: "Read the running gateway's heartbeats"}
-	hb.AddCommand(newHeartbeatLastCmd())
+	hb := &cobra.Command{Use: "heartbeat", Short: "Read, or turn on and off, the running gateway's heartbeats"}
+	hb.AddCommand(newHeartbeatLastCmd(), newHeartbeatSwitchCmd(true), newHeartbeatSwitchCmd(false))
 	cmd.AddCommand(newSystemEventCmd(), hb)
 	return cmd
 }
@@ -83,5 +83,38 @@ func newHeartbeatLastCmd() *cobra.Command {
 	}
 	gatewayFlags(cmd, &f)
 	cmd.Flags().Bool("json", true, "print JSON (always; accepted for OpenClaw's spelling)")
+	return cmd
+}
+
+// newHeartbeatSwitchCmd is `heartbeat enable` or `heartbeat disable`:
+// set-heartbeats for the tenant the token is of, until the gateway
+// restarts (it is not a config change).
+func newHeartbeatSwitchCmd(on bool) *cobra.Command {
+	var f callFlags
+	use, short := "disable", "Stop the tenant's heartbeats until enabled again or the gateway restarts"
+	if on {
+		use, short = "enable", "Let the tenant's heartbeats run again"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + ` (set-heartbeats; needs operator.admin). The heartbeat blocks of the config stay as they are.
+
+` + cronConnHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := callGateway(cmd, f, "set-heartbeats", map[string]bool{"enabled": on})
+			if err != nil {
+				return err
+			}
+			if f.asJSON {
+				return printPayload(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "heartbeats "+use+"d")
+			return nil
+		},
+	}
+	gatewayFlags(cmd, &f)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the gateway's answer as JSON")
 	return cmd
 }
