@@ -24,6 +24,9 @@ type memStore struct {
 	runs []automation.Run
 	// refuse makes SetCronState of these jobs fail, as a full disk would.
 	refuse map[string]bool
+	// beforeSet, when set, runs in SetCronState before the state is
+	// written, with the lock held: an edit that lands just then.
+	beforeSet func(id string)
 }
 
 func newMemStore(jobs ...automation.Job) *memStore {
@@ -64,6 +67,10 @@ func (m *memStore) SetCronState(_ context.Context, id string, st automation.JobS
 	}
 	if m.refuse[id] {
 		return errors.New("memory store: disk full")
+	}
+	if m.beforeSet != nil {
+		m.beforeSet(id)
+		j = m.jobs[id]
 	}
 	j.State = st
 	if enabled != nil {

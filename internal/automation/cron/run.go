@@ -133,9 +133,16 @@ func (s *Scheduler) record(ctx context.Context, t *tenant, ran automation.Job, f
 	}
 	f.job = fresh
 	res := settle(f)
+	edited := false
 	if !removed {
 		if err := s.save(ctx, t, fresh, res); err != nil {
 			s.log.Warn("cron: storing a run's outcome", "tenant", t.id, "job", ran.ID, "err", err)
+		}
+		// An edit that landed between reading the job and saving its
+		// outcome had its next slot overwritten by one of the old
+		// schedule: the edit's schedule decides it again.
+		if again, err := t.store.CronJob(ctx, ran.ID); err == nil && again.ConfigRevision != fresh.ConfigRevision && !res.remove {
+			fresh, edited = again, true
 		}
 	}
 	if err := t.store.AppendCronRun(ctx, res.run); err != nil {
@@ -159,7 +166,12 @@ func (s *Scheduler) record(ctx context.Context, t *tenant, ran automation.Job, f
 		job.Enabled, job.State = false, res.state
 		s.emit(t.id, Event{JobID: r.JobID, Action: "updated", Job: &job})
 		return 0, false
-	case !fresh.Enabled || res.state.NextRunAtMs == nil:
+	case !fresh.Enabled:
+		return 0, false
+	case edited:
+		fresh.State.NextRunAtMs = nil
+		return s.rearm(ctx, t, fresh, s.nowMs())
+	case res.state.NextRunAtMs == nil:
 		return 0, false
 	}
 	return *res.state.NextRunAtMs, true

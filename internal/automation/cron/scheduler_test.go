@@ -564,6 +564,48 @@ func TestJobChanged(t *testing.T) {
 	})
 }
 
+// TestEditWhileSettling: a schedule edit that lands between the run's
+// reading of the job and the saving of its outcome is not undone: the
+// next slot is the new schedule's, and the outcome is kept.
+func TestEditWhileSettling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ex := newExecutor(nil)
+		j := everyJob("n", time.Now(), time.Hour)
+		j.ConfigRevision = 1
+		st := newMemStore(j)
+		s := newScheduler(t, ex, Options{})
+		defer closeScheduler(t, s)
+		if err := s.AddTenant(t.Context(), "acme", st, TenantConfig{Enabled: true}); err != nil {
+			t.Fatal(err)
+		}
+		sets := 0
+		st.beforeSet = func(id string) {
+			// The first write marks the run as running, the second saves
+			// its outcome: the edit comes just before that one.
+			if sets++; sets == 2 {
+				e := st.jobs[id]
+				e.Schedule.EveryMs, e.ConfigRevision = (10 * time.Minute).Milliseconds(), 2
+				e.State.NextRunAtMs = ptr(ms(time.Now().Add(10 * time.Minute)))
+				st.jobs[id] = e
+			}
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		got := st.job(t, "n")
+		if got.State.LastRunStatus != automation.StatusOK {
+			t.Errorf("the outcome was lost: %+v", got.State)
+		}
+		if next := got.State.NextRunAtMs; next == nil || *next != ms(time.Now().Add(10*time.Minute)) {
+			t.Fatalf("next run %v, want the edited schedule's, now+10m (%d)", next, ms(time.Now().Add(10*time.Minute)))
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if n := len(ex.seen()); n != 2 {
+			t.Errorf("%d runs, want the second on the new schedule", n)
+		}
+	})
+}
+
 // TestScheduleErrorsDisable is R3.5: three schedule errors in a row turn
 // the job off.
 func TestScheduleErrorsDisable(t *testing.T) {
