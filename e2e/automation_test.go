@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"talon/internal/channel/telegram/tgtest"
+	"talon/internal/fakellm"
 )
 
 // TestAutomation walks cron jobs, hooks and wakes with the real binary
 // (issue 22): a job added with `talon gateway call cron.add` runs on time
 // and announces to a chat; one added with `talon cron add` is listed,
-// survives a kill -9 and a restart with its next run; a bad job is
-// refused with the reason and nothing stored; a hook wakes the agent.
+// survives a kill -9 and a restart with its next run, and once removed
+// is gone from the scheduler; bad jobs (an unsafe webhook, an invalid
+// expression, an unknown agent) are refused with the reason and nothing
+// stored; a hook wakes the agent.
 func TestAutomation(t *testing.T) {
 	tg := tgtest.Start(t)
 	s, dir := channelConfig(t, map[string]any{"telegram": map[string]any{
@@ -44,10 +47,22 @@ func TestAutomation(t *testing.T) {
 		t.Fatalf("the one-shot's answer never reached the chat: %v\n%s", err, s.proc.Log)
 	}
 
-	// A bad job is refused whole.
-	if out, err := call("cron.add", map[string]any{"name": "bad", "schedule": map[string]any{"kind": "every", "everyMs": 60000},
-		"payload": map[string]any{"kind": "agentTurn", "message": "x"}, "delivery": map[string]any{"mode": "webhook", "to": "http://169.254.169.254/"}}); err == nil || !strings.Contains(out, "delivery.to") {
-		t.Fatalf("an unsafe webhook was not refused: %v\n%s", err, out)
+	// Bad jobs are refused whole, each with its reason.
+	every := map[string]any{"kind": "every", "everyMs": 60000}
+	turn := map[string]any{"kind": "agentTurn", "message": "x"}
+	for _, bad := range []struct {
+		name string
+		job  map[string]any
+		want string
+	}{
+		{"unsafe webhook", map[string]any{"name": "bad", "schedule": every, "payload": turn,
+			"delivery": map[string]any{"mode": "webhook", "to": "http://169.254.169.254/"}}, "delivery.to"},
+		{"invalid expression", map[string]any{"name": "bad", "schedule": map[string]any{"kind": "cron", "expr": "61 * * * *"}, "payload": turn}, "schedule.expr"},
+		{"unknown agent", map[string]any{"name": "bad", "agentId": "ghost", "schedule": every, "payload": turn}, "ghost"},
+	} {
+		if out, err := call("cron.add", bad.job); err == nil || !strings.Contains(out, bad.want) {
+			t.Fatalf("%s: not refused with %q: %v\n%s", bad.name, bad.want, err, out)
+		}
 	}
 
 	// An hourly job with the CLI; listed, then through a kill -9.
@@ -87,6 +102,26 @@ func TestAutomation(t *testing.T) {
 		t.Fatalf("run history after the restart: %+v %v", runs.Entries, err)
 	}
 
+	// Removed, a job is gone from the store and the scheduler.
+	var hourly struct {
+		Jobs []struct {
+			ID string `json:"id"`
+		} `json:"jobs"`
+	}
+	if err := wsCall(t, s, "cron.list", nil, &hourly); err != nil || len(hourly.Jobs) != 1 {
+		t.Fatalf("cron.list: %+v %v", hourly, err)
+	}
+	if out, err := talonCLI(t, "cron", "remove", hourly.Jobs[0].ID, "--url", "ws"+strings.TrimPrefix(s.base, "http"), "--token", defaultToken); err != nil {
+		t.Fatalf("talon cron remove: %v\n%s", err, out)
+	}
+	var status struct {
+		Jobs     int    `json:"jobs"`
+		NextWake *int64 `json:"nextWakeAtMs"`
+	}
+	if err := wsCall(t, s, "cron.status", nil, &status); err != nil || status.Jobs != 0 || status.NextWake != nil {
+		t.Fatalf("after the removal the scheduler still has %+v (%v)", status, err)
+	}
+
 	// A hook wakes the agent: the notice is in its next turn.
 	req, _ := http.NewRequest(http.MethodPost, s.base+"/hooks/wake", strings.NewReader(`{"text":"ticket 77 escalated","mode":"now"}`))
 	req.Header.Set("Authorization", "Bearer e2e-hooks-token-0123456789")
@@ -120,4 +155,33 @@ func mustJSONBytes(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestHeartbeatOKGoesNowhere: with the real binary, a heartbeat agent runs
+// on its cadence, and a model that answers HEARTBEAT_OK has nothing
+// delivered to the heartbeat's chat target (issue 22).
+func TestHeartbeatOKGoesNowhere(t *testing.T) {
+	model, err := fakellm.Start(fakellm.Options{Reply: "HEARTBEAT_OK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	tg := tgtest.Start(t)
+	s, _ := channelConfig(t, map[string]any{"telegram": map[string]any{
+		"botToken": tg.Token, "apiRoot": tg.URL, "dmPolicy": "open", "allowFrom": []string{"*"},
+	}}, map[string]any{
+		"models": map[string]any{"providers": map[string]any{"fake": map[string]any{"baseUrl": model.BaseURL(), "api": "openai-completions"}}},
+		"agents": map[string]any{"list": []map[string]any{{"id": "main"},
+			{"id": "watch", "model": "fake/" + fakellm.Model, "heartbeat": map[string]any{"every": "1s", "target": "telegram", "to": "4242"}}}},
+	})
+	waitFor(t, "three heartbeat turns", func() bool { return model.Chats() >= 3 })
+	var last struct {
+		AgentID, Status string
+	}
+	if err := wsCall(t, s, "last-heartbeat", nil, &last); err != nil || last.AgentID != "watch" || last.Status != "ok-token" {
+		t.Fatalf("last heartbeat %+v (%v): want watch's, ok-token", last, err)
+	}
+	if sent := tg.Sent(); len(sent) != 0 {
+		t.Errorf("an OK heartbeat reached the chat: %+v", sent)
+	}
 }
