@@ -277,7 +277,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	})
 	env := &tools.Env{
 		AgentID: agentID, SessionKey: req.SessionKey, Workspace: ws,
-		AgentDir: plan.AgentWorkspace, AllowLoopback: on(cfg.Tools.Network.AllowLoopback),
+		AgentDir: plan.AgentWorkspace, StateDir: r.StateDir, AllowLoopback: on(cfg.Tools.Network.AllowLoopback),
 		ReadOnly:   decision.Sandboxed && decision.WorkspaceAccess == policy.AccessRO,
 		Sandboxed:  plan.Sandboxed,
 		Background: decision.ExecBackground,

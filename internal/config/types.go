@@ -53,6 +53,8 @@ type Config struct {
 	Hooks Hooks `json:"hooks"`
 	// TTS is the tts tool's speech provider (tts.go).
 	TTS TTS `json:"tts"`
+	// Browser is the browser tool's section (browser.go).
+	Browser Browser `json:"browser"`
 }
 
 // Gateway is the `gateway` section.

@@ -24,7 +24,7 @@ func IsUnused(is Issue) bool { return is.Message == MsgUnused }
 var unusedKeys = []string{
 	// Whole sections.
 	"meta", "wizard", "update", "telemetry", "logging", "ui", "auth", "skills",
-	"browser", "talk",
+	"talk",
 
 	// HTTP hooks: Talon has no Gmail watcher, no presets (the gmail one
 	// belongs with it), no JavaScript transforms (a mapping naming one is
@@ -133,6 +133,13 @@ var unusedKeys = []string{
 	"tts.auto", "tts.enabled", "tts.mode", "tts.persona", "tts.personas",
 	"tts.summaryModel", "tts.modelOverrides", "tts.providers.*",
 	"agents.list[].tts",
+
+	// browser: the browser tool reads enabled and executablePath
+	// (browser.go). Talon runs one headless managed profile per agent:
+	// no named or remote (CDP) profiles, no existing-session attach, no
+	// SSRF policy of its own (netguard and tools.network are the rule),
+	// no act evaluate (evaluateEnabled), no tab cleanup settings.
+	"browser.*",
 
 	"commands.*", // commands.ownerAllowFrom is read
 

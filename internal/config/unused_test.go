@@ -21,7 +21,9 @@ func TestUnusedKeyWarnings(t *testing.T) {
 		src  string
 		want []string // paths warned as unused
 	}{
-		{"section", `{cron: {enabled: true, runLog: {keepLines: 10}}, browser: {}}`, []string{"cron.runLog", "browser"}},
+		{"section", `{cron: {enabled: true, runLog: {keepLines: 10}}, talk: {}}`, []string{"cron.runLog", "talk"}},
+		{"browser keys Talon does not read", `{browser: {enabled: true, executablePath: "/usr/bin/chromium", headless: false, profiles: {work: {cdpPort: 18801}}}}`,
+			[]string{"browser.headless", "browser.profiles"}},
 		{"null is absent", `{cron: null, agents: {defaults: {heartbeat: null}}}`, nil},
 		{"key of a typed section", `{agents: {defaults: {compaction: {mode: "safeguard", thinkingLevel: "low"}, heartbeat: {every: "30m", agentId: "x"}, workspace: "/w"}}}`,
 			[]string{"agents.defaults.compaction.thinkingLevel", "agents.defaults.heartbeat.agentId"}},

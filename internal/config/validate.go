@@ -71,6 +71,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.heartbeat("agents.defaults.heartbeat", c.Agents.Defaults.Heartbeat, c)
 	k.hooks(c)
 	k.tts(&c.TTS)
+	k.browser(&c.Browser)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {

@@ -49,6 +49,10 @@ type Env struct {
 	// AgentDir is the agent's own workspace directory on the host, where
 	// its MEMORY.md and memory/ live, also when Workspace is a sandbox's.
 	AgentDir string
+	// StateDir is the tenant's state directory on the host, outside every
+	// workspace: state a tool keeps that the model must not write (the
+	// browser's profiles). "" when the caller has none.
+	StateDir string
 	// AllowLoopback lets network tools (web_fetch, api-tools) reach
 	// loopback addresses: tools.network.allowLoopback, off by default.
 	AllowLoopback bool

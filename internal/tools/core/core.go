@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"talon/internal/tools"
+	"talon/internal/tools/browser"
 	"talon/internal/tools/cron"
 	"talon/internal/tools/exec"
 	"talon/internal/tools/fs"
@@ -22,7 +23,7 @@ import (
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
-	"read", "edit", "write", "apply_patch", "exec", "process", "cron", "message", "tts",
+	"read", "edit", "write", "apply_patch", "exec", "process", "browser", "cron", "message", "tts",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
 	"web_search", "web_fetch", "image", "pdf",
 }
@@ -34,7 +35,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), pdf.New(), message.New(), cron.New(), tts.New()) {
+	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), pdf.New(), message.New(), cron.New(), tts.New(), browser.New(browser.Options{})) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
