@@ -170,6 +170,12 @@ func TestApply(t *testing.T) {
 			want:   map[string]string{"channels.telegram.apiRoot": `"http://127.0.0.1:8081"`},
 		},
 		{
+			name:       "the browser program is the operator's",
+			tenant:     `{browser: {enabled: true, executablePath: "/tmp/evil"}}`,
+			violations: []string{"browser.executablePath"},
+			want:       map[string]string{"browser": `{"enabled":true}`},
+		},
+		{
 			name:       "loopback for tools is the operator's",
 			tenant:     `{tools: {network: {allowLoopback: true}}}`,
 			violations: []string{"tools.network.allowLoopback"},

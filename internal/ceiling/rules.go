@@ -120,6 +120,12 @@ func (a *applier) network() {
 		a.violate("tools.network.allowLoopback", "only the operator's root config lets tools reach loopback; the operator can open one address to tenants in tenants.network.allowHosts")
 		t.Lookup("tools", "network").Delete("allowLoopback")
 	}
+	if b := t.Lookup("browser"); b != nil && b.Kind == config.Object && b.Get("executablePath") != nil {
+		// The program the gateway runs for a browser is the operator's
+		// choice: a tenant's would run any file on the host.
+		a.violate("browser.executablePath", "only the operator's root config chooses the browser program the gateway host runs")
+		b.Delete("executablePath")
+	}
 	a.memoryEndpoint("agents.defaults.memorySearch", t.Lookup("agents", "defaults", "memorySearch"))
 	a.agents(func(path string, e *config.Value) {
 		a.memoryEndpoint(path+".memorySearch", e.Get("memorySearch"))

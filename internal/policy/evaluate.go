@@ -50,6 +50,11 @@ type Context struct {
 	MemoryFlush bool
 	// NoMessageTool is set by callers that disable the message tool.
 	NoMessageTool bool
+	// SandboxBrowser says a browser can run inside the session's sandbox
+	// (OpenClaw's sandbox browser, which the conformance vectors assume).
+	// Talon has none: without it, browser is not built in a sandboxed
+	// session, as its browser would run on the gateway host.
+	SandboxBrowser bool
 	// Plugins are plugin tools to resolve (§9.2, §9.3) and append.
 	Plugins []Registration
 	// RunAllow caps this run's tools after the nine steps: a cron job's
@@ -238,7 +243,7 @@ func (e *Engine) Evaluate(ctx Context, candidates []Tool) Result {
 
 	tools := make([]Tool, 0, len(candidates)+len(ctx.Plugins))
 	r.Removed = make([]Removal, 0, len(candidates))
-	tools = e.construct(&r, &ctx, ag, access, sb.settings.AccessKey, candidates, tools)
+	tools = e.construct(&r, &ctx, ag, access, sb.settings.AccessKey, sb.settings.ModeKey, candidates, tools)
 	tools = e.resolvePlugins(&r, &ctx, ag, &steps, tools)
 	tools = prefilter(&r, &ctx, tools)
 
@@ -307,7 +312,7 @@ func providerProfileStep(ag *agentSteps, gp, ap *providerStep) *step {
 }
 
 // construct applies construction gating (§1.3) to the candidates.
-func (e *Engine) construct(r *Result, ctx *Context, ag *agentSteps, access, accessKey string, in, out []Tool) []Tool {
+func (e *Engine) construct(r *Result, ctx *Context, ag *agentSteps, access, accessKey, modeKey string, in, out []Tool) []Tool {
 	cfg := e.cfg
 	ro := r.Sandboxed && access == AccessRO
 	for _, t := range in {
@@ -334,6 +339,13 @@ func (e *Engine) construct(r *Result, ctx *Context, ag *agentSteps, access, acce
 			if off(cfg.Tools.Web.Fetch.Enabled) {
 				key, why = "tools.web.fetch.enabled", "disabled"
 			}
+		case "browser":
+			switch {
+			case off(cfg.Browser.Enabled):
+				key, why = "browser.enabled", "disabled"
+			case r.Sandboxed && !ctx.SandboxBrowser:
+				key, why = modeKey, BrowserSandboxed
+			}
 		}
 		if why != "" {
 			r.Removed = append(r.Removed, Removal{Tool: t.Name, Stage: StageConstruction, Key: key, Rule: RuleNotBuilt, Entry: why})
@@ -345,6 +357,10 @@ func (e *Engine) construct(r *Result, ctx *Context, ag *agentSteps, access, acce
 }
 
 func off(b *bool) bool { return b != nil && !*b }
+
+// BrowserSandboxed is why browser is not built in a sandboxed session:
+// a Talon rule (OpenClaw would run a browser in the sandbox).
+const BrowserSandboxed = "not in a sandboxed session (runs on the gateway host)"
 
 // applyPatchGate says why apply_patch is not built, or "" when it is.
 func (e *Engine) applyPatchGate(ag *agentSteps, ctx *Context, ro bool, accessKey string) (key, why string) {

@@ -384,6 +384,8 @@ func removalFix(cfg *config.Config, rm Removal, idx int) string {
 		return fmt.Sprintf("set %s: true (apply_patch is built only for openai and openai-codex models)", rm.Key)
 	case rm.Stage == StageConstruction && strings.HasSuffix(rm.Key, "allowModels"):
 		return fmt.Sprintf("add the model to %s", rm.Key)
+	case rm.Stage == StageConstruction && rm.Entry == BrowserSandboxed:
+		return fmt.Sprintf("none for a sandboxed session: Talon runs the browser only in unsandboxed ones (%s \"off\", or \"non-main\" for other sessions; never for a tenant)", rm.Key)
 	case rm.Stage == StageConstruction && strings.HasSuffix(rm.Key, "workspaceAccess"):
 		return fmt.Sprintf("set %s to \"rw\" (or \"none\" for a separate sandbox workspace)", rm.Key)
 	case rm.Stage == StageConstruction && rm.Key != "":

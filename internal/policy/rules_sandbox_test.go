@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -101,16 +102,16 @@ func TestRulesResolveSandboxPolicy(t *testing.T) {
 func TestRulesSandboxStep(t *testing.T) {
 	ap := `"exec":{"applyPatch":{"enabled":true}}`
 	openai := withModel(ownerMain, "openai", "gpt-5.2")
-	in := coreTools("read", "apply_patch", "exec", "image", "browser")
+	in := coreTools("read", "apply_patch", "exec", "image", "canvas")
 	runEvalCases(t, []evalCase{
 		{"apply_patch passes a sandbox exec allow",
 			`{"tools":{` + ap + `,"sandbox":{"tools":{"allow":["exec"]}}},"agents":{"defaults":{"sandbox":{"mode":"all"}}}}`,
 			openai, in, []string{"apply_patch", "exec", "image"}},
 		{"sandbox deny exec keeps apply_patch",
 			`{"tools":{` + ap + `,"sandbox":{"tools":{"allow":[],"deny":["exec"]}}},"agents":{"defaults":{"sandbox":{"mode":"all"}}}}`,
-			openai, in, []string{"read", "apply_patch", "image", "browser"}},
+			openai, in, []string{"read", "apply_patch", "image", "canvas"}},
 		{"not sandboxed: no sandbox step",
-			`{"tools":{"sandbox":{"tools":{"allow":["read"]}}}}`, ownerMain, in, []string{"read", "exec", "image", "browser"}},
+			`{"tools":{"sandbox":{"tools":{"allow":["read"]}}}}`, ownerMain, in, []string{"read", "exec", "image", "canvas"}},
 		{"agent sandbox policy without an agent sandbox block",
 			`{"agents":{"defaults":{"sandbox":{"mode":"all"}},"list":[{"id":"main","tools":{"sandbox":{"tools":{"allow":["read"],"deny":[]}}}}]}}`,
 			ownerMain, in, []string{"read", "image"}},
@@ -273,6 +274,50 @@ func TestRulesSandboxAgent(t *testing.T) {
 			r := Evaluate(mustConfig(t, cfg), c.ctx, coreTools("read"))
 			if r.Sandboxed != c.sandboxed || r.AgentID != c.agent {
 				t.Errorf("sandboxed %v agent %q, want %v %q", r.Sandboxed, r.AgentID, c.sandboxed, c.agent)
+			}
+		})
+	}
+}
+
+// TestRulesBrowserGate covers Talon's construction rule for browser: not
+// built in a sandboxed session, whatever the sandbox policy allows (its
+// browser would run on the gateway host), with the key that sandboxes
+// the session; not built when browser.enabled is false. OpenClaw's
+// vectors (SandboxBrowser) keep it, as OpenClaw runs one in the sandbox.
+func TestRulesBrowserGate(t *testing.T) {
+	allow := `"tools":{"sandbox":{"tools":{"allow":["browser","read"],"deny":[]}}}`
+	cases := []struct {
+		name string
+		cfg  string
+		ctx  Context
+		kept bool
+		key  string
+		why  string
+	}{
+		{"unsandboxed", `{}`, ownerMain, true, "", ""},
+		{"sandboxed by the defaults", `{` + allow + `,"agents":{"defaults":{"sandbox":{"mode":"all"}}}}`, ownerMain,
+			false, "agents.defaults.sandbox.mode", BrowserSandboxed},
+		{"sandboxed by the agent", `{` + allow + `,"agents":{"list":[{"id":"main","sandbox":{"mode":"all"}}]}}`, ownerMain,
+			false, "agents.list[0].sandbox.mode", BrowserSandboxed},
+		{"non-main session of non-main", `{` + allow + `,"agents":{"defaults":{"sandbox":{"mode":"non-main"}}}}`,
+			Context{SessionKey: "agent:main:telegram:dm:42", SenderIsOwner: true}, false, "agents.defaults.sandbox.mode", BrowserSandboxed},
+		{"main session of non-main", `{` + allow + `,"agents":{"defaults":{"sandbox":{"mode":"non-main"}}}}`, ownerMain, true, "", ""},
+		{"disabled", `{"browser":{"enabled":false}}`, ownerMain, false, "browser.enabled", "disabled"},
+		{"OpenClaw's sandbox browser", `{` + allow + `,"agents":{"defaults":{"sandbox":{"mode":"all"}}}}`,
+			Context{SessionKey: ownerMain.SessionKey, SenderIsOwner: true, SandboxBrowser: true}, true, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Evaluate(mustConfig(t, c.cfg), c.ctx, coreTools("read", "browser"))
+			if got := slices.Contains(r.Names(), "browser"); got != c.kept {
+				t.Fatalf("browser kept = %v, want %v; trace %+v", got, c.kept, r.Removed)
+			}
+			if c.kept {
+				return
+			}
+			want := Removal{Tool: "browser", Stage: StageConstruction, Key: c.key, Rule: RuleNotBuilt, Entry: c.why}
+			if i := slices.IndexFunc(r.Removed, func(rm Removal) bool { return rm.Tool == "browser" }); i < 0 || r.Removed[i] != want {
+				t.Errorf("trace %+v, want %+v", r.Removed, want)
 			}
 		})
 	}

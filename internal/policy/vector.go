@@ -238,9 +238,12 @@ func (c *VectorContext) runContext() Context {
 		Sessions:        c.SessionStore,
 		Sandboxed:       c.Sandboxed,
 		WorkspaceAccess: c.WorkspaceAccess,
-		SubagentDepth:   c.SubagentDepth,
-		SubagentRole:    c.SubagentRole,
-		Plugins:         c.PluginRegistrations,
+		// The vectors are OpenClaw's, whose sandboxed sessions get a
+		// browser in the sandbox.
+		SandboxBrowser: true,
+		SubagentDepth:  c.SubagentDepth,
+		SubagentRole:   c.SubagentRole,
+		Plugins:        c.PluginRegistrations,
 	}
 	return ctx
 }
