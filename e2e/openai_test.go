@@ -261,7 +261,7 @@ func checkToolList(t *testing.T, text string) {
 			t.Errorf("tool list lacks %s:\n%s", want, text)
 		}
 	}
-	for _, not := range []string{"browser"} { // not built in Talon
+	for _, not := range []string{"canvas", "nodes"} { // not built in Talon
 		if seen[not] {
 			t.Errorf("tool list has %s, which Talon does not serve:\n%s", not, text)
 		}

@@ -152,7 +152,7 @@ func TestDoctor(t *testing.T) {
 			list: [{id: "main"}]},
 		channels: {telegram: {enabled: true, botToken: "123:abc", streaming: "partial"}},
 		tools: {profile: "coding", web: {search: {enabled: true, provider: "brave", openaiCodex: {enabled: true}}}},
-		browser: {enabled: true},
+		browser: {enabled: true, headless: false},
 	}`
 	unusedLines := []string{
 		"OpenClaw keys Talon accepts but does not act on",
@@ -160,7 +160,7 @@ func TestDoctor(t *testing.T) {
 		"  agents.defaults.humanDelay: not used by Talon yet\n",
 		"  channels.telegram.streaming: not used by Talon yet\n",
 		"  tools.web.search.openaiCodex: not used by Talon yet\n",
-		"  browser: not used by Talon yet\n",
+		"  browser.headless: not used by Talon yet\n",
 		"no tool-policy problems found",
 	}
 	dir := t.TempDir()
@@ -188,7 +188,7 @@ func TestDoctor(t *testing.T) {
 		{"unused keys pass", unusedKeys, nil, 0, unusedLines},
 		{"unused keys fail strict", unusedKeys, []string{"--strict"}, 1, unusedLines},
 		{"unused keys in json", unusedKeys, []string{"--json"}, 0,
-			[]string{`"unused_keys": [`, `"agents.defaults.model.fallbacks",`, `"browser"`}},
+			[]string{`"unused_keys": [`, `"agents.defaults.model.fallbacks",`, `"browser.headless"`}},
 		{"unknown key fails strict", `{agents: {list: [{id: "main"}]}, bogus: 1}`, []string{"--strict"}, 1,
 			[]string{"config warnings:\n  bogus: unknown key"}},
 	}

@@ -236,7 +236,7 @@ func TestExplainMatchesRun(t *testing.T) {
   "agents": {"defaults": {"model": "inspect"}, "list": [
     {"id": "main", "default": true},
     {"id": "coder", "workspace": "ws-coder", "tools": {"deny": ["web_fetch"]}},
-    {"id": "social", "workspace": "ws-social", "tools": {"alsoAllow": ["publish_linkedin", "browser"]}}
+    {"id": "social", "workspace": "ws-social", "tools": {"alsoAllow": ["publish_linkedin", "canvas"]}}
   ]}
 }`))
 	writeFile(t, filepath.Join(dir, "ws-social", "api-tools", "publish_linkedin.yaml"), []byte(`name: publish_linkedin
@@ -257,9 +257,9 @@ allowed_hosts: [api.example.com]
 		agent, model string
 		has, lacks   []string
 	}{
-		{"main", "openclaw", []string{"read", "web_fetch", "memory_search"}, []string{"publish_linkedin", "browser"}},
-		{"coder", "openclaw/coder", []string{"exec"}, []string{"web_fetch", "publish_linkedin", "browser"}},
-		{"social", "openclaw/social", []string{"publish_linkedin", "web_fetch"}, []string{"browser"}},
+		{"main", "openclaw", []string{"read", "web_fetch", "memory_search", "browser"}, []string{"publish_linkedin", "canvas"}},
+		{"coder", "openclaw/coder", []string{"exec"}, []string{"web_fetch", "publish_linkedin", "canvas"}},
+		{"social", "openclaw/social", []string{"publish_linkedin", "web_fetch", "browser"}, []string{"canvas"}},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			// The HTTP endpoint's caller is the owner: explain it as one.
@@ -291,9 +291,9 @@ allowed_hosts: [api.example.com]
 					t.Errorf("publish_linkedin, which social's api-tools provide, is flagged: %+v", f)
 				}
 			}
-			_, browserNamed := findCode(x.Findings, policy.CodeNotBuilt)
-			if browserNamed != (tc.agent == "social") {
-				t.Errorf("tool-not-built finding for browser: %v, want it for social only; findings %+v", browserNamed, x.Findings)
+			_, canvasNamed := findCode(x.Findings, policy.CodeNotBuilt)
+			if canvasNamed != (tc.agent == "social") {
+				t.Errorf("tool-not-built finding for canvas: %v, want it for social only; findings %+v", canvasNamed, x.Findings)
 			}
 		})
 	}

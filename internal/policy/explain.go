@@ -161,7 +161,10 @@ func (inv *Inventory) built(candidates []Tool) (have []Tool, missing map[string]
 func Explain(cfg *config.Config, ctx Context, candidates []Tool, inv Inventory) Explanation {
 	eng := New(cfg)
 	have, missing := inv.built(candidates)
-	allowed := eng.Evaluate(ctx, candidates)
+	// OpenClaw's own evaluation runs its sandbox browser.
+	octx := ctx
+	octx.SandboxBrowser = true
+	allowed := eng.Evaluate(octx, candidates)
 	r := eng.Evaluate(ctx, have)
 	x := Explanation{
 		Agent: r.AgentID, SessionKey: ctx.SessionKey, Owner: ctx.SenderIsOwner,

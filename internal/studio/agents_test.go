@@ -26,7 +26,7 @@ var (
 func TestAgentToolsMatchRun(t *testing.T) {
 	e := newEnv(t, `{"plugins":{"entries":{"api-tools":{"enabled":true}}},"agents":{"defaults":{"model":"inspect"},"list":[
 		{"id":"main"},
-		{"id":"social","workspace":"ws-social","tools":{"alsoAllow":["publish_linkedin","browser"],"deny":["web_fetch"]}}]}}`)
+		{"id":"social","workspace":"ws-social","tools":{"alsoAllow":["publish_linkedin","canvas"],"deny":["web_fetch"]}}]}}`)
 	write(t, filepath.Join(e.state, "ws-social", "api-tools", "publish_linkedin.yaml"), `name: publish_linkedin
 description: Publish a post
 parameters:
@@ -44,7 +44,7 @@ allowed_hosts: [api.example.com]
 		agent        string
 		has, notHave []string
 	}{
-		{"main", []string{"read", "web_fetch", "memory_search"}, []string{"publish_linkedin"}},
+		{"main", []string{"read", "web_fetch", "memory_search", "browser"}, []string{"publish_linkedin"}},
 		{"social", []string{"read", "publish_linkedin"}, []string{"web_fetch"}},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
@@ -84,7 +84,7 @@ allowed_hosts: [api.example.com]
 			if count[3] == "" {
 				t.Errorf("the count does not say how many tools the policy allows that Talon has not built: %q", count[0])
 			}
-			for _, n := range []string{"browser", "canvas", "nodes", "sessions_yield", "subagents"} {
+			for _, n := range []string{"canvas", "nodes", "sessions_yield", "subagents"} {
 				if !slices.Contains(notBuilt, n) || slices.Contains(offered, n) {
 					t.Errorf("%s: want a not-built row and not offered; not built %v, offered %v", n, notBuilt, offered)
 				}
@@ -99,8 +99,8 @@ allowed_hosts: [api.example.com]
 					t.Errorf("%s is offered: %v", n, offered)
 				}
 			}
-			if strings.Contains(page, "add &#34;browser&#34;") || strings.Contains(page, `add "browser"`) {
-				t.Errorf("a fix suggests adding browser, which Talon has not built")
+			if strings.Contains(page, "add &#34;canvas&#34;") || strings.Contains(page, `add "canvas"`) {
+				t.Errorf("a fix suggests adding canvas, which Talon has not built")
 			}
 		})
 	}
