@@ -269,3 +269,7 @@ func TestRefusedBeforeLaunch(t *testing.T) {
 		})
 	}
 }
+
+type envT = tools.Env
+
+var openRoot = os.OpenRoot
