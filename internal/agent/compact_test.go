@@ -174,7 +174,7 @@ func TestConformance8OverflowRecovery(t *testing.T) {
 			}
 			e, _ := g.db.GetSession(context.Background(), "main", key)
 			// The model's real window shrinks below what the session holds.
-			w.set(func(w *windowLLM) { w.window = 12_000 })
+			w.set(func(w *windowLLM) { w.window = 14_000 })
 			res, err := g.turn("FACT: retried once. " + filler(13))
 			if err != nil {
 				t.Fatalf("the turn after the overflow failed: %v", err)
