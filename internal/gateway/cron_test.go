@@ -155,7 +155,7 @@ func TestCronJobs(t *testing.T) {
 func TestCronTool(t *testing.T) {
 	_, url := startWS(t, "")
 	c := dialWS(t, url)
-	chatTurn(t, c, "ct-1", `/call cron {"action":"add","name":"self check","every":"1h","message":"/call cron {\"action\":\"add\",\"name\":\"child\",\"every\":\"1h\",\"message\":\"x\"}","tools":["read","cron","browser"],"deliver":"none"}`)
+	chatTurn(t, c, "ct-1", `/call cron {"action":"add","name":"self check","every":"1h","message":"/call cron {\"action\":\"add\",\"name\":\"child\",\"every\":\"1h\",\"message\":\"x\"}","tools":["read","cron","canvas"],"deliver":"none"}`)
 	type list struct {
 		Jobs []struct {
 			ID      string `json:"id"`
@@ -167,7 +167,7 @@ func TestCronTool(t *testing.T) {
 	}
 	l := mustCall[list](t, c, "cron.list", nil)
 	if len(l.Jobs) != 1 || l.Jobs[0].Creator != "owner" || strings.Join(l.Jobs[0].Payload.ToolsAllow, ",") != "read,cron" {
-		t.Fatalf("jobs %+v: want one, made by the owner's run, its tools held to the run's (no browser)", l.Jobs)
+		t.Fatalf("jobs %+v: want one, made by the owner's run, its tools held to the run's (no canvas)", l.Jobs)
 	}
 	id := l.Jobs[0].ID
 	mustCall[map[string]any](t, c, "cron.run", map[string]any{"id": id})
