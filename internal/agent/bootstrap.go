@@ -26,8 +26,8 @@ const identityTemplate = "# IDENTITY.md\n\nEach \"- Key: value\" line sets part 
 // into the system prompt of every turn (see BootstrapFiles), so each says
 // what it is for, which helps the model keep it, and no more. MEMORY.md,
 // HEARTBEAT.md and BOOTSTRAP.md are left for the agent or its owner to
-// create: an empty memory is no memory, Talon runs no heartbeats, and a
-// first-run script is a choice of the owner.
+// create: an empty memory is no memory, heartbeats run only where the
+// config asks for them, and a first-run script is a choice of the owner.
 var workspaceTemplates = []struct{ name, text string }{
 	{"AGENTS.md", "# AGENTS.md\n\nThis folder is your workspace. Its files are read into your instructions at the start of every turn: " +
 		"SOUL.md (who you are), IDENTITY.md (your name and look), USER.md (who you work with), TOOLS.md (notes about your tools and setup) " +

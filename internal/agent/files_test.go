@@ -159,7 +159,7 @@ func TestBootstrapCacheMissingFiles(t *testing.T) {
 	}
 	root := openTestRoot(t, dir)
 	cache := &fileCache{now: func() time.Time { return time.Now().Add(time.Hour) }}
-	in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache}
+	in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache, heartbeat: true}
 	buildPrompt(in)
 	before := cache.stats
 	if got, _ := buildPrompt(in); !strings.Contains(got, "## SOUL.md\n\nkind") {
@@ -187,7 +187,7 @@ func TestBootstrapCacheRacyCreate(t *testing.T) {
 	dir := t.TempDir()
 	root := openTestRoot(t, dir)
 	cache := &fileCache{}
-	in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache}
+	in := promptInput{root: root, maxChars: 100, agentID: "main", files: cache, heartbeat: true}
 	buildPrompt(in)
 	for _, name := range []string{"AGENTS.md", "USER.md", "HEARTBEAT.md"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("hello "+name), 0o600); err != nil {

@@ -16,7 +16,10 @@ import (
 
 // BootstrapFiles are read from the workspace into the system prompt, in
 // this order. BOOTSTRAP.md is added only on a session's first run.
-var BootstrapFiles = []string{"AGENTS.md", "SOUL.md", "IDENTITY.md", "TOOLS.md", "USER.md", "MEMORY.md", "HEARTBEAT.md"}
+var BootstrapFiles = []string{"AGENTS.md", "SOUL.md", "IDENTITY.md", "TOOLS.md", "USER.md", "MEMORY.md", HeartbeatFile}
+
+// HeartbeatFile is an agent's heartbeat checklist.
+const HeartbeatFile = "HEARTBEAT.md"
 
 // FirstRunFile is the bootstrap file for a session's first run.
 const FirstRunFile = "BOOTSTRAP.md"
@@ -37,6 +40,9 @@ type promptInput struct {
 	// skills is the skill list section, skill.Set.Prompt's output: a
 	// complete "## Skills" section, or "" for none.
 	skills string
+	// heartbeat says the agent runs scheduled heartbeats: only then is
+	// its HEARTBEAT.md part of the prompt (spec automation.md R9.3).
+	heartbeat bool
 	// files reads the bootstrap files; nil reads them from disk.
 	files *fileCache
 	// memo keeps built prompts; nil builds every time.
@@ -60,6 +66,9 @@ func buildPrompt(in promptInput) (string, []string) {
 	for i, name := range names {
 		if in.root == nil {
 			break
+		}
+		if name == HeartbeatFile && !in.heartbeat {
+			continue
 		}
 		text, err := in.files.read(in.root, name, &dir)
 		if err != nil && !isNotExist(err) {

@@ -129,3 +129,19 @@ func TestPromptMemo(t *testing.T) {
 		prev = got
 	}
 }
+
+// TestHeartbeatFileOnlyWithHeartbeats is R9.3: HEARTBEAT.md is part of
+// an agent's prompt only when the agent runs scheduled heartbeats.
+func TestHeartbeatFileOnlyWithHeartbeats(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, HeartbeatFile), []byte("- check the queue"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := openTestRoot(t, dir)
+	for _, on := range []bool{false, true} {
+		got, _ := buildPrompt(promptInput{root: root, maxChars: 100, agentID: "main", heartbeat: on})
+		if has := strings.Contains(got, "check the queue"); has != on {
+			t.Errorf("heartbeats %v: checklist in the prompt %v", on, has)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"talon/internal/approval"
+	"talon/internal/automation"
 	"talon/internal/compaction"
 	"talon/internal/config"
 	"talon/internal/llm"
@@ -152,6 +153,12 @@ type Request struct {
 	// session: the optional compaction after a successful turn then
 	// leaves the work to that run's (R5.8).
 	Waiting func() bool
+	// Quiet, when set, is asked of a successful turn's final text whether
+	// the turn was internal with nothing to say (a heartbeat's
+	// HEARTBEAT_OK): its messages are then hidden from the model's later
+	// turns and the conversation's readers, kept in the transcript
+	// (store.HideItem; spec automation.md R9.6).
+	Quiet func(text string) bool
 }
 
 // Result is what a run produced.
@@ -220,6 +227,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := v.read(ctx, r.Store); err != nil {
 		return nil, err
 	}
+	// The turn's rows come after the last one read (the session's lock
+	// keeps other turns out): a quiet turn hides from there.
+	turnStart := v.lastSeq + 1
 	// The policy's byProvider rules match the reference's provider; a
 	// reference Resolve took parses, and the offline model's provider is
 	// config.InspectProvider.
@@ -269,7 +279,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	skills := r.loadSkills(ws, agentID)
 	system, _ := buildPrompt(promptInput{
-		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
+		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem, heartbeat: automation.HasHeartbeat(cfg, agentID),
 		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan), files: &r.bootstrap, memo: &r.prompts,
 		skills: skills.Prompt(func(name string) bool {
 			return slices.ContainsFunc(decision.Tools, func(t policy.Tool) bool { return t.Name == name })
@@ -315,6 +325,16 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	res.Model = ref
 	if err != nil {
 		return res, tr.fail(ctx, err, res.partial)
+	}
+	if req.Quiet != nil && req.Quiet(res.Text) {
+		from := int64(1) // a new transcript: all of it
+		if tr.sessionID == entry.SessionID {
+			from = turnStart
+		}
+		tr.pending = append(tr.pending, store.HideItem(from))
+		if err := tr.flush(ctx); err != nil {
+			return res, fmt.Errorf("hiding the quiet turn of %s: %w", req.SessionKey, err)
+		}
 	}
 	if req.Waiting == nil || !req.Waiting() {
 		if err := r.maintain(ctx, &req, tr, st, nil, true); err != nil {
@@ -762,7 +782,7 @@ func (t *transcript) add(it store.Item) {
 func (t *transcript) messages() []llm.Message {
 	out := make([]llm.Message, 0, len(t.pending))
 	for _, it := range t.pending {
-		if !it.IsProjection() {
+		if !it.IsMarker() {
 			out = append(out, it.Message)
 		}
 	}

@@ -28,6 +28,8 @@ type view struct {
 	sessionID string
 	entries   []compaction.Entry
 	bytes     int64
+	// lastSeq is the number of the last row read.
+	lastSeq int64
 	// proj is the pruning projection in force; dirty says a round
 	// changed it and the next commit records it.
 	proj      compaction.Projection
@@ -71,6 +73,9 @@ func (v *view) read(ctx context.Context, db *store.DB) error {
 // started the prompt cache's clock, R7.1).
 func (v *view) load(sv store.View) {
 	v.entries, v.bytes, v.proj, v.dirty, v.lastTouch = make([]compaction.Entry, 0, len(sv.Records)), sv.Bytes, nil, false, time.Time{}
+	if n := len(sv.Records); n > 0 {
+		v.lastSeq = sv.Records[n-1].Seq
+	}
 	for i := range sv.Records {
 		rec := &sv.Records[i]
 		if rec.Kind == store.KindProjection {

@@ -79,6 +79,48 @@ func HeartbeatAgents(cfg *config.Config) []HeartbeatSettings {
 	return out
 }
 
+// ScheduledHeartbeats are the heartbeats that run on a cadence: none
+// without a heartbeat block anywhere (Talon's default, where OpenClaw
+// runs one every 30 minutes for the default agent), else R9.1's agents
+// whose every is above zero.
+func ScheduledHeartbeats(cfg *config.Config) []HeartbeatSettings {
+	if cfg == nil || !hasHeartbeatBlock(cfg) {
+		return nil
+	}
+	var out []HeartbeatSettings
+	for _, hs := range HeartbeatAgents(cfg) {
+		if hs.Every > 0 {
+			out = append(out, hs)
+		}
+	}
+	return out
+}
+
+// HasHeartbeat says agentID runs scheduled heartbeats: only then does its
+// HEARTBEAT.md go into its turns' prompts (R9.3).
+func HasHeartbeat(cfg *config.Config, agentID string) bool {
+	id := config.NormalizeAgentID(agentID)
+	for _, hs := range ScheduledHeartbeats(cfg) {
+		if hs.AgentID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// hasHeartbeatBlock says the config asks for heartbeats at all.
+func hasHeartbeatBlock(cfg *config.Config) bool {
+	if cfg.Agents.Defaults.Heartbeat != nil {
+		return true
+	}
+	for _, a := range cfg.Agents.List {
+		if a.Heartbeat != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // mergeHeartbeat lays own over agents.defaults.heartbeat and fills the
 // defaults.
 func mergeHeartbeat(cfg *config.Config, id string, own *config.Heartbeat) HeartbeatSettings {

@@ -1,6 +1,7 @@
 package automation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,44 @@ func TestHeartbeatAgents(t *testing.T) {
 func with(s HeartbeatSettings, f func(*HeartbeatSettings)) HeartbeatSettings {
 	f(&s)
 	return s
+}
+
+// TestScheduledHeartbeats: no heartbeat block, no heartbeats (Talon's
+// default); with blocks, R9.1's agents whose every is above zero.
+func TestScheduledHeartbeats(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"no block", `{agents: {list: [{id: "main"}]}}`, nil},
+		{"defaults: the default agent", `{agents: {defaults: {heartbeat: {every: "1h"}}, list: [{id: "a"}, {id: "b", default: true}]}}`, []string{"b"}},
+		{"agent blocks: only those", `{agents: {defaults: {heartbeat: {every: "1h"}}, list: [{id: "a", heartbeat: {}}, {id: "b"}, {id: "c", heartbeat: {every: "2h"}}]}}`, []string{"a", "c"}},
+		{"every 0 stops one", `{agents: {list: [{id: "a", heartbeat: {every: "0m"}}, {id: "b", heartbeat: {}}]}}`, []string{"b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree, err := config.ParseJSON5([]byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg config.Config
+			if _, err := config.Decode(tree, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, hs := range ScheduledHeartbeats(&cfg) {
+				got = append(got, hs.AgentID)
+				if !HasHeartbeat(&cfg, hs.AgentID) {
+					t.Errorf("HasHeartbeat(%s) false", hs.AgentID)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("scheduled %v, want %v", got, tt.want)
+			}
+			if HasHeartbeat(&cfg, "nobody") {
+				t.Error("HasHeartbeat of an unknown agent")
+			}
+		})
+	}
 }

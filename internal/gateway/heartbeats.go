@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"talon/internal/automation"
-	"talon/internal/config"
 	"talon/protocol"
 )
 
@@ -52,16 +51,11 @@ type beats struct {
 func (s *Server) applyBeats(t *tenant, rt *runtime) {
 	cfg := rt.file.Config
 	want := map[string]time.Duration{}
-	if hasHeartbeatBlock(cfg) {
-		for _, hs := range automation.HeartbeatAgents(cfg) {
-			if hs.Every <= 0 {
-				continue
-			}
-			if t.id != "" {
-				hs.Every = max(hs.Every, minTenantBeat)
-			}
-			want[hs.AgentID] = hs.Every
+	for _, hs := range automation.ScheduledHeartbeats(cfg) {
+		if t.id != "" {
+			hs.Every = max(hs.Every, minTenantBeat)
 		}
+		want[hs.AgentID] = hs.Every
 	}
 	key := cronKey(t)
 	b := &s.beats
@@ -107,19 +101,6 @@ func (s *Server) applyBeats(t *tenant, rt *runtime) {
 		// any does not wake every second.
 		b.once.Do(func() { go s.beatLoop() })
 	}
-}
-
-// hasHeartbeatBlock says the config asks for heartbeats.
-func hasHeartbeatBlock(cfg *config.Config) bool {
-	if cfg.Agents.Defaults.Heartbeat != nil {
-		return true
-	}
-	for _, a := range cfg.Agents.List {
-		if a.Heartbeat != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // forgetBeats drops t's heartbeats (the tenant closed).

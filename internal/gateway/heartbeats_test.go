@@ -158,3 +158,56 @@ func TestHeartbeatVisibility(t *testing.T) {
 		})
 	}
 }
+
+// TestQuietHeartbeatHidden is R9.6 and better-items 3 and 4: a heartbeat
+// in the main session that has nothing to say is kept in the transcript
+// but left out of chat.history and of the model's next turn; an alert
+// stays in both.
+func TestQuietHeartbeatHidden(t *testing.T) {
+	model := newScriptedLLM(t)
+	for _, r := range []string{"HEARTBEAT_OK", "hello there", "Disk full"} {
+		model.push(scripted{Content: r})
+	}
+	ts, url := startWS(t, `,models:{providers:{fake:{baseUrl:"`+model.srv.URL+`/v1"}}},
+		agents:{defaults:{model:"fake/scripted",heartbeat:{every:"24h",prompt:"CHECK THE LIST"}}}`)
+	c := dialWS(t, url)
+	rt, err := ts.srv.defaultTenant.current(ts.srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := automation.HeartbeatFor(rt.file.Config, "main")
+	key := heartbeatKey(rt.file.Config, hs)
+	beat := func() heartbeatEvent {
+		return ts.srv.heartbeatTurn(context.Background(), ts.srv.defaultTenant, rt, hs, key)
+	}
+	if ev := beat(); ev.Status != "ok-token" {
+		t.Fatalf("first heartbeat %+v, want ok-token", ev)
+	}
+	chatTurn(t, c, "q-1", "hi")
+	if req := string(model.request(2)); strings.Contains(req, "CHECK THE LIST") || strings.Contains(req, "HEARTBEAT_OK") {
+		t.Errorf("the turn after a quiet heartbeat was sent it: %s", req)
+	}
+	if ev := beat(); ev.Status != "skipped" || ev.Reason != "no-target" {
+		t.Fatalf("second heartbeat %+v, want an alert with no target", ev)
+	}
+	type history struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	var texts []string
+	for _, m := range mustCall[history](t, c, "chat.history", map[string]any{"sessionKey": key}).Messages {
+		for _, p := range m.Content {
+			texts = append(texts, p.Text)
+		}
+	}
+	if want := []string{"hi", "hello there", "CHECK THE LIST", "Disk full"}; !slices.Equal(texts, want) {
+		t.Errorf("chat.history %q, want %q: the quiet heartbeat hidden, the alert shown", texts, want)
+	}
+	if raw := transcriptOf(t, ts, key); len(raw) != 4 {
+		t.Errorf("the transcript's visible messages: %d, want 4", len(raw))
+	}
+}

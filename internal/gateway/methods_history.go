@@ -143,7 +143,9 @@ func chatHistory(_ *Server, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out["messages"] = capHistory(recs, maxChars)
+	// An internal exchange (a heartbeat with nothing to say) is kept in
+	// the transcript, not shown (spec automation.md R9.6).
+	out["messages"] = capHistory(store.Visible(recs), maxChars)
 	return out, nil
 }
 

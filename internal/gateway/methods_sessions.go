@@ -537,6 +537,7 @@ func (f *sessionFilter) describe(ctx context.Context, db *store.DB, row *session
 		if err != nil {
 			return err
 		}
+		tail = store.Visible(tail)
 		for i := len(tail) - 1; i >= 0; i-- {
 			m := tail[i].Message
 			if (m.Role == llm.RoleUser || m.Role == llm.RoleAssistant) && strings.TrimSpace(m.Content) != "" && !agent.IsSystemEvent(m) {

@@ -41,7 +41,7 @@ const readFromSQL = `SELECT seq, created_at, role, message, usage FROM transcrip
 
 // ReadView reads the rows a turn on sessionID needs (View): however long
 // the transcript, a read costs what the part in view costs, which
-// compaction bounds. An unknown session id has none. The records may be
+// compaction bounds. Hidden messages are not in view (Visible). An unknown session id has none. The records may be
 // the tail cache's own: callers copy before they change them.
 func (db *DB) ReadView(ctx context.Context, sessionID string) (View, error) {
 	from, err := db.viewStart(ctx, sessionID)
@@ -52,9 +52,17 @@ func (db *DB) ReadView(ctx context.Context, sessionID string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	v := View{Records: recs}
-	for _, n := range sizes {
-		v.Bytes += int64(n)
+	v := View{Records: Visible(recs)}
+	kept := map[int64]bool{}
+	if len(v.Records) < len(recs) {
+		for _, r := range v.Records {
+			kept[r.Seq] = true
+		}
+	}
+	for i, n := range sizes {
+		if len(v.Records) == len(recs) || kept[recs[i].Seq] {
+			v.Bytes += int64(n)
+		}
 	}
 	return v, nil
 }

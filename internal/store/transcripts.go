@@ -30,6 +30,11 @@ const (
 	// (Record.Projection), a hidden marker the model never sees: the
 	// last one in view is the one in force (spec context.md R7.3).
 	KindProjection
+	// KindHidden marks the messages from Record.HiddenFrom up to itself
+	// as internal (a heartbeat that had nothing to say, spec
+	// automation.md R9.6): kept in the transcript, left out of what the
+	// model, chat.history and session tools read (Visible).
+	KindHidden
 )
 
 // The role column's values for the rows that are not messages.
@@ -37,6 +42,7 @@ const (
 	roleCompaction = "compaction"
 	roleReset      = "reset"
 	roleProjection = "projection"
+	roleHidden     = "hidden"
 )
 
 // Record is one stored transcript row: a message, or a compaction, a
@@ -60,6 +66,8 @@ type Record struct {
 	TokensAfter int64
 	// Projection is a KindProjection row's projection.
 	Projection compaction.Projection
+	// HiddenFrom is a KindHidden row's first hidden row.
+	HiddenFrom int64
 }
 
 // ID is the record's entry id: its sequence number in decimal.
@@ -91,6 +99,40 @@ type Item struct {
 
 	projection compaction.Projection
 	marker     bool
+	hideFrom   int64 // > 0: a KindHidden row (HideItem)
+}
+
+// HideItem is the row that hides the messages from row from on (up to
+// itself) from every reader but the raw transcript (Visible).
+func HideItem(from int64) Item { return Item{hideFrom: max(from, 1)} }
+
+// hiddenRow is a KindHidden row's JSON.
+type hiddenRow struct {
+	From int64 `json:"from"`
+}
+
+// Visible is recs without the messages a KindHidden row hides, and
+// without those rows: what the model and the conversation's readers see.
+// Compactions, resets and projections stay, hidden or not: they are the
+// session's state, not its talk.
+func Visible(recs []Record) []Record {
+	var out []Record
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Kind != KindHidden {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(recs)
+		}
+		from, at := recs[i].HiddenFrom, recs[i].Seq
+		out = slices.DeleteFunc(out, func(r Record) bool {
+			return r.Seq == at || r.Kind == KindMessage && r.Seq >= from && r.Seq < at
+		})
+	}
+	if out == nil {
+		return recs
+	}
+	return out
 }
 
 // ProjectionItem is the item that records p as the session's pruning
@@ -102,8 +144,9 @@ func ProjectionItem(p compaction.Projection) Item {
 	return Item{projection: p, marker: true}
 }
 
-// IsProjection reports whether the item is a projection (ProjectionItem).
-func (it *Item) IsProjection() bool { return it.marker }
+// IsMarker reports whether the item is a marker, not a message: a
+// projection (ProjectionItem) or a hidden row (HideItem).
+func (it *Item) IsMarker() bool { return it.marker || it.hideFrom > 0 }
 
 // Items are msgs as items without usage.
 func Items(msgs ...llm.Message) []Item {
@@ -195,6 +238,10 @@ func (it *Item) row() (role, body string, usage any, err error) {
 		b, err := json.Marshal(it.projection)
 		return roleProjection, string(b), nil, err
 	}
+	if it.hideFrom > 0 {
+		b, err := json.Marshal(hiddenRow{From: it.hideFrom})
+		return roleHidden, string(b), nil, err
+	}
 	m := &it.Message
 	if !validRole(m.Role) {
 		return "", "", nil, fmt.Errorf("invalid role %q", m.Role)
@@ -216,12 +263,14 @@ func (it *Item) row() (role, body string, usage any, err error) {
 // Transcript returns the messages among the last limit rows of a
 // transcript, in order (all of them when limit <= 0); an unknown session
 // id has none. Compactions, resets and projections are not messages: a
-// transcript keeps every message whatever was compacted.
+// transcript keeps every message whatever was compacted. Hidden messages
+// are left out (Visible); TranscriptRecords has them.
 func (db *DB) Transcript(ctx context.Context, sessionID string, limit int) ([]llm.Message, error) {
 	recs, err := db.records(ctx, sessionID, limit)
 	if err != nil {
 		return nil, err
 	}
+	recs = Visible(recs)
 	out := make([]llm.Message, 0, len(recs))
 	for _, r := range recs {
 		if r.Kind == KindMessage {
@@ -318,6 +367,12 @@ func (r *Record) decode(role, raw string, usage sql.NullString) error {
 		if err := json.Unmarshal([]byte(raw), &r.Projection); err != nil {
 			return fmt.Errorf("projection: %w", err)
 		}
+	case roleHidden:
+		var h hiddenRow
+		if err := json.Unmarshal([]byte(raw), &h); err != nil {
+			return fmt.Errorf("hidden: %w", err)
+		}
+		r.Kind, r.HiddenFrom = KindHidden, h.From
 	default:
 		if err := json.Unmarshal([]byte(raw), &r.Message); err != nil {
 			return err
