@@ -215,7 +215,7 @@ func (s *Server) deliverWebhook(ctx context.Context, t *tenant, rt *runtime, j a
 	}
 	body, err := json.Marshal(map[string]any{
 		"action": "finished", "jobId": j.ID, "jobName": j.Name, "runId": runID, "status": o.Status,
-		"summary": o.Summary, "error": o.Error, "sessionKey": o.SessionKey, "model": o.Model, "ts": time.Now().UnixMilli(),
+		"summary": strings.TrimSpace(format.StripHeartbeat(o.Summary)), "error": o.Error, "sessionKey": o.SessionKey, "model": o.Model, "ts": time.Now().UnixMilli(),
 		"job": map[string]any{"id": j.ID, "name": j.Name, "agentId": j.AgentID, "schedule": j.Schedule},
 	})
 	if err != nil {

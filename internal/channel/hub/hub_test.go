@@ -532,7 +532,14 @@ func TestSendOnce(t *testing.T) {
 	if n := len(r.p.texts()); n != 1 {
 		t.Errorf("%d posts, want 1", n)
 	}
+	// HEARTBEAT_OK never reaches a chat: stripped from a message's edge,
+	// and a message of nothing else is refused.
+	stripped, err := r.hub.Send(ctx, SendRequest{Channel: "telegram", Target: req.Target, Text: "All quiet. HEARTBEAT_OK", IdempotencyKey: "req-2"})
+	if texts := r.p.texts(); err != nil || len(stripped.MessageIDs) != 1 || texts[len(texts)-1] != "All quiet." {
+		t.Errorf("Send with a trailing HEARTBEAT_OK = %+v, %v; posted %q", stripped, err, texts)
+	}
 	for _, bad := range []SendRequest{
+		{Channel: "telegram", Target: req.Target, Text: "**HEARTBEAT_OK**", IdempotencyKey: "k"},
 		{Channel: "telegram", Target: req.Target, Text: " ", IdempotencyKey: "k"},
 		{Channel: "slack", Target: req.Target, Text: "x", IdempotencyKey: "k"},
 		{Channel: "telegram", Target: req.Target, Text: "x"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"talon/internal/channel"
+	"talon/internal/channel/format"
 )
 
 // ErrUnsupported is wrapped by an error for a message tool action the
@@ -55,7 +56,7 @@ func (h *Hub) SendFile(ctx context.Context, channelID, accountID string, t chann
 	if len(f.Data) == 0 {
 		return channel.Sent{}, errors.New("sendAttachment: the file is empty")
 	}
-	if strings.TrimSpace(caption) != "" {
+	if caption = format.StripHeartbeat(caption); strings.TrimSpace(caption) != "" {
 		chunks := render(acc.a, caption, t)
 		if len(chunks) != 1 {
 			return channel.Sent{}, fmt.Errorf("sendAttachment: the caption needs %d messages on %s; send the text with send", len(chunks), channelID)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"talon/internal/channel"
+	"talon/internal/channel/format"
 	"talon/internal/store"
 )
 
@@ -43,6 +44,12 @@ type SendResult struct {
 func (h *Hub) Send(ctx context.Context, r SendRequest) (SendResult, error) {
 	if strings.TrimSpace(r.Text) == "" {
 		return SendResult{}, errors.New("send: empty message")
+	}
+	// HEARTBEAT_OK never reaches a chat, whoever sends it (spec
+	// automation.md, better-item 3): a reply's, a heartbeat's and the
+	// message tool's text pass here.
+	if r.Text = format.StripHeartbeat(r.Text); strings.TrimSpace(r.Text) == "" {
+		return SendResult{}, errors.New("send: the message is only HEARTBEAT_OK, which is never sent to a chat")
 	}
 	if r.Target.Peer.ID == "" || r.Target.Peer.Kind == "" {
 		return SendResult{}, errors.New("send: no target")
