@@ -42,7 +42,8 @@ type promptInput struct {
 	skills string
 	// heartbeat says the agent runs scheduled heartbeats: only then is
 	// its HEARTBEAT.md part of the prompt (spec automation.md R9.3).
-	heartbeat bool
+	// light leaves out the other workspace files (lightContext).
+	heartbeat, light bool
 	// files reads the bootstrap files; nil reads them from disk.
 	files *fileCache
 	// memo keeps built prompts; nil builds every time.
@@ -67,7 +68,7 @@ func buildPrompt(in promptInput) (string, []string) {
 		if in.root == nil {
 			break
 		}
-		if name == HeartbeatFile && !in.heartbeat {
+		if name == HeartbeatFile && !in.heartbeat || name != HeartbeatFile && in.light {
 			continue
 		}
 		text, err := in.files.read(in.root, name, &dir)

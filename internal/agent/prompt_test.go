@@ -131,17 +131,26 @@ func TestPromptMemo(t *testing.T) {
 }
 
 // TestHeartbeatFileOnlyWithHeartbeats is R9.3: HEARTBEAT.md is part of
-// an agent's prompt only when the agent runs scheduled heartbeats.
+// an agent's prompt only when the agent runs scheduled heartbeats; a
+// light context keeps it alone.
 func TestHeartbeatFileOnlyWithHeartbeats(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, HeartbeatFile), []byte("- check the queue"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "SOUL.md"), []byte("be kind"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	root := openTestRoot(t, dir)
-	for _, on := range []bool{false, true} {
-		got, _ := buildPrompt(promptInput{root: root, maxChars: 100, agentID: "main", heartbeat: on})
-		if has := strings.Contains(got, "check the queue"); has != on {
-			t.Errorf("heartbeats %v: checklist in the prompt %v", on, has)
+	for _, c := range []struct{ heartbeat, light, checklist, soul bool }{
+		{false, false, false, true},
+		{true, false, true, true},
+		{true, true, true, false}, // lightContext: the checklist alone
+		{false, true, false, false},
+	} {
+		got, _ := buildPrompt(promptInput{root: root, maxChars: 100, agentID: "main", heartbeat: c.heartbeat, light: c.light})
+		if strings.Contains(got, "check the queue") != c.checklist || strings.Contains(got, "be kind") != c.soul {
+			t.Errorf("heartbeat %v light %v: checklist %v soul %v in\n%s", c.heartbeat, c.light, c.checklist, c.soul, got)
 		}
 	}
 }

@@ -153,6 +153,10 @@ type Request struct {
 	// session: the optional compaction after a successful turn then
 	// leaves the work to that run's (R5.8).
 	Waiting func() bool
+	// LightContext leaves the workspace's bootstrap files out of the
+	// system prompt but the heartbeat checklist (a heartbeat's or a cron
+	// job's lightContext).
+	LightContext bool
 	// Quiet, when set, is asked of a successful turn's final text whether
 	// the turn was internal with nothing to say (a heartbeat's
 	// HEARTBEAT_OK): its messages are then hidden from the model's later
@@ -279,7 +283,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	skills := r.loadSkills(ws, agentID)
 	system, _ := buildPrompt(promptInput{
-		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem, heartbeat: automation.HasHeartbeat(cfg, agentID),
+		root: ws, firstRun: firstRun, maxChars: bootstrapMax(cfg), extra: req.ExtraSystem,
+		heartbeat: automation.HasHeartbeat(cfg, agentID), light: req.LightContext,
 		tools: specs, agentID: agentID, sandbox: sandboxLine(&plan), files: &r.bootstrap, memo: &r.prompts,
 		skills: skills.Prompt(func(name string) bool {
 			return slices.ContainsFunc(decision.Tools, func(t policy.Tool) bool { return t.Name == name })
