@@ -297,7 +297,7 @@ func (s *Server) deliverHeartbeat(ctx context.Context, t *tenant, rt *runtime, h
 		return ch, tgt.Peer.ID, errors.New("dm-blocked")
 	}
 	_, err = h.Send(ctx, hub.SendRequest{Channel: ch, AccountID: account, Target: tgt, Text: text,
-		IdempotencyKey: "heartbeat:" + store.NewID()})
+		IdempotencyKey: "heartbeat:" + store.NewID(), Ack: text == format.HeartbeatToken})
 	return ch, tgt.Peer.ID, err
 }
 

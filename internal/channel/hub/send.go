@@ -26,6 +26,9 @@ type SendRequest struct {
 	// IdempotencyKey names the send: a request repeated with the same
 	// key sends nothing more and returns the first one's result.
 	IdempotencyKey string
+	// Ack is a heartbeat's acknowledgement that the channel's showOk
+	// asks to see: its HEARTBEAT_OK is sent as it is.
+	Ack bool
 }
 
 // SendResult is what was sent.
@@ -48,7 +51,9 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (SendResult, error) {
 	// HEARTBEAT_OK never reaches a chat, whoever sends it (spec
 	// automation.md, better-item 3): a reply's, a heartbeat's and the
 	// message tool's text pass here.
-	if r.Text = format.StripHeartbeat(r.Text); strings.TrimSpace(r.Text) == "" {
+	if r.Ack {
+		r.Text = format.HeartbeatToken
+	} else if r.Text = format.StripHeartbeat(r.Text); strings.TrimSpace(r.Text) == "" {
 		return SendResult{}, errors.New("send: the message is only HEARTBEAT_OK, which is never sent to a chat")
 	}
 	if r.Target.Peer.ID == "" || r.Target.Peer.Kind == "" {
