@@ -55,11 +55,23 @@ type diskConfig struct {
 	beyond []config.Issue
 }
 
+// configFile is a tenant's config file as the config methods and the
+// gateway tool reach it: t's, whose writes are held to the ceiling of the
+// root config of rt (the runtime in force). Both go through the functions
+// below, so a model's patch is checked exactly as a client's.
+type configFile struct {
+	t  *tenant
+	rt *runtime
+}
+
+// file is the config file of the call's tenant.
+func (c *call) file() configFile { return configFile{t: c.t, rt: c.rt} }
+
 // readConfig reads the tenant's config file afresh, not the version in
 // force: a file that does not load leaves the last good one in force
 // (tenant.current), and this is what a client must see and repair.
-func readConfig(c *call) (*diskConfig, error) {
-	t := c.t
+func readConfig(cf configFile) (*diskConfig, error) {
+	t := cf.t
 	raw, err := os.ReadFile(t.configPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &diskConfig{hash: config.Hash(nil), file: &config.File{
@@ -82,19 +94,19 @@ func readConfig(c *call) (*diskConfig, error) {
 		d.issues = []config.Issue{{Path: "(root)", Message: err.Error()}}
 	}
 	d.file = f
-	d.beyond = tenantIssues(c, f.Tree)
+	d.beyond = tenantIssues(cf, f.Tree)
 	return d, nil
 }
 
 // tenantIssues are the keys of a tenant's config beyond the operator's
 // ceiling (internal/ceiling): sandbox, network, programs, plugins and
 // paths. A write with any is refused; the default tenant has none.
-func tenantIssues(c *call, tree *config.Value) []config.Issue {
-	if c.rt.root == nil {
+func tenantIssues(cf configFile, tree *config.Value) []config.Issue {
+	if cf.rt.root == nil {
 		return nil
 	}
 	var out []config.Issue
-	for _, v := range c.rt.root.ceil.Apply(tree, c.t.dir).Violations {
+	for _, v := range cf.rt.root.ceil.Apply(tree, cf.t.dir).Violations {
 		out = append(out, config.Issue{Path: v.Path, Message: "beyond the operator's ceiling for tenants: " + v.Message})
 	}
 	return out
@@ -117,7 +129,8 @@ func (d *diskConfig) mustBeValid() error {
 
 // checkBaseHash applies §6's guard: a file that exists may only be
 // replaced by a client that read this version of it. A blank or
-// non-string baseHash counts as absent.
+// non-string baseHash counts as absent. A mismatch's details carry the
+// file's hash now (OpenClaw's message is kept as it is).
 func (d *diskConfig) checkBaseHash(v any) error {
 	if !d.exists {
 		return nil
@@ -127,7 +140,9 @@ func (d *diskConfig) checkBaseHash(v any) error {
 	case h == "":
 		return protocol.Errorf("config base hash required; re-run config.get and retry")
 	case h != d.hash:
-		return protocol.Errorf("config changed since last load; re-run config.get and retry")
+		e := protocol.Errorf("config changed since last load; re-run config.get and retry")
+		e.Details = map[string]any{"hash": d.hash}
+		return e
 	}
 	return nil
 }
@@ -137,26 +152,26 @@ func (d *diskConfig) checkBaseHash(v any) error {
 // replaced (unless something outside this gateway writes it meanwhile).
 type configTx struct {
 	t   *tenant
-	c   *call
+	cf  configFile
 	cur *diskConfig
 }
 
-func beginConfig(c *call) (*configTx, error) {
-	t := c.t
+func beginConfig(cf configFile) (*configTx, error) {
+	t := cf.t
 	t.writeMu.Lock()
-	cur, err := readConfig(c)
+	cur, err := readConfig(cf)
 	if err != nil {
 		t.writeMu.Unlock()
 		return nil, err
 	}
-	return &configTx{t: t, c: c, cur: cur}, nil
+	return &configTx{t: t, cf: cf, cur: cur}, nil
 }
 
 func (tx *configTx) done() { tx.t.writeMu.Unlock() }
 
 // beginEdit begins a write that edits the config, which must be valid.
 func beginEdit(c *call) (*configTx, error) {
-	tx, err := beginConfig(c)
+	tx, err := beginConfig(c.file())
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +196,7 @@ func (tx *configTx) check(next *config.Value) (*config.File, error) {
 	} else if err != nil {
 		issues = []config.Issue{{Path: "(root)", Message: err.Error()}}
 	}
-	issues = append(issues, tenantIssues(tx.c, f.Tree)...)
+	issues = append(issues, tenantIssues(tx.cf, f.Tree)...)
 	if len(issues) > 0 {
 		return nil, invalidErr((&config.ValidationError{Issues: issues}).Error(), issues)
 	}
@@ -240,12 +255,18 @@ func configGet(_ *Server, c *call) (any, error) {
 	if err := c.params(&struct{}{}); err != nil {
 		return nil, err
 	}
-	d, err := readConfig(c)
+	return snapshotConfig(c.file())
+}
+
+// snapshotConfig is config.get's payload, secrets redacted: the one
+// reading of a config file a client or a model is shown.
+func snapshotConfig(cf configFile) (*configSnapshot, error) {
+	d, err := readConfig(cf)
 	if err != nil {
 		return nil, err
 	}
-	snap := configSnapshot{
-		Path: c.t.configPath, Exists: d.exists, Valid: len(d.issues) == 0, Hash: d.hash,
+	snap := &configSnapshot{
+		Path: cf.t.configPath, Exists: d.exists, Valid: len(d.issues) == 0, Hash: d.hash,
 		Parsed: json.RawMessage("{}"), Config: json.RawMessage("{}"),
 		Issues: issuesOf(d.issues), Warnings: []configIssue{}, LegacyIssues: []configIssue{},
 	}
@@ -287,7 +308,12 @@ func (p *writeParams) parse(c *call) (*config.Value, error) {
 	if p.Raw == nil {
 		return nil, protocol.Errorf("invalid %s params: raw (a JSON5 object, as a string) is required", m)
 	}
-	tree, err := config.ParseJSON5([]byte(*p.Raw))
+	return parseRaw(m, *p.Raw)
+}
+
+// parseRaw reads the raw of a write of method m: a JSON5 object.
+func parseRaw(m, raw string) (*config.Value, error) {
+	tree, err := config.ParseJSON5([]byte(raw))
 	if err != nil {
 		return nil, protocol.Errorf("invalid %s params: raw: %v", m, err)
 	}
@@ -315,27 +341,34 @@ func restoreSecrets(method string, next, onDisk *config.Value) (*config.Value, e
 // config at the next call or turn and never restarts for it.
 var hotReload = map[string]any{"required": false, "reason": "hot-reload"}
 
-func configPatch(_ *Server, c *call) (any, error) { return writeConfig(c, true) }
-func configSet(_ *Server, c *call) (any, error)   { return writeConfig(c, false) }
-func configApply(_ *Server, c *call) (any, error) { return writeConfig(c, false) }
+func configPatch(_ *Server, c *call) (any, error) { return writeParamsConfig(c) }
+func configSet(_ *Server, c *call) (any, error)   { return writeParamsConfig(c) }
+func configApply(_ *Server, c *call) (any, error) { return writeParamsConfig(c) }
 
-// writeConfig serves the three writes: check baseHash against the file on
-// disk, build the next tree (merge, or the raw config itself), restore
-// redacted secrets from disk, validate, save. A patch needs a valid file
-// to merge into; set and apply may replace a broken one, which is how it
-// gets repaired.
-func writeConfig(c *call, patch bool) (any, error) {
+// writeParamsConfig is a write as a client asks for it.
+func writeParamsConfig(c *call) (any, error) {
 	var p writeParams
 	in, err := p.parse(c)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := beginConfig(c)
+	return writeConfig(c.file(), c.req.Method, in, p.BaseHash)
+}
+
+// writeConfig serves the three writes (method), from a client or the
+// gateway tool: check baseHash against the file on disk, build the next
+// tree (merge in, or in itself), restore redacted secrets from disk,
+// validate (held to the tenant ceiling), save atomically. A patch needs a
+// valid file to merge into; set and apply may replace a broken one,
+// which is how it gets repaired.
+func writeConfig(cf configFile, method string, in *config.Value, baseHash any) (map[string]any, error) {
+	patch := method == "config.patch"
+	tx, err := beginConfig(cf)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.done()
-	if err := tx.cur.checkBaseHash(p.BaseHash); err != nil {
+	if err := tx.cur.checkBaseHash(baseHash); err != nil {
 		return nil, err
 	}
 	next := in
@@ -349,7 +382,7 @@ func writeConfig(c *call, patch bool) (any, error) {
 	if tx.cur.file != nil {
 		onDisk = tx.cur.file.Tree
 	}
-	if next, err = restoreSecrets(c.req.Method, next, onDisk); err != nil {
+	if next, err = restoreSecrets(method, next, onDisk); err != nil {
 		return nil, err
 	}
 	f, err := tx.check(next)
@@ -359,8 +392,8 @@ func writeConfig(c *call, patch bool) (any, error) {
 	if err := tx.save(f); err != nil {
 		return nil, err
 	}
-	out := map[string]any{"ok": true, "path": c.t.configPath, "config": json.RawMessage(config.RedactedJSON(f.Tree)), "hash": f.Hash}
-	if c.req.Method != "config.set" {
+	out := map[string]any{"ok": true, "path": cf.t.configPath, "config": json.RawMessage(config.RedactedJSON(f.Tree)), "hash": f.Hash}
+	if method != "config.set" {
 		out["restart"] = hotReload
 	}
 	return out, nil

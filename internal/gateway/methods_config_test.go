@@ -240,6 +240,10 @@ func TestConfigWriteErrors(t *testing.T) {
 			if is, _ := d["issues"].([]any); tc.issues != (len(is) > 0) {
 				t.Errorf("details = %v", pe.Details)
 			}
+			// A stale baseHash is told the file's hash now.
+			if stale := strings.HasPrefix(tc.want, "config changed"); stale != (d["hash"] == hash) {
+				t.Errorf("details = %v, want the hash %s only for a stale baseHash", pe.Details, hash)
+			}
 			if now, _ := os.ReadFile(filepath.Join(ts.dir, "talon.json")); string(now) != string(before) {
 				t.Errorf("the file changed:\n%s", now)
 			}
