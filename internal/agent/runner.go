@@ -64,6 +64,8 @@ type Runner struct {
 	Messenger tools.Messenger
 	// Crons serves the cron tool; nil for none.
 	Crons tools.Crons
+	// Configs serves the gateway tool; nil for none.
+	Configs tools.Configs
 	// Outbound is the tenant's keys and network rule for the tools that
 	// call remote APIs.
 	Outbound tools.Outbound
@@ -304,7 +306,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	env.Sessions = newRunSessions(r, agentID, req.SessionKey, &plan)
 	env.Messenger = r.Messenger
-	env.Crons, env.Owner = r.Crons, req.Owner
+	env.Crons, env.Configs, env.Owner = r.Crons, r.Configs, req.Owner
 	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
 	env.Vision = r.vision(prov, modelID, ref)

@@ -492,6 +492,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		Approvals: t.approvals,
 		Messenger: channelMessenger{s: s, t: t},
 		Crons:     cronTools{s: s, t: t},
+		Configs:   configTools{s: s, t: t},
 		Outbound:  tools.Outbound{Env: providers.Env, Builtin: providers.BuiltinKeys, Guard: providers.Guard},
 		Plugins:   t.plugins.Configure(cfg),
 		Log:       s.log.With("tenant", t.id),

@@ -104,8 +104,12 @@ type Env struct {
 	// Crons serves the cron tool: the tenant's cron jobs as this run may
 	// see and change them; nil when the caller has none.
 	Crons Crons
+	// Configs serves the gateway tool: the config file of the run's own
+	// tenant; nil when the caller has none.
+	Configs Configs
 	// Owner says the run's sender is an owner (commands.ownerAllowFrom,
-	// the operator): the cron tool then reaches every job.
+	// the operator): the cron tool then reaches every job, and only an
+	// owner's run may use the gateway tool.
 	Owner bool
 	// ToolNames are the tools this run is offered: a job the run makes
 	// gets at most these (spec automation.md R3.11).
@@ -196,6 +200,19 @@ type CronRequest struct {
 	ContextMessages int
 	Owner           bool
 	Tools           []string
+}
+
+// Configs is what the gateway tool needs from the gateway: the config
+// file of the run's own tenant, read as config.get shows it (secrets
+// redacted) and patched through config.patch's checks (baseHash, schema,
+// the tenant ceiling, an atomic write). It is owned here, by its
+// consumer. Errors are written for the model.
+type Configs interface {
+	// Get is config.get's payload.
+	Get(ctx context.Context) (json.RawMessage, error)
+	// Patch merges raw, a JSON5 object, into the file read at baseHash;
+	// its result is config.patch's.
+	Patch(ctx context.Context, raw, baseHash string) (json.RawMessage, error)
 }
 
 // Messenger is what the message tool needs from the gateway: sending

@@ -12,6 +12,7 @@ import (
 	"talon/internal/tools/cron"
 	"talon/internal/tools/exec"
 	"talon/internal/tools/fs"
+	"talon/internal/tools/gateway"
 	"talon/internal/tools/image"
 	"talon/internal/tools/message"
 	"talon/internal/tools/pdf"
@@ -23,7 +24,7 @@ import (
 
 // Order is the construction order of the tools Talon has.
 var Order = []string{
-	"read", "edit", "write", "apply_patch", "exec", "process", "browser", "cron", "message", "tts",
+	"read", "edit", "write", "apply_patch", "exec", "process", "browser", "cron", "message", "tts", "gateway",
 	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
 	"web_search", "web_fetch", "image", "pdf",
 }
@@ -35,7 +36,7 @@ func Registry() (*tools.Registry, error) {
 	byName := map[string]tools.Tool{}
 	all := append(fs.All(), exec.All()...)
 	all = append(all, sessions.All()...)
-	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), pdf.New(), message.New(), cron.New(), tts.New(), browser.New(browser.Options{})) {
+	for _, t := range append(all, websearch.New(websearch.Options{}), web.New(), image.New(), pdf.New(), message.New(), cron.New(), tts.New(), gateway.New(), browser.New(browser.Options{})) {
 		byName[t.Name()] = t
 	}
 	ts := make([]tools.Tool, 0, len(Order))
