@@ -152,7 +152,7 @@ func TestChatBadInput(t *testing.T) {
 // the stream, the divider in the history with the messages still above
 // it, and the sessions page's context and compaction count.
 func TestChatCompaction(t *testing.T) {
-	e := newEnv(t, `{"agents":{"list":[{"id":"main"}],"defaults":{"contextTokens":16000}}}`)
+	e := newEnv(t, `{"agents":{"list":[{"id":"main"}],"defaults":{"contextTokens":18000}}}`)
 	b := e.signIn(adminToken, "")
 	for i := range 3 {
 		b.post("/agents/main/chat", url.Values{"message": {strings.Repeat("long talk ", 1500) + string(rune('a'+i))}})
@@ -174,7 +174,7 @@ func TestChatCompaction(t *testing.T) {
 		t.Errorf("chat page: divider at %d, %d user messages", divider, strings.Count(page, "msg-user"))
 	}
 	_, page = b.get("/agents/main/sessions")
-	if !regexp.MustCompile(`<td>~[0-9.]+k/16k \([0-9]+%\)</td><td>[1-9]</td>`).MatchString(page) {
+	if !regexp.MustCompile(`<td>~[0-9.]+k/18k \([0-9]+%\)</td><td>[1-9]</td>`).MatchString(page) {
 		t.Errorf("sessions page lacks the context and the compaction:\n%s", page)
 	}
 }
