@@ -45,6 +45,11 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CacheReadTokens and CacheWriteTokens are the prompt tokens the
+	// provider read from and wrote to its prompt cache (0 when it does
+	// not say); how each provider reports them is its client's business.
+	CacheReadTokens  int `json:"-"`
+	CacheWriteTokens int `json:"-"`
 }
 
 // Finish reasons.
