@@ -28,7 +28,7 @@ session, a sandboxed session when the sandbox mode is non-main, and each model p
 named in byProvider. A tenant's config (STATE/tenants/ID/talon.json) is checked as the
 gateway runs it: held to the ceiling of STATE's root config, each key beyond it reported
 as an error. It also lists the OpenClaw keys the config sets that Talon accepts but does
-not act on yet (agents.defaults.model.fallbacks, channels, cron, …) and keys nobody
+not act on yet (agents.defaults.humanDelay, channel streaming, …) and keys nobody
 defines. Exit status 1 when it finds an error (or, with --strict, a warning, unused
 and unknown keys included), 2 when the config cannot be read.`,
 		Args: cobra.NoArgs,

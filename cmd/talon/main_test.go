@@ -156,7 +156,6 @@ func TestDoctor(t *testing.T) {
 	}`
 	unusedLines := []string{
 		"OpenClaw keys Talon accepts but does not act on",
-		"  agents.defaults.model.fallbacks: not used by Talon yet\n",
 		"  agents.defaults.humanDelay: not used by Talon yet\n",
 		"  channels.telegram.streaming: not used by Talon yet\n",
 		"  tools.web.search.openaiCodex: not used by Talon yet\n",
@@ -188,7 +187,7 @@ func TestDoctor(t *testing.T) {
 		{"unused keys pass", unusedKeys, nil, 0, unusedLines},
 		{"unused keys fail strict", unusedKeys, []string{"--strict"}, 1, unusedLines},
 		{"unused keys in json", unusedKeys, []string{"--json"}, 0,
-			[]string{`"unused_keys": [`, `"agents.defaults.model.fallbacks",`, `"browser.headless"`}},
+			[]string{`"unused_keys": [`, `"agents.defaults.humanDelay",`, `"browser.headless"`}},
 		{"unknown key fails strict", `{agents: {list: [{id: "main"}]}, bogus: 1}`, []string{"--strict"}, 1,
 			[]string{"config warnings:\n  bogus: unknown key"}},
 	}

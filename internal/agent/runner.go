@@ -36,12 +36,19 @@ type Resolver func(ref string) (provider.Provider, string, error)
 
 // Runner runs agent turns for one config.
 type Runner struct {
-	Config   *config.Config
-	Policy   *policy.Engine
-	Tools    *tools.Registry
-	Store    *store.DB
-	Resolve  Resolver
-	StateDir string
+	Config  *config.Config
+	Policy  *policy.Engine
+	Tools   *tools.Registry
+	Store   *store.DB
+	Resolve Resolver
+	// Targets, when set, resolves a model reference to each key of its
+	// provider (provider.Memo.Targets), for the fallback chain to rotate
+	// through on rate limits; nil means one target, Resolve's.
+	Targets func(ref string) ([]provider.Target, error)
+	// Cooldowns remembers failing providers across runs (the tenant's,
+	// for the life of the process); nil means none are remembered.
+	Cooldowns *provider.Cooldowns
+	StateDir  string
 	// Sandboxes opens the sandboxes of sandboxed sessions and the host
 	// sandbox the commands of the others run in. Nil means a sandboxed
 	// session fails (closed, never on the host) and the others have no
@@ -116,8 +123,17 @@ type Request struct {
 	// ClientTools are tools the caller executes itself: calls to them end
 	// the run and go back to the caller.
 	ClientTools []llm.ToolSpec
-	// Model overrides the agent's model reference.
+	// Model overrides the agent's model reference. A model chosen so is
+	// strict (tried alone) unless JobModel says it is a job's or
+	// Fallbacks is set.
 	Model string
+	// JobModel says Model is a job's own (a cron payload's model): it
+	// takes the configured fallbacks and then the configured primary.
+	JobModel bool
+	// Fallbacks, when non-nil, are the models tried after the run's
+	// model fails instead of the configured ones (a cron payload's
+	// fallbacks; empty: none).
+	Fallbacks []string
 	// Owner says whether the sender is an owner (owner-only tools).
 	Owner bool
 	// Chat is the chat a channel message came from; nil for other runs.
@@ -173,8 +189,11 @@ type Result struct {
 	ToolCalls    []llm.ToolCall // calls for the caller's client tools
 	FinishReason string
 	Usage        provider.Usage
-	Model        string // the model reference used
-	Rounds       int
+	// Model is the model reference that answered the run's last model
+	// call: a fallback's when the primary failed; the primary's when no
+	// call answered.
+	Model  string
+	Rounds int
 
 	// partial is the text a model call streamed before it failed.
 	partial string
@@ -216,14 +235,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("reading session %s: %w", req.SessionKey, err)
 	}
-	ref := r.Model
-	if ref == "" {
-		ref = runModel(cfg, agentID, req.Model, entry)
-	}
-	prov, modelID, err := r.Resolve(ref)
-	if err != nil {
+	refs := provider.ModelChain(cfg, agentID, r.choice(&req, entry))
+	ref := refs[0]
+	// The primary that does not resolve fails the run at once unless a
+	// fallback may answer (the chain then lists why it was passed over).
+	if _, err := r.targets(ref); err != nil && len(refs) == 1 {
 		return nil, fmt.Errorf("resolving model %q: %w", ref, err)
 	}
+	chain := provider.NewChain(r.failover(), refs)
 	v := newView(cfg, agentID, req.SessionKey, ref, entry)
 	if warn, err := v.win.Check(); err != nil {
 		return nil, err
@@ -240,6 +259,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	// reference Resolve took parses, and the offline model's provider is
 	// config.InspectProvider.
 	mref, _ := config.ParseModelRef(ref)
+	modelID := mref.Model
 	firstRun := v.empty()
 	input := req.Input
 	if firstRun && len(req.History) > 0 {
@@ -309,7 +329,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Crons, env.Configs, env.Owner = r.Crons, r.Configs, req.Owner
 	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
-	env.Vision = r.vision(prov, modelID, ref)
+	env.Vision = r.vision(chain)
 
 	if call, ok := dispatchable(skills, req.Input); ok {
 		res := r.dispatch(ctx, &req, tr, env, &decision, pt, call)
@@ -320,7 +340,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, nil
 	}
 	v.fixed = fixedTokens(system, specs)
-	st := &loopState{prov: prov, modelID: modelID, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, v: v,
+	st := &loopState{chain: chain, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, v: v,
 		// A memory flush writes the agent's workspace: not one it may
 		// only read, nor a sandbox's own (R6.4).
 		readOnly: plan.Sandboxed && (plan.Access.Value == policy.AccessRO || plan.Access.Value == policy.AccessNone)}
@@ -329,7 +349,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	st.build(r.now(), tr, input)
 	res, err := r.loop(ctx, &req, tr, st)
-	res.Model = ref
+	res.Model = chain.Ref()
 	if err != nil {
 		return res, tr.fail(ctx, err, res.partial)
 	}
@@ -417,60 +437,37 @@ func (r *Runner) approvals() (*approval.Service, error) {
 
 // vision is the image tool's model call: agents.defaults.imageModel (its
 // primary, then its fallbacks in order, each resolved as the run's own
-// model is), else the run's own model (prov, modelID; ref names it in
-// errors). The call is one user message, the prompt with the image, and
-// is not written to the transcript: the tool result that carries the
-// model's answer is.
-func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(context.Context, string, llm.Image) (string, error) {
+// model is), else the run's own chain. The call is one user message, the
+// prompt with the image, and is not written to the transcript: the tool
+// result that carries the model's answer is.
+func (r *Runner) vision(chain *provider.Chain) func(context.Context, string, llm.Image) (string, error) {
 	return func(ctx context.Context, prompt string, img llm.Image) (string, error) {
 		refs, err := config.ModelRefs(r.Config.Agents.Defaults.ImageModel)
 		if err != nil {
 			return "", fmt.Errorf("agents.defaults.imageModel: %w", err)
 		}
-		ask := func(p provider.Provider, id string) (string, error) {
-			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []llm.Message{
-				{Role: llm.RoleUser, Content: prompt, Images: []llm.Image{img}},
-			}}, nil)
-			if err != nil {
-				return "", err
-			}
-			return out.Content, nil
+		c := chain
+		if len(refs) > 0 {
+			c = provider.NewChain(r.failover(), refs)
 		}
-		if len(refs) == 0 {
-			text, err := ask(prov, modelID)
-			if err != nil {
-				return "", fmt.Errorf("model %s: %w", ref, err)
+		out, _, err := c.Chat(ctx, &provider.Request{Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: prompt, Images: []llm.Image{img}},
+		}}, nil)
+		if err != nil {
+			if len(refs) > 0 {
+				return "", fmt.Errorf("image model: %w", err)
 			}
-			return text, nil
+			return "", fmt.Errorf("model %s: %w", c.Ref(), err)
 		}
-		var errs []error
-		for _, ref := range refs {
-			if ctx.Err() != nil {
-				break // no point trying the fallbacks of a cancelled run
-			}
-			p, id, err := r.Resolve(ref)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("resolving image model %s: %w", ref, err))
-				continue
-			}
-			text, err := ask(p, id)
-			if err == nil {
-				return text, nil
-			}
-			errs = append(errs, fmt.Errorf("image model %s: %w", ref, err))
-		}
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-		}
-		return "", errors.Join(errs...)
+		return out.Content, nil
 	}
 }
 
 // loopState is what the model loop works with.
 type loopState struct {
-	prov     provider.Provider
-	modelID  string
-	ref      string // the run's model reference
+	// chain calls the run's models; ref is the first, the run's model.
+	chain    *provider.Chain
+	ref      string
 	system   string
 	specs    []llm.ToolSpec
 	history  []llm.Message
@@ -524,8 +521,8 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			}
 		}
 		compaction.CapToolResults(st.history, st.v.win.Tokens)
-		out, err := st.prov.Chat(ctx, &provider.Request{
-			Model: st.modelID, System: st.system, Messages: st.history, Tools: st.specs,
+		out, _, err := st.chain.Chat(ctx, &provider.Request{
+			System: st.system, Messages: st.history, Tools: st.specs,
 			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
 		}, onDelta)
 		if err != nil {
@@ -736,12 +733,11 @@ func (r *Runner) memoryFlush(ctx context.Context, req *Request, st *loopState) {
 	fst.detached = true
 	fst.system = st.system + "\n\n" + ft.System
 	if ref := r.modelFor(v.set.Flush.Model, st.ref); ref != st.ref {
-		p, id, err := r.Resolve(ref)
-		if err != nil {
+		if _, err := r.targets(ref); err != nil {
 			r.logWarn("memory flush: resolving its model", "session", v.key, "model", ref, "err", err)
 			return
 		}
-		fst.prov, fst.modelID = p, id
+		fst.chain = provider.NewChain(r.failover(), []string{ref})
 	}
 	fst.history = append(v.conversation(), llm.Message{Role: llm.RoleUser, Content: ft.Prompt})
 	fctx, cancel := context.WithTimeout(ctx, v.set.Timeout)
@@ -995,6 +991,50 @@ func bootstrapMax(cfg *config.Config) int {
 		return *v
 	}
 	return DefaultBootstrapMaxChars
+}
+
+// choice is how the run's model was chosen: the operator's (Runner.Model)
+// and the caller's are pinned, a job's is a job's, else the session's
+// override is pinned, else the agent's configured chain applies.
+func (r *Runner) choice(req *Request, e session.Entry) provider.Choice {
+	c := provider.Choice{Fallbacks: req.Fallbacks}
+	switch {
+	case r.Model != "":
+		return provider.Choice{Pinned: r.Model}
+	case req.Model != "" && req.JobModel:
+		c.Job = req.Model
+	case req.Model != "":
+		c.Pinned = req.Model
+	case e.ModelOverride != "":
+		c.Pinned = runModel(r.Config, "", "", e)
+	}
+	return c
+}
+
+// failover is what the run's model chains need: the keys of each model,
+// the tenant's cool-downs, and the compaction's reading of an overflow
+// and of a model's window.
+func (r *Runner) failover() provider.Failover {
+	return provider.Failover{
+		Resolve:   r.targets,
+		Cooldowns: r.Cooldowns,
+		Overflow:  func(err error) bool { _, ok := overflowOf(err); return ok },
+		Window:    func(ref string) int64 { return compaction.ResolveWindow(r.Config, ref).Tokens },
+	}
+}
+
+// targets resolves ref to its provider's keys (Targets), or to Resolve's
+// one client.
+func (r *Runner) targets(ref string) ([]provider.Target, error) {
+	if r.Targets != nil {
+		return r.Targets(ref)
+	}
+	p, id, err := r.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := config.ParseModelRef(ref)
+	return []provider.Target{{Provider: p, Model: id, ProviderID: m.Provider}}, nil
 }
 
 // runModel is the model a turn runs with: the caller's (the

@@ -178,6 +178,28 @@ func (c *Config) AgentModel(id string) string {
 	return InspectModel
 }
 
+// AgentFallbacks are the models an agent's runs fall back to, in order,
+// when its primary fails, as OpenClaw chooses them: the agent's own
+// `model.fallbacks` when its model object has that key ([] for none);
+// else none when the agent names its own primary (an agent primary is
+// strict unless it opts in); else agents.defaults.model.fallbacks. A
+// malformed list counts as none (Validate reports it).
+func (c *Config) AgentFallbacks(id string) []string {
+	if c == nil {
+		return nil
+	}
+	if a, _ := c.Agent(id); a != nil {
+		if refs, set, err := ModelFallbacks(a.Model); set || err != nil {
+			return refs
+		}
+		if ModelPrimary(a.Model) != "" {
+			return nil
+		}
+	}
+	refs, _, _ := ModelFallbacks(c.Agents.Defaults.Model)
+	return refs
+}
+
 // AgentWorkspace is where an agent's own workspace lives: its `workspace`
 // key, else `agents.defaults.workspace` (for the default agent; other
 // agents get a sibling `<that>-<id>`), else `<state>/workspace` for the

@@ -127,3 +127,34 @@ func ModelRefs(raw *Raw) ([]string, error) {
 	}
 	return nil, fmt.Errorf("expected a model reference or {primary, fallbacks} (got %s)", raw.Kind)
 }
+
+// ModelFallbacks reads the fallbacks of a model setting: set says the
+// setting is an object with a "fallbacks" list, an empty one included
+// (which turns fallbacks off: OpenClaw's strict `fallbacks: []`). A
+// string, an object without the key, and absent settings have none and
+// are not set. It does not need a primary: an agent's `model:
+// {fallbacks}` keeps the shared primary and replaces its fallbacks.
+func ModelFallbacks(raw *Raw) (refs []string, set bool, err error) {
+	if raw == nil || raw.Value == nil || raw.Kind != Object {
+		return nil, false, nil
+	}
+	f := raw.Get("fallbacks")
+	if f == nil || f.Kind == Null {
+		return nil, false, nil
+	}
+	if f.Kind != Array {
+		return nil, false, fmt.Errorf(`expected "fallbacks" to be a list of model references (got %s)`, f.Kind)
+	}
+	refs = make([]string, 0, len(f.Items))
+	for i, item := range f.Items {
+		if item.Kind != String || strings.TrimSpace(item.Str) == "" {
+			return nil, false, fmt.Errorf(`expected fallbacks[%d] to be a model reference`, i)
+		}
+		ref := strings.TrimSpace(item.Str)
+		if _, err := ParseModelRef(ref); err != nil {
+			return nil, false, fmt.Errorf("fallbacks[%d]: %w", i, err)
+		}
+		refs = append(refs, ref)
+	}
+	return refs, true, nil
+}

@@ -41,7 +41,10 @@ type Config struct {
 	Broadcast *Raw     `json:"broadcast"`
 	Commands  Commands `json:"commands"`
 	Models    Models   `json:"models"`
-	Env       *Raw     `json:"env"`
+	// Auth is OpenClaw's auth profiles: several keys of one provider,
+	// tried in turn on rate limits (auth.go).
+	Auth Auth `json:"auth"`
+	Env  *Raw `json:"env"`
 	// Cron is the scheduled jobs' section (cron.go).
 	Cron Cron `json:"cron"`
 	// MCP is Talon's own: the MCP servers whose tools agents may use.

@@ -12,8 +12,8 @@ func IsUnused(is Issue) bool { return is.Message == MsgUnused }
 // unusedKeys are the OpenClaw keys Talon accepts (so they are not reported
 // as unknown, and are kept when the file is written back) but does not act
 // on. Decode warns once for each one present, however deep, including
-// inside values Talon reads only in part (agents.defaults.model is read
-// for its primary; its fallbacks are not). The issue that builds a
+// inside values Talon reads only in part (tools.web.fetch is read for
+// enabled; its other keys are not). The issue that builds a
 // feature removes its keys here; TestUnusedKeys checks every entry is an
 // OpenClaw key and that none reaches a field Talon reads.
 //
@@ -23,7 +23,7 @@ func IsUnused(is Issue) bool { return is.Message == MsgUnused }
 // tool policy does not read (it reads enabled, groups and accounts).
 var unusedKeys = []string{
 	// Whole sections.
-	"meta", "wizard", "update", "telemetry", "logging", "ui", "auth", "skills",
+	"meta", "wizard", "update", "telemetry", "logging", "ui", "skills",
 	"talk",
 
 	// HTTP hooks: Talon has no Gmail watcher, no presets (the gmail one
@@ -57,7 +57,6 @@ var unusedKeys = []string{
 	"gateway.controlUi.dangerouslyDisableDeviceAuth",
 	"gateway.controlUi.allowInsecureAuth",
 
-	"agents.defaults.model.fallbacks",
 	"agents.defaults.imageModel.timeoutMs",
 	// The pdf tool returns the text it extracts to the calling model and
 	// calls no model of its own (internal/tools/pdf).
@@ -80,7 +79,6 @@ var unusedKeys = []string{
 	"agents.defaults.subagents.archiveAfterMinutes",
 	"agents.defaults.sandbox.browser", "agents.defaults.sandbox.prune",
 
-	"agents.list[].model.fallbacks",
 	"agents.list[].subagents",
 	"agents.list[].groupChat.historyLimit", "agents.list[].groupChat.unmentionedInbound",
 	"agents.list[].skills",

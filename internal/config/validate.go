@@ -57,6 +57,8 @@ func check(c *Config) (errs, warns []Issue) {
 	k.cron(&c.Cron)
 	k.webSearch(c)
 	k.tenants(&c.Tenants)
+	k.modelSetting("agents.defaults.model", c.Agents.Defaults.Model)
+	k.auth(&c.Auth)
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
@@ -100,11 +102,21 @@ func check(c *Config) (errs, warns []Issue) {
 		k.compaction(at+".compaction", &a.Compaction)
 		k.contextPruning(at+".contextPruning", &a.ContextPruning)
 		k.heartbeat(at+".heartbeat", a.Heartbeat, c)
+		k.modelSetting(at+".model", a.Model)
 	}
 	return k.errs, k.warns
 }
 
 type checker struct{ errs, warns []Issue }
+
+// modelSetting checks the fallbacks of a model setting. A malformed list
+// is warned of, not refused: it counts as none, and the primary (read
+// leniently, ModelPrimary, as OpenClaw does) still runs.
+func (k *checker) modelSetting(path string, raw *Raw) {
+	if _, _, err := ModelFallbacks(raw); err != nil {
+		k.warn(path+".fallbacks", err.Error()+"; no fallbacks are used")
+	}
+}
 
 func (k *checker) fail(path, msg string) {
 	k.errs = append(k.errs, Issue{Path: path, Message: msg})

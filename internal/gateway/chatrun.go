@@ -555,6 +555,10 @@ type (
 		Role      string     `json:"role"`
 		Content   []textPart `json:"content"`
 		Timestamp int64      `json:"timestamp"`
+		// Provider and Model name the model that answered, in a final
+		// event only (a transcript message's model?, provider?).
+		Provider string `json:"provider,omitempty"`
+		Model    string `json:"model,omitempty"`
 	}
 	toolData struct {
 		Phase      string          `json:"phase"`
@@ -711,6 +715,10 @@ func (r *chatRun) terminalChat(out runOutcome) chatEvent {
 		ev := chatEvent{State: "final", StopReason: out.res.FinishReason, Usage: usageOf(out.res.Usage)}
 		if t := strings.TrimSpace(out.res.Text); t != "" && t != silentReply {
 			ev.Message = messageOf(out.res.Text)
+			// As a transcript's assistant message names them: the model
+			// that answered, a fallback's when the primary failed.
+			m := provider.ShownModel(out.res.Model)
+			ev.Message.Provider, ev.Message.Model = m.Provider, m.Model
 		}
 		return ev
 	case "aborted":

@@ -142,7 +142,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, completion{
-		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: modelEcho(req),
+		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: answeredBy(req, res),
 		Choices: []completionChoice{{Message: answer, FinishReason: res.FinishReason}},
 		Usage:   res.Usage,
 	})
@@ -234,6 +234,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 	if len(res.ToolCalls) > 0 {
 		out.JSON("", chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
 	}
+	// The chunks from here on name the model that answered: a fallback's
+	// when the primary failed.
+	model = answeredBy(req, res)
 	out.JSON("", chunk(map[string]any{}, res.FinishReason))
 	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
 		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -581,6 +584,10 @@ func safeRunError(err error) string {
 	if errors.As(err, &werr) {
 		return "model configuration error: " + werr.Error()
 	}
+	var xerr *provider.ExhaustedError
+	if errors.As(err, &xerr) {
+		return "model provider error: " + safeAttempts(xerr)
+	}
 	var perr *provider.Error
 	if errors.As(err, &perr) {
 		return "model provider error: " + perr.Error()
@@ -594,6 +601,23 @@ func safeRunError(err error) string {
 		return "sandbox error: " + serr.Error()
 	}
 	return "internal error"
+}
+
+// safeAttempts lists the attempts of a model chain that found no answer,
+// each failure as safeRunError would say it alone.
+func safeAttempts(x *provider.ExhaustedError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no model answered (%d tried):", len(x.Attempts))
+	for i, a := range x.Attempts {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		if a.Err != nil {
+			a.Err = errors.New(strings.TrimPrefix(safeRunError(a.Err), "model provider error: "))
+		}
+		b.WriteString(" " + a.String())
+	}
+	return b.String()
 }
 
 func contentOf(res *agent.Result) string {
@@ -614,6 +638,16 @@ func wireCalls(calls []llm.ToolCall, indexed bool) []wireToolCall {
 		}
 	}
 	return out
+}
+
+// answeredBy is the model of a completion: the reference of the model that
+// answered (agent.Result.Model), so that a caller sees when a fallback
+// did; the echo of the request's agent when the run names none.
+func answeredBy(req *request, res *agent.Result) string {
+	if res != nil && res.Model != "" {
+		return res.Model
+	}
+	return modelEcho(req)
 }
 
 func modelEcho(req *request) string {

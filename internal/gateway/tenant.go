@@ -68,6 +68,11 @@ type tenant struct {
 	// memory index stays open; each config gets its own plugin Set.
 	plugins *plugin.Host
 	mcp     *mcp.Manager
+	// cooldowns remembers its failing model providers and keys for the
+	// life of the process, across config versions; each tenant has its
+	// own, so that one tenant's failures never make another's skip a
+	// provider.
+	cooldowns *provider.Cooldowns
 	// channels runs the tenant's channel accounts; it outlives config
 	// versions (applyChannels gives it each new one). Nil until a config
 	// has a channel.
@@ -480,13 +485,20 @@ func (s *Server) closeTenant(t *tenant) {
 }
 
 // newRunner builds the agent runner for one config version.
+// t.mu is held.
 func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Options) *agent.Runner {
+	if t.cooldowns == nil {
+		t.cooldowns = provider.NewCooldowns(nil)
+	}
+	memo := provider.NewMemo(cfg, providers)
 	return &agent.Runner{
 		Config:    cfg,
 		Policy:    policy.New(cfg),
 		Tools:     s.tools,
 		Store:     t.store,
-		Resolve:   provider.NewMemo(cfg, providers).Resolve,
+		Resolve:   memo.Resolve,
+		Targets:   memo.Targets,
+		Cooldowns: t.cooldowns,
 		StateDir:  t.dir,
 		Sandboxes: t.sandboxes,
 		Approvals: t.approvals,

@@ -147,7 +147,7 @@ func TestAnthropicNonStream(t *testing.T) {
 		{
 			name: "text blocks joined",
 			body: `{"type":"message","content":[{"type":"text","text":"Hello, "},{"type":"text","text":"world"}],"stop_reason":"end_turn","usage":{"input_tokens":12,"output_tokens":3}}`,
-			want: &Response{Content: "Hello, world", FinishReason: FinishStop, Usage: Usage{12, 3, 15}},
+			want: &Response{Content: "Hello, world", FinishReason: FinishStop, Usage: Usage{PromptTokens: 12, CompletionTokens: 3, TotalTokens: 15}},
 		},
 		{
 			name: "tool use",
@@ -159,13 +159,13 @@ func TestAnthropicNonStream(t *testing.T) {
 			want: &Response{
 				Content:      "Looking.",
 				ToolCalls:    []llm.ToolCall{{ID: "toolu_1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "toolu_2", Name: "now", Arguments: `{}`}},
-				FinishReason: FinishToolCalls, Usage: Usage{105, 7, 112},
+				FinishReason: FinishToolCalls, Usage: Usage{PromptTokens: 105, CompletionTokens: 7, TotalTokens: 112},
 			},
 		},
 		{
 			name: "max tokens",
 			body: `{"type":"message","content":[{"type":"text","text":"cut"}],"stop_reason":"max_tokens","usage":{"input_tokens":1,"output_tokens":9}}`,
-			want: &Response{Content: "cut", FinishReason: FinishLength, Usage: Usage{1, 9, 10}},
+			want: &Response{Content: "cut", FinishReason: FinishLength, Usage: Usage{PromptTokens: 1, CompletionTokens: 9, TotalTokens: 10}},
 		},
 		{
 			name: "stop sequence",
@@ -222,7 +222,7 @@ func TestAnthropicStream(t *testing.T) {
 			{ID: "toolu_2", Name: "now", Arguments: `{}`},
 		},
 		FinishReason: FinishToolCalls,
-		Usage:        Usage{25, 42, 67},
+		Usage:        Usage{PromptTokens: 25, CompletionTokens: 42, TotalTokens: 67},
 	}
 	tests := []struct {
 		name      string
@@ -259,7 +259,7 @@ func TestAnthropicStream(t *testing.T) {
 				event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`),
 				event("message_stop", `{"type":"message_stop"}`),
 			),
-			want:      &Response{Content: "hi", FinishReason: FinishStop, Usage: Usage{3, 2, 5}},
+			want:      &Response{Content: "hi", FinishReason: FinishStop, Usage: Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
 			wantFrags: []string{"hi"},
 		},
 	}

@@ -21,35 +21,39 @@ type Memo struct {
 	opts Options
 
 	mu   sync.Mutex
-	seen map[string]memoEntry
-}
-
-type memoEntry struct {
-	p     Provider
-	model string
+	seen map[string][]Target
 }
 
 // NewMemo returns a Memo for cfg with opts, as for ResolveWith.
 func NewMemo(cfg *config.Config, opts Options) *Memo {
-	return &Memo{cfg: cfg, opts: opts, seen: map[string]memoEntry{}}
+	return &Memo{cfg: cfg, opts: opts, seen: map[string][]Target{}}
 }
 
 // Resolve is ResolveWith(cfg, ref, opts), remembered.
 func (m *Memo) Resolve(ref string) (Provider, string, error) {
-	m.mu.Lock()
-	e, ok := m.seen[ref]
-	m.mu.Unlock()
-	if ok {
-		return e.p, e.model, nil
-	}
-	p, model, err := ResolveWith(m.cfg, ref, m.opts)
+	ts, err := m.Targets(ref)
 	if err != nil {
 		return nil, "", err
 	}
+	return ts[0].Provider, ts[0].Model, nil
+}
+
+// Targets is ResolveTargets(cfg, ref, opts), remembered.
+func (m *Memo) Targets(ref string) ([]Target, error) {
+	m.mu.Lock()
+	ts, ok := m.seen[ref]
+	m.mu.Unlock()
+	if ok {
+		return ts, nil
+	}
+	ts, err := ResolveTargets(m.cfg, ref, m.opts)
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	if len(m.seen) < maxMemo {
-		m.seen[ref] = memoEntry{p, model}
+		m.seen[ref] = ts
 	}
 	m.mu.Unlock()
-	return p, model, nil
+	return ts, nil
 }

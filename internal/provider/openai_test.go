@@ -131,7 +131,7 @@ func TestOpenAINonStream(t *testing.T) {
 		{
 			name: "text",
 			body: `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
-			want: &Response{Content: "pong", FinishReason: FinishStop, Usage: Usage{10, 5, 15}},
+			want: &Response{Content: "pong", FinishReason: FinishStop, Usage: Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}},
 		},
 		{
 			name: "tool calls",
@@ -141,7 +141,7 @@ func TestOpenAINonStream(t *testing.T) {
 				"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
 			want: &Response{
 				ToolCalls:    []llm.ToolCall{{ID: "call_a", Name: "read", Arguments: `{"path":"x"}`}, {ID: "call_b", Name: "ls", Arguments: `{}`}},
-				FinishReason: FinishToolCalls, Usage: Usage{3, 4, 7},
+				FinishReason: FinishToolCalls, Usage: Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
 			},
 		},
 		{
@@ -199,7 +199,7 @@ func TestOpenAIStream(t *testing.T) {
 				data(chunk(`{"content":"lo, "}`, ""), chunk(`{"content":"world"}`, "")),
 				data(chunk(`{}`, "stop"), usage, "[DONE]"),
 			),
-			want:      &Response{Content: "Hello, world", FinishReason: FinishStop, Usage: Usage{10, 5, 15}},
+			want:      &Response{Content: "Hello, world", FinishReason: FinishStop, Usage: Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}},
 			wantFrags: []string{"Hel", "lo, ", "world"},
 		},
 		{
@@ -219,7 +219,7 @@ func TestOpenAIStream(t *testing.T) {
 					{ID: "call_a", Name: "read", Arguments: `{"path":"x"}`},
 					{ID: "call_b", Name: "exec", Arguments: `{"cmd":"ls"}`},
 				},
-				FinishReason: FinishToolCalls, Usage: Usage{10, 5, 15},
+				FinishReason: FinishToolCalls, Usage: Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15},
 			},
 		},
 		{
@@ -232,7 +232,7 @@ func TestOpenAIStream(t *testing.T) {
 			want: &Response{
 				Content:      "let me look",
 				ToolCalls:    []llm.ToolCall{{ID: "t1", Name: "ls", Arguments: `{}`}},
-				FinishReason: FinishToolCalls, Usage: Usage{1, 2, 3},
+				FinishReason: FinishToolCalls, Usage: Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3},
 			},
 			wantFrags: []string{"let me look"},
 		},

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,107 +103,198 @@ type Options struct {
 	Guard *netguard.Options
 }
 
-// ResolveWith is Resolve with options.
+// ResolveWith is Resolve with options: the first of ResolveTargets.
 func ResolveWith(cfg *config.Config, ref string, opts Options) (Provider, string, error) {
+	ts, err := ResolveTargets(cfg, ref, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return ts[0].Provider, ts[0].Model, nil
+}
+
+// Target is one way to call a model: a client holding one key of its
+// provider.
+type Target struct {
+	Provider Provider
+	// Model is the id to put in Request.Model.
+	Model string
+	// ProviderID is the provider's id ("openai", a models.providers key,
+	// "talon" for the offline model) and Profile the auth profile whose
+	// key the client holds, "" for the provider's own key: together they
+	// name the credential a cool-down applies to, and an attempt in
+	// errors.
+	ProviderID, Profile string
+}
+
+// ResolveTargets resolves ref as Resolve does, to one Target per key of
+// its provider, in the order to try them: the keys of the provider's
+// auth profiles (config.Config.AuthProfiles: auth.order, else every
+// api_key or token profile of the provider), each read from
+// config.ProfileKeyEnv through opts.Env (never the operator's variables:
+// those give a tenant its built-in provider's own key only), the
+// "<provider>:default" profile being the provider's own key; profiles
+// whose variable is unset are passed over. Without a profile that has a
+// key, the one target holds the provider's own key, as Resolve finds it.
+func ResolveTargets(cfg *config.Config, ref string, opts Options) ([]Target, error) {
+	s, err := settle(cfg, ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.inspect {
+		return []Target{{Provider: Inspect{}, Model: config.InspectModel, ProviderID: config.InspectProvider}}, nil
+	}
 	env := opts.Env
 	if env == nil {
 		env = os.Getenv
 	}
+	var out []Target
+	var keys []string
+	for _, id := range cfg.AuthProfiles(s.id) {
+		key, name := "", config.ProfileKeyEnv(s.id, id)
+		if name == "" {
+			k, err := s.ownKey(env, opts)
+			if err != nil {
+				continue
+			}
+			key = k
+		} else {
+			key = strings.TrimSpace(env(name))
+		}
+		if key == "" || slices.Contains(keys, key) {
+			continue
+		}
+		keys = append(keys, key)
+		out = append(out, s.target(key, id, opts))
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	key, err := s.ownKey(env, opts)
+	if err != nil {
+		return nil, err
+	}
+	return []Target{s.target(key, "", opts)}, nil
+}
+
+// settled is a model reference resolved but for its key.
+type settled struct {
+	ref, id, model, api, base string
+	inspect                   bool
+	pc                        config.Provider
+	bi                        builtin
+	known                     bool
+	headers                   map[string]string
+	timeout                   time.Duration
+}
+
+func settle(cfg *config.Config, ref string, opts Options) (*settled, error) {
 	ref = strings.TrimSpace(ref)
 	m, err := config.ParseModelRef(ref)
 	switch {
 	case errors.Is(err, config.ErrNoModel):
-		return nil, "", &ResolveError{Message: "resolving model: no model given: " + howToName}
+		return nil, &ResolveError{Message: "resolving model: no model given: " + howToName}
 	case err != nil:
-		return nil, "", resolveErr(ref, "resolving model %q: empty provider or model: %s", ref, howToName)
+		return nil, resolveErr(ref, "resolving model %q: empty provider or model: %s", ref, howToName)
 	case m.IsInspect():
-		return Inspect{}, config.InspectModel, nil
+		return &settled{ref: ref, inspect: true}, nil
 	case m.Provider == "":
-		return nil, "", resolveErr(ref, "resolving model %q: no provider: %s", ref, howToName)
+		return nil, resolveErr(ref, "resolving model %q: no provider: %s", ref, howToName)
 	}
-	id, model := m.Provider, m.Model
-
-	var pc config.Provider
+	s := &settled{ref: ref, id: m.Provider, model: m.Model}
 	configured := false
 	if cfg != nil {
-		pc, configured = cfg.Models.Providers[id]
+		s.pc, configured = cfg.Models.Providers[s.id]
 	}
-	bi, known := builtins[id]
-	if !configured && !known {
-		return nil, "", resolveErr(ref, "resolving model %q: unknown provider %q: configure models.providers.%s or use a built-in provider (openai, openrouter, anthropic)", ref, id, id)
+	s.bi, s.known = builtins[s.id]
+	id, pc := s.id, s.pc
+	if !configured && !s.known {
+		return nil, resolveErr(ref, "resolving model %q: unknown provider %q: configure models.providers.%s or use a built-in provider (openai, openrouter, anthropic)", ref, id, id)
 	}
 
-	api := pc.API
-	if api == "" {
-		api = APIOpenAICompletions
-		if known {
-			api = bi.api
+	s.api = pc.API
+	if s.api == "" {
+		s.api = APIOpenAICompletions
+		if s.known {
+			s.api = s.bi.api
 		}
 	}
-	if api != APIOpenAICompletions && api != APIAnthropicMessages {
-		return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.api %q is not supported (supported: %s, %s)",
-			ref, id, api, APIOpenAICompletions, APIAnthropicMessages)
+	if s.api != APIOpenAICompletions && s.api != APIAnthropicMessages {
+		return nil, resolveErr(ref, "resolving model %q: models.providers.%s.api %q is not supported (supported: %s, %s)",
+			ref, id, s.api, APIOpenAICompletions, APIAnthropicMessages)
 	}
 
-	base := strings.TrimSpace(pc.BaseURL)
+	s.base = strings.TrimSpace(pc.BaseURL)
 	switch {
-	case base != "":
-	case known && api == bi.api:
-		base = bi.baseURL
-	case api == APIAnthropicMessages:
-		base = DefaultAnthropicBaseURL
+	case s.base != "":
+	case s.known && s.api == s.bi.api:
+		s.base = s.bi.baseURL
+	case s.api == APIAnthropicMessages:
+		s.base = DefaultAnthropicBaseURL
 	default:
-		return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.baseUrl is required", ref, id)
+		return nil, resolveErr(ref, "resolving model %q: models.providers.%s.baseUrl is required", ref, id)
 	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.baseUrl %q is not an http(s) URL", ref, id, base)
+	if u, err := url.Parse(s.base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, resolveErr(ref, "resolving model %q: models.providers.%s.baseUrl %q is not an http(s) URL", ref, id, s.base)
 	}
 
-	key := strings.TrimSpace(pc.APIKey)
+	s.headers = maps.Clone(pc.Headers)
+	for _, m := range pc.Models {
+		if m.ID == s.model && len(m.Headers) > 0 {
+			if s.headers == nil {
+				s.headers = map[string]string{}
+			}
+			maps.Copy(s.headers, m.Headers)
+		}
+	}
+	if pc.TimeoutSeconds != nil && *pc.TimeoutSeconds > 0 {
+		s.timeout = time.Duration(*pc.TimeoutSeconds * float64(time.Second))
+	}
+	return s, nil
+}
+
+// ownKey is the provider's own key: models.providers.<id>.apiKey ("${NAME}"
+// read through env), else a built-in's variable, from the operator's
+// environment (opts.BuiltinKeys) only at the built-in's own host.
+func (s *settled) ownKey(env func(string) string, opts Options) (string, error) {
+	ref, id, bi := s.ref, s.id, s.bi
+	key := strings.TrimSpace(s.pc.APIKey)
 	if m := envRef.FindStringSubmatch(key); m != nil {
 		key = strings.TrimSpace(env(m[1]))
 		if key == "" {
-			return nil, "", resolveErr(ref, "resolving model %q: models.providers.%s.apiKey refers to %s, which is not set", ref, id, m[1])
+			return "", resolveErr(ref, "resolving model %q: models.providers.%s.apiKey refers to %s, which is not set", ref, id, m[1])
 		}
 	}
-	if key == "" && known {
+	if key == "" && s.known {
 		switch {
 		case opts.BuiltinKeys == nil:
 			key = strings.TrimSpace(env(bi.keyEnv))
-		case sameHost(base, bi.baseURL):
+		case sameHost(s.base, bi.baseURL):
 			if key = strings.TrimSpace(env(bi.keyEnv)); key == "" {
 				key = strings.TrimSpace(opts.BuiltinKeys(bi.keyEnv))
 			}
 		default:
 			key = strings.TrimSpace(env(bi.keyEnv))
 		}
-		if key == "" && sameHost(base, bi.baseURL) {
-			return nil, "", resolveErr(ref, "%s: no API key: set %s or models.providers.%s.apiKey", id, bi.keyEnv, id)
+		if key == "" && sameHost(s.base, bi.baseURL) {
+			return "", resolveErr(ref, "%s: no API key: set %s or models.providers.%s.apiKey", id, bi.keyEnv, id)
 		}
 	}
+	return key, nil
+}
 
-	headers := maps.Clone(pc.Headers)
-	for _, m := range pc.Models {
-		if m.ID == model && len(m.Headers) > 0 {
-			if headers == nil {
-				headers = map[string]string{}
-			}
-			maps.Copy(headers, m.Headers)
-		}
-	}
-	var timeout time.Duration
-	if pc.TimeoutSeconds != nil && *pc.TimeoutSeconds > 0 {
-		timeout = time.Duration(*pc.TimeoutSeconds * float64(time.Second))
-	}
-
+// target builds the client of s with key.
+func (s *settled) target(key, profile string, opts Options) Target {
 	var client *http.Client
 	if opts.Guard != nil {
 		client = guardedClient(*opts.Guard)
 	}
-	if api == APIAnthropicMessages {
-		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client}), model, nil
+	t := Target{Model: s.model, ProviderID: s.id, Profile: profile}
+	if s.api == APIAnthropicMessages {
+		t.Provider = NewAnthropic(AnthropicOptions{Name: s.id, BaseURL: s.base, APIKey: key, Headers: s.headers, Timeout: s.timeout, IdleTimeout: s.timeout, HTTPClient: client})
+	} else {
+		t.Provider = NewOpenAI(OpenAIOptions{Name: s.id, BaseURL: s.base, APIKey: key, Headers: s.headers, Timeout: s.timeout, IdleTimeout: s.timeout, HTTPClient: client})
 	}
-	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client}), model, nil
+	return t
 }
 
 func sameHost(a, b string) bool {
