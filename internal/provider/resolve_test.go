@@ -376,3 +376,45 @@ func TestResolveForTenant(t *testing.T) {
 		t.Fatalf("chat to the operator's exception = %+v, %v", got, err)
 	}
 }
+
+// TestResolveTargetsProfiles: auth profiles give a provider one target
+// per key, in auth.order's order, each key from the config's own
+// environment; the operator's variables never fill a tenant's profile.
+func TestResolveTargetsProfiles(t *testing.T) {
+	tenantEnv := map[string]string{"OPENAI_API_KEY_WORK": "sk-work", "OPENAI_API_KEY_SPARE": "sk-spare", "OWN": "sk-own",
+		"MY_LLM_API_KEY_B": "sk-b"}
+	operator := map[string]string{"OPENAI_API_KEY": "sk-operator", "OPENAI_API_KEY_ADMIN": "sk-admin"}
+	opts := Options{Env: func(k string) string { return tenantEnv[k] }, BuiltinKeys: func(k string) string { return operator[k] }}
+	profiles := `auth: {profiles: {"openai:work": {provider: "openai", mode: "api_key"}, "openai:spare": {provider: "openai", mode: "token"},
+		"openai:default": {provider: "openai", mode: "api_key"}, "openai:admin": {provider: "openai", mode: "api_key"},
+		"openai:sso": {provider: "openai", mode: "oauth"}, "my-llm:b": {provider: "my-llm", mode: "api_key"}}`
+	type got struct{ Profile, Auth string }
+	for _, tc := range []struct {
+		name, cfg, ref string
+		want           []got
+	}{
+		{"without profiles, the provider's own key", `{}`, "openai/m", []got{{"", "Bearer sk-operator"}}},
+		{"every keyed profile, in id order; the default is the own key", `{` + profiles + `}}`, "openai/m",
+			[]got{{"openai:default", "Bearer sk-operator"}, {"openai:spare", "Bearer sk-spare"}, {"openai:work", "Bearer sk-work"}}},
+		{"auth.order orders them and leaves the rest out", `{` + profiles + `, order: {openai: ["openai:work", "nobody", "openai:spare"]}}}`, "openai/m",
+			[]got{{"openai:work", "Bearer sk-work"}, {"openai:spare", "Bearer sk-spare"}}},
+		{"a configured provider's profile", `{models: {providers: {"my-llm": {baseUrl: "https://llm.example/v1", apiKey: "${OWN}"}}}, ` + profiles + `}}`, "my-llm/m",
+			[]got{{"my-llm:b", "Bearer sk-b"}}},
+		{"no profile with a key: the own key", `{auth: {profiles: {"openai:admin": {provider: "openai", mode: "api_key"}}}}`, "openai/m",
+			[]got{{"", "Bearer sk-operator"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, err := ResolveTargets(parseConfig(t, tc.cfg), tc.ref, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []got
+			for _, tg := range ts {
+				out = append(out, got{tg.Profile, tg.Provider.(*OpenAI).t.header.Get("Authorization")})
+			}
+			if diff := cmp.Diff(tc.want, out); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
