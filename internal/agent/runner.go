@@ -446,20 +446,37 @@ func (r *Runner) vision(chain *provider.Chain) func(context.Context, string, llm
 		if err != nil {
 			return "", fmt.Errorf("agents.defaults.imageModel: %w", err)
 		}
-		c := chain
-		if len(refs) > 0 {
-			c = provider.NewChain(r.failover(), refs)
-		}
-		out, _, err := c.Chat(ctx, &provider.Request{Messages: []llm.Message{
+		req := &provider.Request{Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: prompt, Images: []llm.Image{img}},
-		}}, nil)
-		if err != nil {
-			if len(refs) > 0 {
-				return "", fmt.Errorf("image model: %w", err)
+		}}
+		if len(refs) == 0 {
+			out, _, err := chain.Chat(ctx, req, nil)
+			if err != nil {
+				return "", fmt.Errorf("model %s: %w", chain.Ref(), err)
 			}
-			return "", fmt.Errorf("model %s: %w", c.Ref(), err)
+			return out.Content, nil
 		}
-		return out.Content, nil
+		var errs []error
+		for _, ref := range refs {
+			if ctx.Err() != nil {
+				break // no point trying the fallbacks of a cancelled run
+			}
+			p, id, err := r.Resolve(ref)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("resolving image model %s: %w", ref, err))
+				continue
+			}
+			req.Model = id
+			out, err := p.Chat(ctx, req, nil)
+			if err == nil {
+				return out.Content, nil
+			}
+			errs = append(errs, fmt.Errorf("image model %s: %w", ref, err))
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+		}
+		return "", errors.Join(errs...)
 	}
 }
 

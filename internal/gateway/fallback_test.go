@@ -204,3 +204,38 @@ func TestFallbackKeyRotation(t *testing.T) {
 			rep.status, rep.content, llm.count("Bearer k-one")-one, llm.count("Bearer k-two"))
 	}
 }
+
+// TestFallbackTenant: a tenant's fallbacks are held to the operator's
+// ceiling as its primary is (a provider at a private address is taken
+// out of its config, so the fallback naming it does not resolve, is
+// never reached, and the chain says so), and its providers' failures
+// cool down its own chain only: the operator's turns through the same
+// provider and address still call it.
+func TestFallbackTenant(t *testing.T) {
+	open := newKeyedLLM(t, map[string]keyedAnswer{"": {500, "shared is down"}})
+	private := newKeyedLLM(t, map[string]keyedAnswer{"": {200, "private answer"}})
+	openAddr := strings.TrimPrefix(open.srv.URL, "http://")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway: {auth: {token: "root"}}, tenants: {network: {allowHosts: ["`+openAddr+`"]}},
+		models: {providers: {shared: {baseUrl: "`+open.srv.URL+`/v1"}}}, agents: {defaults: {model: "shared/m"}}}`))
+	writeFile(t, filepath.Join(dir, "tenants", "acme", "talon.json"), []byte(`{gateway: {auth: {token: "acme"}},
+		models: {providers: {shared: {baseUrl: "`+open.srv.URL+`/v1"}, inside: {baseUrl: "`+private.srv.URL+`/v1"}}},
+		agents: {defaults: {model: {primary: "shared/m", fallbacks: ["inside/m"]}}}}`))
+	ts := startServer(t, dir, nil)
+	tenant := map[string]string{"Authorization": "Bearer acme", "X-Tenant-ID": "acme", "Content-Type": "application/json"}
+	rep := ts.post(tenant, chatBody("u", "hello", false))
+	if rep.status != http.StatusBadGateway || private.total() != 0 {
+		t.Fatalf("status %d body %s, %d calls to the private address; want it refused", rep.status, rep.body, private.total())
+	}
+	for _, w := range []string{"shared/m: server_error", `inside/m: unresolved: model configuration error: resolving model \"inside/m\": unknown provider`} {
+		if !strings.Contains(rep.body, w) {
+			t.Errorf("the error %s does not say %q", rep.body, w)
+		}
+	}
+	before := open.total()
+	root := map[string]string{"Authorization": "Bearer root", "Content-Type": "application/json"}
+	if rep := ts.post(root, chatBody("u", "hello", false)); rep.status != http.StatusBadGateway || open.total() == before {
+		t.Errorf("the operator's turn: %d, %d calls; want the provider called, not skipped for the tenant's cool-down",
+			rep.status, open.total()-before)
+	}
+}

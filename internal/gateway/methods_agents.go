@@ -77,8 +77,10 @@ func (c *call) listAgent(cfg *config.Config, id string) agentListing {
 			row.Identity.AvatarURL = a
 		}
 	}
-	if refs, err := config.ModelRefs(cfg.AgentModelSetting(id)); err == nil && len(refs) > 0 {
-		row.Model = &agentModelView{Primary: refs[0], Fallbacks: refs[1:]}
+	// The chain the agent's turns run with: its primary and the
+	// fallbacks that apply to it (its own, or the shared ones).
+	if config.ModelPrimary(cfg.AgentModelSetting(id)) != "" {
+		row.Model = &agentModelView{Primary: cfg.AgentModel(id), Fallbacks: cfg.AgentFallbacks(id)}
 	}
 	return row
 }

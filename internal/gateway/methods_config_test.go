@@ -122,9 +122,9 @@ func TestConfigGet(t *testing.T) {
 		{name: "invalid value", file: `{gateway: {auth: {token: "` + wsToken + `"}}, session: {scope: "bogus"}}`,
 			wantRaw: []string{`scope: "bogus"`}, wantIssue: "session.scope: expected one of per-sender, global"},
 		{name: "OpenClaw keys Talon does not act on are warnings", valid: true,
-			file:      `{gateway: {auth: {token: "` + wsToken + `"}}, agents: {defaults: {model: {primary: "inspect", fallbacks: ["openai/gpt-5.2"]}}}, browser: {enabled: true, headless: false}}`,
-			wantRaw:   []string{"fallbacks"},
-			wantWarns: []string{"agents.defaults.model.fallbacks: not used by Talon yet", "browser.headless: not used by Talon yet"}},
+			file:      `{gateway: {auth: {token: "` + wsToken + `"}}, agents: {defaults: {humanDelay: {mode: "natural"}}}, browser: {enabled: true, headless: false}}`,
+			wantRaw:   []string{"humanDelay"},
+			wantWarns: []string{"agents.defaults.humanDelay: not used by Talon yet", "browser.headless: not used by Talon yet"}},
 		{name: "syntax error: no raw", file: `{gateway: {auth: {token: "` + wsToken + `"}}, oops}`, wantIssue: "(root): loading config"},
 	}
 	for _, tc := range cases {

@@ -302,6 +302,9 @@ func (c *Chain) probe(ctx context.Context, req *Request, onDelta func(string), a
 		return nil, "", false
 	}
 	a := (*attempts)[best]
+	// The probe's outcome replaces the skip: a lone model that failed
+	// lately fails as it would without a cool-down.
+	*attempts = append((*attempts)[:best], (*attempts)[best+1:]...)
 	ts, err := c.f.Resolve(a.Ref)
 	if err != nil {
 		return nil, "", false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"talon/internal/llm"
+	"talon/internal/netguard"
 )
 
 func TestModelChain(t *testing.T) {
@@ -383,5 +385,35 @@ func TestCooldownSteps(t *testing.T) {
 	}
 	if n := len(cd.m); n > maxCooling {
 		t.Errorf("%d entries kept, want at most %d", n, maxCooling)
+	}
+}
+
+// TestChainGuardedFallback: a fallback resolved for a tenant connects
+// through netguard like its primary; one at a private address is
+// refused before any byte is sent, listed as blocked, and the chain
+// goes on to the next.
+func TestChainGuardedFallback(t *testing.T) {
+	inside, b := newFakeServer(t, okReply("private")), newFakeServer(t, okReply("public"))
+	cfg := parseConfig(t, `{models: {providers: {inside: {baseUrl: "`+inside.URL+`/v1"}, b: {baseUrl: "`+b.URL+`/v1"}}}}`)
+	ap := netip.MustParseAddrPort(strings.TrimPrefix(b.URL, "http://"))
+	opts := Options{Env: func(string) string { return "" }, Guard: &netguard.Options{Allow: []netip.AddrPort{ap}}}
+	c := NewChain(Failover{Resolve: func(ref string) ([]Target, error) { return ResolveTargets(cfg, ref, opts) }}, []string{"inside/m", "b/m"})
+	_, _, err := ask(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inside.requests()) != 0 || c.Ref() != "b/m" {
+		t.Fatalf("the private address got %d calls, %s answered; want it refused and b to answer", len(inside.requests()), c.Ref())
+	}
+	if got := Classify(context.Background(), func() error {
+		_, err := c.f.Resolve("inside/m")
+		if err != nil {
+			return err
+		}
+		ts, _ := c.f.Resolve("inside/m")
+		_, err = ts[0].Provider.Chat(context.Background(), &Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, nil)
+		return err
+	}(), nil); got != ReasonBlocked {
+		t.Errorf("a refused address is %s, want %s", got, ReasonBlocked)
 	}
 }
