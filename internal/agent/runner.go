@@ -128,7 +128,7 @@ type Request struct {
 	// Fallbacks is set.
 	Model string
 	// JobModel says Model is a job's own (a cron payload's model): it
-	// takes the configured fallbacks and then the configured primary.
+	// takes the configured fallbacks.
 	JobModel bool
 	// Fallbacks, when non-nil, are the models tried after the run's
 	// model fails instead of the configured ones (a cron payload's

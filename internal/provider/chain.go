@@ -21,7 +21,8 @@ type Choice struct {
 	// strict, tried alone unless Fallbacks is set.
 	Pinned string
 	// Job is a job's own model (a cron payload's model): it takes the
-	// configured fallbacks, and the configured primary after them.
+	// configured fallbacks (not the configured primary: OpenClaw's cron
+	// passes its fallbacks as the chain's whole rest).
 	Job string
 	// Fallbacks, when non-nil, replace the configured fallbacks (a cron
 	// payload's fallbacks; empty for none).
@@ -32,8 +33,7 @@ type Choice struct {
 // builds its candidate chain: the chosen model first (Choice.Pinned, else
 // Choice.Job, else the agent's primary, config.Config.AgentModel), then
 // Choice.Fallbacks or else, but for a pinned model, the configured ones
-// (config.Config.AgentFallbacks), and for a job's model the configured
-// primary last. A reference is tried once (compared as written, provider
+// (config.Config.AgentFallbacks). A reference is tried once (compared as written, provider
 // case-insensitively), and at most MaxChain are.
 func ModelChain(cfg *config.Config, agentID string, c Choice) []string {
 	var refs []string
@@ -48,9 +48,6 @@ func ModelChain(cfg *config.Config, agentID string, c Choice) []string {
 		refs = append([]string{c.Pinned}, c.Fallbacks...)
 	case strings.TrimSpace(c.Job) != "":
 		refs = append([]string{c.Job}, configured()...)
-		if c.Fallbacks == nil {
-			refs = append(refs, cfg.AgentModel(agentID))
-		}
 	default:
 		refs = append([]string{cfg.AgentModel(agentID)}, configured()...)
 	}

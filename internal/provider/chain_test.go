@@ -39,7 +39,7 @@ func TestModelChain(t *testing.T) {
 		{"duplicates are tried once", "dups", Choice{}, []string{"A/p", "b/f1"}},
 		{"a pinned model is strict", "main", Choice{Pinned: "z/pin"}, []string{"z/pin"}},
 		{"a pinned model with explicit fallbacks", "main", Choice{Pinned: "z/pin", Fallbacks: []string{"y/f"}}, []string{"z/pin", "y/f"}},
-		{"a job's model takes the configured chain and primary", "main", Choice{Job: "z/job"}, []string{"z/job", "b/f1", "c/f2", "a/p"}},
+		{"a job's model takes the configured fallbacks", "main", Choice{Job: "z/job"}, []string{"z/job", "b/f1", "c/f2"}},
 		{"a job's own fallbacks replace them", "main", Choice{Job: "z/job", Fallbacks: []string{"y/f"}}, []string{"z/job", "y/f"}},
 		{"a job's fallbacks [] are strict", "main", Choice{Job: "z/job", Fallbacks: []string{}}, []string{"z/job"}},
 		{"a job without a model, with fallbacks", "main", Choice{Fallbacks: []string{"y/f"}}, []string{"a/p", "y/f"}},
@@ -83,6 +83,8 @@ func TestClassify(t *testing.T) {
 		{&Error{Status: 400, Message: "bad tool schema"}, ReasonBadRequest},
 		{&Error{Status: 400, Message: "maximum context length exceeded"}, ReasonOverflow},
 		{&Error{Message: "request timed out after 1s"}, ReasonTimeout},
+		{&Error{Message: "stream idle for longer than 2m0s"}, ReasonTimeout},
+		{&Error{Message: "stream ended early: unexpected EOF"}, ReasonNetwork},
 		{&ResolveError{Message: "no key"}, ReasonUnresolved},
 		{errors.New("malformed"), ReasonOther},
 	}

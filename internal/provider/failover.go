@@ -19,7 +19,10 @@ type Reason string
 
 // The reasons, named as OpenClaw's failover names them where it has one.
 const (
-	ReasonTimeout       Reason = "timeout"
+	ReasonTimeout Reason = "timeout"
+	// ReasonNetwork is a failure to reach the provider or to read its
+	// answer whole: a refused or cut connection, a malformed body.
+	ReasonNetwork       Reason = "network"
 	ReasonServer        Reason = "server_error"
 	ReasonOverloaded    Reason = "overloaded"
 	ReasonRateLimit     Reason = "rate_limit"
@@ -98,10 +101,12 @@ func Classify(ctx context.Context, err error, overflow func(error) bool) Reason 
 		return ReasonServer
 	case s == 0 && has(rateLimitText):
 		return ReasonRateLimit
-	case s == 0:
-		// A network failure, a stalled or cut stream, a timeout of ours,
-		// or an error the API reported inside a stream without a status.
+	case s == 0 && (strings.Contains(text, errAttemptTimeout.Error()) || strings.Contains(text, "stream idle")):
 		return ReasonTimeout
+	case s == 0:
+		// A refused or cut connection, a malformed answer, or an error
+		// the API reported inside a stream without a status.
+		return ReasonNetwork
 	case has(rateLimitText):
 		return ReasonRateLimit
 	}
@@ -133,7 +138,7 @@ func (r Reason) rotates() bool {
 // nothing of the provider's health.
 func (r Reason) cools() bool {
 	switch r {
-	case ReasonTimeout, ReasonServer, ReasonOverloaded, ReasonRateLimit, ReasonAuth, ReasonBilling:
+	case ReasonTimeout, ReasonNetwork, ReasonServer, ReasonOverloaded, ReasonRateLimit, ReasonAuth, ReasonBilling:
 		return true
 	}
 	return false
