@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"talon/protocol"
 )
 
 // keyedLLM is a fake OpenAI-compatible provider on loopback that answers
@@ -237,5 +239,46 @@ func TestFallbackTenant(t *testing.T) {
 	if rep := ts.post(root, chatBody("u", "hello", false)); rep.status != http.StatusBadGateway || open.total() == before {
 		t.Errorf("the operator's turn: %d, %d calls; want the provider called, not skipped for the tenant's cool-down",
 			rep.status, open.total()-before)
+	}
+}
+
+// TestFallbackChatFinal: over WS, the final chat event of a turn the
+// fallback answered names it (message.provider and message.model), and
+// a cron job's own fallbacks are its chain.
+func TestFallbackChatFinal(t *testing.T) {
+	dead := newKeyedLLM(t, map[string]keyedAnswer{"": {500, "primary is down"}})
+	spare := newKeyedLLM(t, map[string]keyedAnswer{"": {200, "fallback here"}})
+	_, url := startWS(t, `,models: {providers: {dead: {baseUrl: "`+dead.srv.URL+`/v1"}, spare: {baseUrl: "`+spare.srv.URL+`/v1"}}},
+		agents: {defaults: {model: {primary: "dead/m", fallbacks: ["spare/m"]}}}`)
+	cl := dialWS(t, url, protocol.ScopeWrite)
+	callOK(t, cl, "chat.send", map[string]any{"sessionKey": "main", "message": "hello", "idempotencyKey": "run-fb"})
+	var ev runEvents
+	watch(t, cl, "run-fb", &ev, (*runEvents).ended)
+	end := ev.terminal()
+	if end.State != "final" || end.text() != "fallback here" || end.Message.Provider != "spare" || end.Message.Model != "m" {
+		t.Fatalf("final event %+v (message %+v); want the fallback's answer naming spare/m", end, end.Message)
+	}
+
+	// A cron job's model with its own fallbacks: the agent's chain does
+	// not apply, the job's does, and the run names the model that
+	// answered.
+	admin := dialWS(t, url)
+	before := spare.total()
+	job := mustCall[map[string]any](t, admin, "cron.add", map[string]any{"name": "fallback job",
+		"schedule": map[string]any{"kind": "cron", "expr": "0 * * * *"},
+		"payload":  map[string]any{"kind": "agentTurn", "message": "report", "model": "dead/other", "fallbacks": []string{"spare/job"}},
+		"delivery": map[string]any{"mode": "none"}})
+	id, _ := job["id"].(string)
+	mustCall[map[string]any](t, admin, "cron.run", map[string]any{"jobId": id})
+	type runs struct {
+		Entries []struct{ Status, Model, Provider, Summary string } `json:"entries"`
+	}
+	var last runs
+	waitFor(t, "the cron run", func() bool {
+		last = mustCall[runs](t, admin, "cron.runs", map[string]any{"id": id})
+		return len(last.Entries) == 1
+	})
+	if e := last.Entries[0]; e.Status != "ok" || e.Model != "spare/job" || e.Provider != "spare" || e.Summary != "fallback here" || spare.total() != before+1 {
+		t.Errorf("cron run %+v, %d calls to the fallback; want spare/job to answer", last.Entries, spare.total()-before)
 	}
 }

@@ -92,8 +92,9 @@ type (
 		Replace                                                                  bool
 		Usage                                                                    map[string]int
 		Message                                                                  *struct {
-			Role    string
-			Content []struct{ Type, Text string }
+			Role            string
+			Content         []struct{ Type, Text string }
+			Provider, Model string
 		}
 	}
 	gotAgent struct {
