@@ -2,7 +2,10 @@
 // the agent workspace's bootstrap files, asks the tool policy which tools
 // the model may see, calls the model, executes the tool calls it makes —
 // re-checking the policy for every call — and loops until the model
-// answers, persisting the transcript as it goes.
+// answers, persisting the transcript as it goes. The model is the run's
+// chain (provider.ModelChain: the chosen model and its fallbacks), called
+// through a provider.Chain with the runner's Cooldowns; Result.Model is
+// the model that answered.
 //
 // What the model is sent is kept inside its context window (spec
 // context.md; the rules are package compaction's, the I/O is here): a

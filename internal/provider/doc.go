@@ -17,6 +17,15 @@
 // ChooseThinking) says which models a session may be switched to, as the
 // config lists them, and refuses one that does not resolve.
 //
+// ModelChain is the models a run tries, in OpenClaw's order (the chosen
+// model, then its fallbacks; a model a person pinned is strict), and a
+// Chain calls them until one answers: onward after failures another
+// model may fix (Classify, Reason.Advances), to the provider's next key
+// (ResolveTargets: OpenClaw's auth profiles) after a key's own failure,
+// skipping providers and keys in a tenant's Cooldowns; all failing is an
+// *ExhaustedError listing every attempt. A Chain serves one run; a
+// Cooldowns is safe for concurrent use.
+//
 // Embeddings is the client of an OpenAI-compatible /embeddings endpoint
 // that memory_search ranks by meaning with: texts in batches, vectors
 // checked and in input order, the chat clients' retries and errors.
