@@ -19,7 +19,8 @@ import (
 // TestModelFallback: talon serve with a dead primary (a loopback server
 // answering 500) and the fake LLM as its fallback. The turn succeeds,
 // answered by the fallback, and the response names it; the next turn
-// skips the dead primary while it cools down; with the fallback gone too
+// skips the dead primary while it cools down (the X-OpenClaw-Model
+// response header names the model that answered); with the fallback gone too
 // the client is told each attempt. A primary that times out
 // (timeoutSeconds) falls back as well.
 func TestModelFallback(t *testing.T) {
@@ -100,10 +101,14 @@ func TestModelFallback(t *testing.T) {
 			} `json:"choices"`
 		}
 		_ = json.Unmarshal(data, &out)
-		if len(out.Choices) == 1 {
-			return resp.StatusCode, out.Model, out.Choices[0].Message.Content
+		if out.Model != model && len(out.Choices) == 1 {
+			t.Errorf("the body's model %q does not echo the request's %q", out.Model, model)
 		}
-		return resp.StatusCode, out.Model, string(data)
+		answered := resp.Header.Get("X-OpenClaw-Model")
+		if len(out.Choices) == 1 {
+			return resp.StatusCode, answered, out.Choices[0].Message.Content
+		}
+		return resp.StatusCode, answered, string(data)
 	}
 
 	want := "spare/" + fakellm.Model

@@ -141,8 +141,14 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			answer.Content = nil // as OpenAI sends it
 		}
 	}
+	// The body's model echoes the request's agent target, as OpenClaw's
+	// does (clients compare it); the header names the model that
+	// answered, a fallback's when the primary failed.
+	if res.Model != "" {
+		w.Header().Set(answeredHeader, res.Model)
+	}
 	writeJSON(w, http.StatusOK, completion{
-		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: answeredBy(req, res),
+		ID: completionID(), Object: "chat.completion", Created: time.Now().Unix(), Model: modelEcho(req),
 		Choices: []completionChoice{{Message: answer, FinishReason: res.FinishReason}},
 		Usage:   res.Usage,
 	})
@@ -234,9 +240,6 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 	if len(res.ToolCalls) > 0 {
 		out.JSON("", chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
 	}
-	// The chunks from here on name the model that answered: a fallback's
-	// when the primary failed.
-	model = answeredBy(req, res)
 	out.JSON("", chunk(map[string]any{}, res.FinishReason))
 	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
 		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -640,15 +643,10 @@ func wireCalls(calls []llm.ToolCall, indexed bool) []wireToolCall {
 	return out
 }
 
-// answeredBy is the model of a completion: the reference of the model that
-// answered (agent.Result.Model), so that a caller sees when a fallback
-// did; the echo of the request's agent when the run names none.
-func answeredBy(req *request, res *agent.Result) string {
-	if res != nil && res.Model != "" {
-		return res.Model
-	}
-	return modelEcho(req)
-}
+// answeredHeader is the response header that names the model that
+// answered a non-streamed completion (the request header of the same
+// name chooses one).
+const answeredHeader = "X-OpenClaw-Model"
 
 func modelEcho(req *request) string {
 	if m := strings.TrimSpace(req.body.Model); m != "" {
