@@ -63,7 +63,7 @@ var pure = map[string]struct{ std, ours []string }{
 	// time for durations and the flush prompt's date, never time.Now;
 	// net/url and net/netip parse a provider's base URL.
 	"compaction": {
-		std:  []string{"bytes", "encoding/json", "errors", "fmt", "math", "net/netip", "net/url", "regexp", "slices", "strconv", "strings", "time", "unicode", "unicode/utf8"},
+		std:  []string{"bytes", "encoding/json", "errors", "fmt", "math", "net/netip", "net/url", "regexp", "slices", "strconv", "strings", "sync", "time", "unicode", "unicode/utf8"},
 		ours: []string{"config", "llm", "policy"},
 	},
 	// context and time for the Transport interface's types, never
