@@ -66,6 +66,9 @@ type Runner struct {
 	Crons tools.Crons
 	// Configs serves the gateway tool; nil for none.
 	Configs tools.Configs
+	// Subagents runs the children sessions_spawn starts (the gateway's
+	// registry); nil: the subagent tools say this run has none.
+	Subagents Subagents
 	// Outbound is the tenant's keys and network rule for the tools that
 	// call remote APIs.
 	Outbound tools.Outbound
@@ -175,6 +178,9 @@ type Result struct {
 	Usage        provider.Usage
 	Model        string // the model reference used
 	Rounds       int
+	// Yielded says sessions_yield ended the turn: it waits for its
+	// children's results rather than having answered.
+	Yielded bool
 
 	// partial is the text a model call streamed before it failed.
 	partial string
@@ -574,6 +580,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			return res, nil
 		}
 		var clientCalls []llm.ToolCall
+		yielded := false
 		for _, call := range out.ToolCalls {
 			if isClientTool(req.ClientTools, call.Name) {
 				clientCalls = append(clientCalls, call)
@@ -586,6 +593,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			if req.OnToolResult != nil {
 				req.OnToolResult(call, result)
 			}
+			yielded = yielded || result.EndTurn
 			msg := llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
 			tr.add(store.Item{Message: msg})
 			// The transcript keeps the whole result; the model gets it
@@ -596,6 +604,12 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 		}
 		if len(clientCalls) > 0 {
 			res.ToolCalls, res.FinishReason = clientCalls, provider.FinishToolCalls
+			return res, tr.flush(ctx)
+		}
+		if yielded {
+			// sessions_yield: the turn ends here, with no answer; the
+			// announce of a child starts the next one.
+			res.Text, res.FinishReason, res.Yielded = "", provider.FinishStop, true
 			return res, tr.flush(ctx)
 		}
 		if err := ctx.Err(); err != nil {

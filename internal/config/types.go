@@ -117,10 +117,31 @@ type AgentDefaults struct {
 	Heartbeat *Heartbeat `json:"heartbeat"`
 }
 
-// SubagentLimits is `agents.defaults.subagents`.
+// SubagentLimits is `agents.defaults.subagents` (the subagent registry,
+// internal/gateway/subagents.go, and sessions_spawn read it). Numbers are
+// numbers in OpenClaw; fractions are floored.
 type SubagentLimits struct {
-	// MaxSpawnDepth is a number in OpenClaw; fractions are floored.
 	MaxSpawnDepth *float64 `json:"maxSpawnDepth"`
+	// MaxChildrenPerAgent caps one session's children running at once
+	// (default 5); MaxConcurrent caps the tenant's (default 8).
+	MaxChildrenPerAgent *float64 `json:"maxChildrenPerAgent"`
+	MaxConcurrent       *float64 `json:"maxConcurrent"`
+	// RunTimeoutSeconds is a child run's timeout when sessions_spawn names
+	// none; absent or 0 is none.
+	RunTimeoutSeconds *float64 `json:"runTimeoutSeconds"`
+	// AllowAgents are the agents sessions_spawn may run a child as,
+	// besides the caller's own ("*": any configured one); nil: only the
+	// caller's own.
+	AllowAgents List `json:"allowAgents"`
+	// Model is the children's model (its primary); nil: the parent's.
+	Model *Raw `json:"model"`
+}
+
+// AgentSubagents is `agents.list[].subagents`: an agent's own allowAgents
+// and children's model, over agents.defaults.subagents.
+type AgentSubagents struct {
+	AllowAgents List `json:"allowAgents"`
+	Model       *Raw `json:"model"`
 }
 
 // Agent is one `agents.list[]` entry.
@@ -145,6 +166,9 @@ type Agent struct {
 	// Heartbeat overrides agents.defaults.heartbeat key by key; its
 	// presence on any agent limits heartbeats to such agents (R9.1).
 	Heartbeat *Heartbeat `json:"heartbeat"`
+	// Subagents overrides agents.defaults.subagents' allowAgents and model
+	// for this agent's spawns.
+	Subagents *AgentSubagents `json:"subagents"`
 }
 
 // GroupChat is `agents.list[].groupChat`.

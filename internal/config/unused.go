@@ -76,12 +76,17 @@ var unusedKeys = []string{
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
 	"agents.defaults.typingMode", "agents.defaults.humanDelay",
-	"agents.defaults.subagents.maxConcurrent", "agents.defaults.subagents.model",
-	"agents.defaults.subagents.archiveAfterMinutes",
+	// Subagents: children are kept, never archived on a timer; their
+	// model has no fallbacks; Talon sends no thinking level, no
+	// delegation prompt and has no announce retries to time out.
+	"agents.defaults.subagents.archiveAfterMinutes", "agents.defaults.subagents.model.fallbacks",
+	"agents.defaults.subagents.thinking", "agents.defaults.subagents.delegationMode",
+	"agents.defaults.subagents.requireAgentId", "agents.defaults.subagents.announceTimeoutMs",
 	"agents.defaults.sandbox.browser", "agents.defaults.sandbox.prune",
 
 	"agents.list[].model.fallbacks",
-	"agents.list[].subagents",
+	"agents.list[].subagents.model.fallbacks", "agents.list[].subagents.thinking",
+	"agents.list[].subagents.delegationMode", "agents.list[].subagents.requireAgentId",
 	"agents.list[].groupChat.historyLimit", "agents.list[].groupChat.unmentionedInbound",
 	"agents.list[].skills",
 	"agents.list[].humanDelay",

@@ -82,6 +82,9 @@ type tenant struct {
 	// sysEvents are the system events queued for its sessions' next
 	// turns (sysevents.go); nil until the first.
 	sysEvents *sysEvents
+	// subagents are the children its sessions spawned (subagents.go);
+	// nil until the first.
+	subagents *subagentRegistry
 	loadErr   error
 
 	// writeMu serialises this gateway's writes of the config file
@@ -493,6 +496,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		Messenger: channelMessenger{s: s, t: t},
 		Crons:     cronTools{s: s, t: t},
 		Configs:   configTools{s: s, t: t},
+		Subagents: subagentTools{s: s, t: t},
 		Outbound:  tools.Outbound{Env: providers.Env, Builtin: providers.BuiltinKeys, Guard: providers.Guard},
 		Plugins:   t.plugins.Configure(cfg),
 		Log:       s.log.With("tenant", t.id),
