@@ -157,11 +157,11 @@ func spawnTarget(cfg *config.Config, requester, requested string) (string, error
 // ("" leaves the child's agent's own).
 func (s *runSessions) childModel(target, requested string, parent session.Entry) (ref string, applied bool, warning string) {
 	if requested = strings.TrimSpace(requested); requested != "" {
-		if _, _, err := s.r.Resolve(requested); err == nil {
+		_, _, err := s.r.Resolve(requested)
+		if err == nil {
 			return requested, true, ""
-		} else {
-			warning = fmt.Sprintf("model %q was skipped (%v); the subagent runs on its default model", requested, err)
 		}
+		warning = fmt.Sprintf("model %q was skipped (%v); the subagent runs on its default model", requested, err)
 	}
 	if m := s.r.Config.SubagentModel(target); m != "" {
 		return m, false, warning
