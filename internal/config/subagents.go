@@ -6,16 +6,20 @@ import (
 	"strings"
 )
 
-// Defaults of agents.defaults.subagents, OpenClaw's.
+// Defaults of agents.defaults.subagents, OpenClaw's, and its range of
+// maxChildrenPerAgent (1–20).
 const (
 	DefaultMaxChildrenPerAgent = 5
 	DefaultMaxConcurrent       = 8
+	MaxChildrenPerAgentLimit   = 20
 )
 
 // MaxChildrenPerAgent is how many children one session may have running
-// at once: agents.defaults.subagents.maxChildrenPerAgent, at least 1.
+// at once: agents.defaults.subagents.maxChildrenPerAgent, from 1 to
+// MaxChildrenPerAgentLimit as OpenClaw bounds it, so that no config lets
+// one session's model fan out without end.
 func (c *Config) MaxChildrenPerAgent() int {
-	return atLeastOne(c.Agents.Defaults.Subagents.MaxChildrenPerAgent, DefaultMaxChildrenPerAgent)
+	return min(MaxChildrenPerAgentLimit, atLeastOne(c.Agents.Defaults.Subagents.MaxChildrenPerAgent, DefaultMaxChildrenPerAgent))
 }
 
 // MaxConcurrentSubagents is how many children may run at once in the
