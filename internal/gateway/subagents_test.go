@@ -484,3 +484,52 @@ func TestSubagentTenantSandboxed(t *testing.T) {
 		t.Errorf("sandbox.explain of the child's session: %v", explain)
 	}
 }
+
+// TestSubagentRestart: the registry is in memory. A shutdown cuts a
+// running child short like any run, and announces nothing (the gateway
+// starts no run while it stops); after the restart the child's session
+// and task are still there, subagents lists nothing, and the parent that
+// yielded for it is not stuck: its next turn runs as any turn.
+func TestSubagentRestart(t *testing.T) {
+	m := newHeldLLM(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{"gateway":{"auth":{"token":"`+wsToken+`"}}`+heldMembers(m, "")+`}`))
+	quick := func(o *Options) { o.ShutdownTimeout = time.Millisecond }
+	ts := startServerWith(t, dir, nil, quick)
+	runs := followRuns(dialWS(t, "ws"+strings.TrimPrefix(ts.url, "http")))
+	const parent = "agent:main:main"
+
+	ev := runs.send(t, parent, "r-1", "/call sessions_spawn {\"task\":\"Outlive the gateway.\",\"model\":\"held/m\"}\n/call sessions_yield {}")
+	if ev.terminal().State != "final" || ev.terminal().text() != "" {
+		t.Fatalf("the yielded turn: %+v", ev.terminal())
+	}
+	call := m.next(t)
+	ts.stop()
+	call.ended(t)
+
+	ts = startServerWith(t, dir, nil, quick)
+	runs = followRuns(dialWS(t, "ws"+strings.TrimPrefix(ts.url, "http")))
+	list := runs.send(t, parent, "r-2", `/call subagents {"action":"list"}`).terminal()
+	if list.State != "final" || !strings.Contains(list.text(), `"total":0`) {
+		t.Errorf("subagents list after the restart: %+v", list)
+	}
+	h := historyText(t, runs.cl, parent)
+	if strings.Contains(h, "[Internal task completion event]") {
+		t.Errorf("a completion event for a child cut short by the shutdown:\n%s", h)
+	}
+	var sessions struct {
+		Sessions []struct{ Key, SpawnedBy string } `json:"sessions"`
+	}
+	if err := runs.cl.Call(t.Context(), "sessions.list", map[string]any{}, &sessions); err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	for _, s := range sessions.Sessions {
+		if s.SpawnedBy == parent {
+			child = s.Key
+		}
+	}
+	if child == "" || !strings.Contains(historyText(t, runs.cl, child), "Outlive the gateway.") {
+		t.Errorf("the child's session after the restart: %q in %+v", child, sessions.Sessions)
+	}
+}
