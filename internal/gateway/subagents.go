@@ -31,9 +31,11 @@ import (
 // paused: the announces of its own children continue it, and the turn
 // that ends without yielding is its result, announced up in turn.
 //
-// The registry is in memory, as OpenClaw's process registry: a restart
-// forgets the children (their sessions and transcripts stay), and runs
-// in flight end as aborted at shutdown.
+// The registry is in memory (OpenClaw 2026.9 persists its own): a
+// restart forgets the children, whose sessions and transcripts stay.
+// Runs in flight end as aborted at shutdown and announce nothing, as the
+// gateway starts no run while it stops; a parent that yielded for them
+// holds nothing that waits, so its next turn is an ordinary one.
 
 // Bounds of the registry.
 const (
