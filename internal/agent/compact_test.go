@@ -494,7 +494,7 @@ func TestWindowGuard(t *testing.T) {
 // not make the rig compact first.
 func TestPruningIsSticky(t *testing.T) {
 	ws := t.TempDir()
-	a := newApprovalsRig(t, fmt.Sprintf(`{agents: {defaults: {workspace: %q, contextTokens: 20000, contextPruning: {mode: "cache-ttl", ttl: "5m"}}}}`, ws), 0)
+	a := newApprovalsRig(t, fmt.Sprintf(`{agents: {defaults: {workspace: %q, contextTokens: 22000, contextPruning: {mode: "cache-ttl", ttl: "5m"}}}}`, ws), 0)
 	clock := time.UnixMilli(1_800_000_000_000)
 	now := func() time.Time { return clock }
 	a.runner.Now, a.db.Now = now, now
