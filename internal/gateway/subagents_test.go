@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -409,8 +410,8 @@ func TestSubagentYieldContinues(t *testing.T) {
 
 // TestSubagentLimits: a model that spawns in a loop is refused, with the
 // limit and its config key, once its session has maxChildrenPerAgent
-// children running or the gateway maxConcurrent; killing them makes room
-// again.
+// children running or the gateway maxConcurrent; a session cannot kill
+// another's children; killing its own makes room again.
 func TestSubagentLimits(t *testing.T) {
 	m := newHeldLLM(t)
 	_, url := startWS(t, heldMembers(m, `"maxChildrenPerAgent":2,"maxConcurrent":3`))
@@ -435,6 +436,12 @@ func TestSubagentLimits(t *testing.T) {
 		t.Errorf("the spawn beyond maxConcurrent: %s", got)
 	}
 	m.next(t)
+	// A session reaches only its own children.
+	theirs := regexp.MustCompile(`agent:main:subagent:[0-9a-f-]+`).FindString(runs.runs["l-1"].terminal().text())
+	got = runs.send(t, "agent:main:b", "l-2b", `/call subagents {"action":"kill","target":"`+theirs+`"}`).terminal().text()
+	if theirs == "" || !strings.Contains(got, "no subagent of this session matches") {
+		t.Errorf("b killing a's child %q: %s", theirs, got)
+	}
 
 	got = runs.send(t, "agent:main:a", "l-3", `/call subagents {"action":"kill","target":"all"}`).terminal().text()
 	if n := strings.Count(got, ":subagent:"); n != 2 {
