@@ -465,4 +465,15 @@ type Model struct {
 	ContextTokens *float64          `json:"contextTokens"`
 	MaxTokens     *float64          `json:"maxTokens"`
 	Headers       map[string]string `json:"headers"`
+	// Cost prices the model's calls for the usage ledger.
+	Cost *ModelCost `json:"cost"`
+}
+
+// ModelCost is a model's price in US dollars per million tokens of each
+// kind (OpenClaw's shape); an unset price counts as zero.
+type ModelCost struct {
+	Input      *float64 `json:"input"`
+	Output     *float64 `json:"output"`
+	CacheRead  *float64 `json:"cacheRead"`
+	CacheWrite *float64 `json:"cacheWrite"`
 }

@@ -155,7 +155,7 @@ var unusedKeys = []string{
 
 	"models.mode", "models.catalogRefresh",
 	"models.providers.*.auth",
-	"models.providers.*.models[].cost", "models.providers.*.models[].compat",
+	"models.providers.*.models[].compat",
 
 	// memorySearch: Talon reads the embeddings provider (provider, model,
 	// remote.baseUrl, apiKey and headers, the input types) and the query
