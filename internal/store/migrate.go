@@ -201,6 +201,30 @@ CREATE TABLE cron_quarantine (
 	agent_id TEXT    PRIMARY KEY,
 	last_at  INTEGER NOT NULL
 ) WITHOUT ROWID;`,
+	// 8: the usage ledger, one row per model call that answered,
+	// written in the commit of the transcript rows of its turn. cost is
+	// in micro-dollars, NULL for a model with no price. Queries read a
+	// time range: the rowid follows the time the rows are written in, so
+	// the index on at finds the range's first row and the scan stays in
+	// the table.
+	`
+CREATE TABLE usage (
+	id          INTEGER PRIMARY KEY,
+	at          INTEGER NOT NULL,
+	agent_id    TEXT    NOT NULL,
+	session_key TEXT    NOT NULL DEFAULT '',
+	session_id  TEXT    NOT NULL DEFAULT '',
+	kind        TEXT    NOT NULL,
+	provider    TEXT    NOT NULL,
+	model       TEXT    NOT NULL,
+	input       INTEGER NOT NULL CHECK (input >= 0),
+	output      INTEGER NOT NULL CHECK (output >= 0),
+	cache_read  INTEGER NOT NULL CHECK (cache_read >= 0),
+	cache_write INTEGER NOT NULL CHECK (cache_write >= 0),
+	cost        INTEGER CHECK (cost >= 0)
+);
+CREATE INDEX usage_by_time ON usage (at);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -40,6 +40,7 @@ type DB struct {
 	touchTokensStmt  *sql.Stmt // on w
 	readAfterStmt    *sql.Stmt // on r
 	readFromStmt     *sql.Stmt // on r
+	insertCallStmt   *sql.Stmt // on w
 
 	tails *tails
 }
@@ -90,6 +91,7 @@ func OpenWith(path string, o Options) (*DB, error) {
 		{&db.touchStmt, w, touchSQL}, {&db.createStmt, w, createSQL}, {&db.tokensStmt, w, tokensSQL},
 		{&db.createTokensStmt, w, createTokensSQL}, {&db.touchTokensStmt, w, touchTokensSQL},
 		{&db.readAfterStmt, r, readAfterSQL}, {&db.readFromStmt, r, readFromSQL},
+		{&db.insertCallStmt, w, insertCallSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -109,7 +111,7 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.tokensStmt,
-		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt, db.readFromStmt} {
+		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt, db.readFromStmt, db.insertCallStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
