@@ -136,6 +136,10 @@ type Request struct {
 	// writes them into the session's workspace and tells the model where
 	// (saveInbound).
 	Files []InboundFile
+	// Kind is what the run's model calls are for in the usage ledger
+	// (store.CallHeartbeat, store.CallCron, …); "" is a turn, or a
+	// subagent's for a subagent session.
+	Kind string
 	// Fresh says the caller minted SessionKey for this run from a random
 	// id, so no session can exist yet and the runner skips looking for
 	// one (a stateless HTTP request: one read fewer per turn).
@@ -315,7 +319,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Crons, env.Configs, env.Owner = r.Crons, r.Configs, req.Owner
 	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
-	env.Vision = r.vision(prov, modelID, ref)
+	env.Vision = r.vision(prov, modelID, ref, agentID, req.SessionKey)
 
 	if call, ok := dispatchable(skills, req.Input); ok {
 		res := r.dispatch(ctx, &req, tr, env, &decision, pt, call)
@@ -427,23 +431,24 @@ func (r *Runner) approvals() (*approval.Service, error) {
 // errors). The call is one user message, the prompt with the image, and
 // is not written to the transcript: the tool result that carries the
 // model's answer is.
-func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(context.Context, string, llm.Image) (string, error) {
+func (r *Runner) vision(prov provider.Provider, modelID, ref, agentID, key string) func(context.Context, string, llm.Image) (string, error) {
 	return func(ctx context.Context, prompt string, img llm.Image) (string, error) {
 		refs, err := config.ModelRefs(r.Config.Agents.Defaults.ImageModel)
 		if err != nil {
 			return "", fmt.Errorf("agents.defaults.imageModel: %w", err)
 		}
-		ask := func(p provider.Provider, id string) (string, error) {
+		ask := func(p provider.Provider, id, ref string) (string, error) {
 			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []llm.Message{
 				{Role: llm.RoleUser, Content: prompt, Images: []llm.Image{img}},
 			}}, nil)
 			if err != nil {
 				return "", err
 			}
+			r.record(ctx, agentID, key, r.callOf(store.CallImage, ref, out.Usage))
 			return out.Content, nil
 		}
 		if len(refs) == 0 {
-			text, err := ask(prov, modelID)
+			text, err := ask(prov, modelID, ref)
 			if err != nil {
 				return "", fmt.Errorf("model %s: %w", ref, err)
 			}
@@ -459,7 +464,7 @@ func (r *Runner) vision(prov provider.Provider, modelID, ref string) func(contex
 				errs = append(errs, fmt.Errorf("resolving image model %s: %w", ref, err))
 				continue
 			}
-			text, err := ask(p, id)
+			text, err := ask(p, id, ref)
 			if err == nil {
 				return text, nil
 			}
@@ -558,11 +563,13 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 		}
 		addUsage(&res.Usage, out.Usage)
 		u := usageOf(out.Usage)
+		call := r.callOf(req.kind(), st.ref, out.Usage)
 		if out.Usage != (provider.Usage{}) {
 			tr.tokens.Count(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens), int64(out.Usage.TotalTokens))
+			tr.tokens.CountCache(call.CacheRead, call.CacheWrite, call.Cost)
 		}
 		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
-		tr.add(store.Item{Message: reply, Usage: u})
+		tr.add(store.Item{Message: reply, Usage: u, Call: call})
 		if err := tr.flush(ctx); err != nil {
 			return res, fmt.Errorf("saving the reply of %s: %w", req.SessionKey, err)
 		}
@@ -760,10 +767,12 @@ func (r *Runner) memoryFlush(ctx context.Context, req *Request, st *loopState) {
 	fst.history = append(v.conversation(), llm.Message{Role: llm.RoleUser, Content: ft.Prompt})
 	fctx, cancel := context.WithTimeout(ctx, v.set.Timeout)
 	defer cancel()
-	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner, Chat: req.Chat}
-	if _, err := r.loop(fctx, freq, &transcript{r: r, detached: true}, &fst); err != nil {
+	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner, Chat: req.Chat, Kind: store.CallMemoryFlush}
+	ftr := &transcript{r: r, detached: true}
+	if _, err := r.loop(fctx, freq, ftr, &fst); err != nil {
 		r.logWarn("memory flush failed", "session", v.key, "err", err)
 	}
+	r.record(ctx, v.agentID, v.key, ftr.calls...)
 	if ctx.Err() != nil {
 		return
 	}
@@ -791,11 +800,17 @@ type transcript struct {
 	detached  bool
 	pending   []store.Item
 	tokens    session.Tokens
+	// calls are a detached transcript's model calls, which its caller
+	// records (Runner.record): they cost what a turn's do.
+	calls []*store.Call
 }
 
 func (t *transcript) add(it store.Item) {
-	if !t.detached {
+	switch {
+	case !t.detached:
 		t.pending = append(t.pending, it)
+	case it.Call != nil:
+		t.calls = append(t.calls, it.Call)
 	}
 }
 
