@@ -38,6 +38,12 @@ type Request struct {
 	Tools       []llm.ToolSpec
 	MaxTokens   int      // 0: provider default
 	Temperature *float64 // nil: provider default
+	// Thinking is the thinking level the run asks for (ThinkingLevels);
+	// "" and "off" ask for none. A client sends it only for a model its
+	// catalog entry marks reasoning: true (ModelInfo), so one request can
+	// go to any model of a chain: see reasoning.go for what each API is
+	// sent.
+	Thinking string
 }
 
 // Usage counts tokens.
@@ -48,6 +54,8 @@ type Usage struct {
 	// CacheReadTokens and CacheWriteTokens are the prompt tokens the
 	// provider read from and wrote to its prompt cache (0 when it does
 	// not say); how each provider reports them is its client's business.
+	// Both are part of PromptTokens, which counts every input token: the
+	// uncached input is PromptTokens - CacheReadTokens - CacheWriteTokens.
 	CacheReadTokens  int `json:"-"`
 	CacheWriteTokens int `json:"-"`
 }
@@ -65,6 +73,9 @@ type Response struct {
 	ToolCalls    []llm.ToolCall
 	FinishReason string
 	Usage        Usage
+	// Reasoning is what the model thought before answering, apart from
+	// Content: never streamed to onDelta, never part of the answer.
+	Reasoning []llm.Reasoning
 }
 
 // Provider is an LLM client. Chat streams when onDelta is non-nil, calling

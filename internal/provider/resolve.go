@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -199,10 +200,25 @@ func ResolveWith(cfg *config.Config, ref string, opts Options) (Provider, string
 	if opts.Guard != nil {
 		client = guardedClient(*opts.Guard)
 	}
+	infos := modelsOf(pc.Models)
 	if api == APIAnthropicMessages {
-		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client}), model, nil
+		return NewAnthropic(AnthropicOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client, Models: infos}), model, nil
 	}
-	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client}), model, nil
+	return NewOpenAI(OpenAIOptions{Name: id, BaseURL: base, APIKey: key, Headers: headers, Timeout: timeout, IdleTimeout: timeout, HTTPClient: client, Models: infos}), model, nil
+}
+
+// modelsOf is what a provider's catalog entries say of their models.
+func modelsOf(list []config.Model) map[string]ModelInfo {
+	out := make(map[string]ModelInfo, len(list))
+	for _, m := range list {
+		var info ModelInfo
+		info.Reasoning = m.Reasoning != nil && *m.Reasoning
+		if m.MaxTokens != nil && *m.MaxTokens >= 1 {
+			info.MaxTokens = int(min(*m.MaxTokens, math.MaxInt32))
+		}
+		out[m.ID] = info
+	}
+	return out
 }
 
 func sameHost(a, b string) bool {
