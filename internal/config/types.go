@@ -115,6 +115,9 @@ type AgentDefaults struct {
 	UserTimezone string `json:"userTimezone"`
 	// Heartbeat is every heartbeat's settings (heartbeat.go).
 	Heartbeat *Heartbeat `json:"heartbeat"`
+	// ThinkingDefault is the thinking level of runs whose session and
+	// request set none (ThinkingLevel reads it).
+	ThinkingDefault string `json:"thinkingDefault"`
 }
 
 // SubagentLimits is `agents.defaults.subagents` (the subagent registry,
@@ -169,6 +172,8 @@ type Agent struct {
 	// Subagents overrides agents.defaults.subagents' allowAgents and model
 	// for this agent's spawns.
 	Subagents *AgentSubagents `json:"subagents"`
+	// ThinkingDefault overrides agents.defaults.thinkingDefault.
+	ThinkingDefault string `json:"thinkingDefault"`
 }
 
 // GroupChat is `agents.list[].groupChat`.

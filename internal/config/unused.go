@@ -72,7 +72,7 @@ var unusedKeys = []string{
 	"agents.defaults.compaction.provider", "agents.defaults.compaction.thinkingLevel",
 	"agents.defaults.compaction.recentTurnsPreserve", "agents.defaults.compaction.postCompactionSections",
 	"agents.defaults.compaction.postIndexSync",
-	"agents.defaults.heartbeat.agentId", "agents.defaults.thinkingDefault",
+	"agents.defaults.heartbeat.agentId",
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
 	"agents.defaults.typingMode", "agents.defaults.humanDelay",

@@ -66,6 +66,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.compaction("agents.defaults.compaction", &c.Agents.Defaults.Compaction)
 	k.contextPruning("agents.defaults.contextPruning", &c.Agents.Defaults.ContextPruning)
 	k.userTimezone("agents.defaults.userTimezone", c.Agents.Defaults.UserTimezone)
+	k.thinking("agents.defaults.thinkingDefault", c.Agents.Defaults.ThinkingDefault)
 	k.models(c.Models.Providers)
 	k.checkChannels(c)
 	k.heartbeat("agents.defaults.heartbeat", c.Agents.Defaults.Heartbeat, c)
@@ -100,8 +101,21 @@ func check(c *Config) (errs, warns []Issue) {
 		k.compaction(at+".compaction", &a.Compaction)
 		k.contextPruning(at+".contextPruning", &a.ContextPruning)
 		k.heartbeat(at+".heartbeat", a.Heartbeat, c)
+		k.thinking(at+".thinkingDefault", a.ThinkingDefault)
 	}
 	return k.errs, k.warns
+}
+
+// thinking checks a thinking level: one of the levels or an alias
+// (ThinkingLevel); whether the agent's model takes it is decided per run
+// (a level it does not take is lowered).
+func (k *checker) thinking(path, got string) {
+	if strings.TrimSpace(got) == "" {
+		return
+	}
+	if _, ok := ThinkingLevel(got); !ok {
+		k.fail(path, fmt.Sprintf("invalid thinking level %q (use off|minimal|low|medium|high|xhigh)", got))
+	}
 }
 
 type checker struct{ errs, warns []Issue }
