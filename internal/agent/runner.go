@@ -121,6 +121,10 @@ type Request struct {
 	ClientTools []llm.ToolSpec
 	// Model overrides the agent's model reference.
 	Model string
+	// Thinking overrides the session's thinking level for this run (a
+	// cron payload's thinking, a chat.send's); provider.RunThinking
+	// decides the level.
+	Thinking string
 	// Owner says whether the sender is an owner (owner-only tools).
 	Owner bool
 	// Chat is the chat a channel message came from; nil for other runs.
@@ -331,6 +335,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	v.fixed = fixedTokens(system, specs)
 	st := &loopState{prov: prov, modelID: modelID, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, v: v,
+		thinking: provider.RunThinking(cfg, agentID, mref, req.Thinking, entry.ThinkingLevel),
 		// A memory flush writes the agent's workspace: not one it may
 		// only read, nor a sandbox's own (R6.4).
 		readOnly: plan.Sandboxed && (plan.Access.Value == policy.AccessRO || plan.Access.Value == policy.AccessNone)}
@@ -482,6 +487,7 @@ type loopState struct {
 	prov     provider.Provider
 	modelID  string
 	ref      string // the run's model reference
+	thinking string // the run's thinking level
 	system   string
 	specs    []llm.ToolSpec
 	history  []llm.Message
@@ -537,7 +543,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 		compaction.CapToolResults(st.history, st.v.win.Tokens)
 		out, err := st.prov.Chat(ctx, &provider.Request{
 			Model: st.modelID, System: st.system, Messages: st.history, Tools: st.specs,
-			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
+			MaxTokens: req.MaxTokens, Temperature: req.Temperature, Thinking: st.thinking,
 		}, onDelta)
 		if err != nil {
 			if ov, ok := overflowOf(err); ok && !st.detached && ctx.Err() == nil {
@@ -568,7 +574,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			tr.tokens.Count(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens), int64(out.Usage.TotalTokens))
 			tr.tokens.CountCache(call.CacheRead, call.CacheWrite, call.Cost)
 		}
-		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
+		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls, Reasoning: out.Reasoning}
 		tr.add(store.Item{Message: reply, Usage: u, Call: call})
 		if err := tr.flush(ctx); err != nil {
 			return res, fmt.Errorf("saving the reply of %s: %w", req.SessionKey, err)
@@ -1010,6 +1016,8 @@ func addUsage(sum *provider.Usage, u provider.Usage) {
 	sum.PromptTokens += u.PromptTokens
 	sum.CompletionTokens += u.CompletionTokens
 	sum.TotalTokens += u.TotalTokens
+	sum.CacheReadTokens += u.CacheReadTokens
+	sum.CacheWriteTokens += u.CacheWriteTokens
 }
 
 func (r *Runner) maxRounds() int {

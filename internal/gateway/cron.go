@@ -370,7 +370,7 @@ func (s *Server) cronEvent_(t *tenant, j automation.Job, agentID, key string) cr
 // conversation that made it.
 func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automation.Job, agentID, key, runID string) cron.Outcome {
 	p := j.Payload
-	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: p.Message}}, Model: p.Model, Kind: store.CallCron,
+	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: p.Message}}, Model: p.Model, Kind: store.CallCron, Thinking: p.Thinking,
 		Owner: j.Creator == "" || j.Creator == "operator" || j.Creator == "owner", LightContext: p.LightContext}
 	route := key // whose last chat an announce without a target goes to
 	home := ""

@@ -90,7 +90,7 @@ func (s *Server) chatSend(c *call) (any, error) {
 	var r *chatRun
 	if !stop {
 		input := []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}}
-		r = s.newRun(c, "chat", runID, key, agentID, agent.Request{Input: input}, timeout)
+		r = s.newRun(c, "chat", runID, key, agentID, agent.Request{Input: input, Thinking: deref(rp.Thinking)}, timeout)
 		if cmd, arg, ok := chatCommand(text); ok && len(images) == 0 {
 			r.cmd, r.arg = cmd, arg
 		}
@@ -114,7 +114,7 @@ type runParams struct {
 	IdempotencyKey *string           `json:"idempotencyKey"`
 	AgentID        *string           `json:"agentId"`
 	SessionKey     *string           `json:"sessionKey"`
-	Thinking       *string           `json:"thinking"` // accepted; Talon's providers have no thinking levels
+	Thinking       *string           `json:"thinking"` // this run's thinking level (provider.RunThinking)
 	Deliver        *bool             `json:"deliver"`
 	Attachments    []attachmentParam `json:"attachments"`
 }
@@ -141,6 +141,11 @@ func (p *runParams) check(method string) (string, []llm.Image, error) {
 		// channel's own messages are answered there): the client must not
 		// believe a reply was delivered.
 		return "", nil, protocol.Errorf("invalid %s params: deliver is not supported (a run started here is not delivered to a chat channel; use send); leave it false", method)
+	}
+	if t := deref(p.Thinking); strings.TrimSpace(t) != "" {
+		if _, ok := config.ThinkingLevel(t); !ok {
+			return "", nil, protocol.Errorf("invalid %s params: thinking %q is not a thinking level (use off|minimal|low|medium|high|xhigh)", method, t)
+		}
 	}
 	images, err := decodeAttachments(method, p.Attachments)
 	if err != nil {
@@ -263,6 +268,7 @@ func (s *Server) agentRun(c *call) (any, error) {
 		Input:       []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}},
 		ExtraSystem: deref(p.ExtraSystemPrompt),
 		Model:       model,
+		Thinking:    deref(rp.Thinking),
 	}
 	r := s.newRun(c, "agent", runID, key, agentID, req, timeout)
 	tr := s.runs.of(c.t)
