@@ -209,8 +209,10 @@ func (u *anUsage) prompt() int {
 
 func (u *anUsage) usage() Usage {
 	p := u.prompt()
-	return Usage{PromptTokens: p, CompletionTokens: u.OutputTokens, TotalTokens: p + u.OutputTokens,
+	out := Usage{PromptTokens: p, CompletionTokens: u.OutputTokens, TotalTokens: p + u.OutputTokens,
 		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+	out.clampCache()
+	return out
 }
 
 type anResponse struct {

@@ -246,6 +246,7 @@ func (u *oaUsage) usage() Usage {
 		out.CacheReadTokens = max(out.CacheReadTokens, d.CachedTokens)
 		out.CacheWriteTokens = d.CacheWriteTokens
 	}
+	out.clampCache()
 	return out
 }
 

@@ -768,6 +768,18 @@ func TestOpenAIReasoningAndCache(t *testing.T) {
 				Usage: Usage{PromptTokens: 3000, CompletionTokens: 2, TotalTokens: 3002, CacheWriteTokens: 2900}},
 		},
 		{
+			name: "a server's impossible cache counts are clamped to the prompt",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_tokens_details":{"cached_tokens":80,"cache_write_tokens":-5000}}}`),
+			want: &Response{Content: "ok", FinishReason: FinishStop, Usage: Usage{PromptTokens: 100, CompletionTokens: 2, TotalTokens: 102, CacheReadTokens: 80}},
+		},
+		{
+			name: "more cached than prompted",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_tokens_details":{"cached_tokens":90,"cache_write_tokens":50}}}`),
+			want: &Response{Content: "ok", FinishReason: FinishStop, Usage: Usage{PromptTokens: 100, CompletionTokens: 2, TotalTokens: 102, CacheReadTokens: 90, CacheWriteTokens: 10}},
+		},
+		{
 			name: "DeepSeek's prompt_cache_hit_tokens",
 			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
 				"usage":{"prompt_tokens":800,"completion_tokens":2,"total_tokens":802,"prompt_cache_hit_tokens":640,"prompt_cache_miss_tokens":160}}`),

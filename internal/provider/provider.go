@@ -60,6 +60,15 @@ type Usage struct {
 	CacheWriteTokens int `json:"-"`
 }
 
+// clampCache keeps the cache counts a server reported within the prompt:
+// none negative, together no more than PromptTokens, so that a server's
+// nonsense never makes the uncached input (and what it costs) negative.
+func (u *Usage) clampCache() {
+	p := max(u.PromptTokens, 0)
+	u.CacheReadTokens = min(max(u.CacheReadTokens, 0), p)
+	u.CacheWriteTokens = min(max(u.CacheWriteTokens, 0), p-u.CacheReadTokens)
+}
+
 // Finish reasons.
 const (
 	FinishStop      = "stop"
