@@ -324,6 +324,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
 	env.Vision = r.vision(prov, modelID, ref, agentID, req.SessionKey)
+	env.Documents = r.documents(prov, modelID, ref, agentID, req.SessionKey)
 
 	if call, ok := dispatchable(skills, req.Input); ok {
 		res := r.dispatch(ctx, &req, tr, env, &decision, pt, call)
@@ -474,6 +475,66 @@ func (r *Runner) vision(prov provider.Provider, modelID, ref, agentID, key strin
 				return text, nil
 			}
 			errs = append(errs, fmt.Errorf("image model %s: %w", ref, err))
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+		}
+		return "", errors.Join(errs...)
+	}
+}
+
+// documents is the pdf tool's model call (tools.Env.Documents): the
+// call's model, else agents.defaults.pdfModel's references in order, else
+// the run's own model; each must read documents itself (Anthropic's API).
+// Nil when neither the config nor the run's model offers one.
+func (r *Runner) documents(prov provider.Provider, modelID, ref, agentID, key string) func(context.Context, string, string, []llm.Document) (string, error) {
+	refs, err := config.ModelRefs(r.Config.Agents.Defaults.PDFModel)
+	if err == nil && len(refs) == 0 && !provider.ReadsDocuments(prov) {
+		return nil
+	}
+	return func(ctx context.Context, prompt, model string, docs []llm.Document) (string, error) {
+		if err != nil {
+			return "", fmt.Errorf("agents.defaults.pdfModel: %w", err)
+		}
+		use := refs
+		if model != "" {
+			use = []string{model}
+		}
+		ask := func(p provider.Provider, id, ref string) (string, error) {
+			if !provider.ReadsDocuments(p) {
+				return "", errors.New("it does not read PDFs itself (Anthropic's API does)")
+			}
+			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: prompt, Documents: docs},
+			}}, nil)
+			if err != nil {
+				return "", err
+			}
+			r.record(ctx, agentID, key, r.callOf(store.CallPDF, ref, out.Usage))
+			return out.Content, nil
+		}
+		if len(use) == 0 {
+			text, err := ask(prov, modelID, ref)
+			if err != nil {
+				return "", fmt.Errorf("model %s: %w", ref, err)
+			}
+			return text, nil
+		}
+		var errs []error
+		for _, ref := range use {
+			if ctx.Err() != nil {
+				break
+			}
+			p, id, err := r.Resolve(ref)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("resolving PDF model %s: %w", ref, err))
+				continue
+			}
+			text, err := ask(p, id, ref)
+			if err == nil {
+				return text, nil
+			}
+			errs = append(errs, fmt.Errorf("PDF model %s: %w", ref, err))
 		}
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)

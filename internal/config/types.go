@@ -97,8 +97,11 @@ type AgentDefaults struct {
 	// ImageModel is the model the image tool shows images to: a model
 	// reference, or {primary, fallbacks} (see ModelRefs).
 	ImageModel *Raw `json:"imageModel"`
-	// PDFMaxMb and PDFMaxPages bound what the pdf tool reads of each PDF
-	// (pdf.go); pdfModel is kept unused, as the tool calls no model.
+	// PDFModel is the model the pdf tool hands documents to when it reads
+	// them itself (Anthropic's API): a model reference or {primary,
+	// fallbacks}, as ImageModel. PDFMaxMb and PDFMaxPages bound what the
+	// tool reads of each PDF (pdf.go).
+	PDFModel    *Raw     `json:"pdfModel"`
 	PDFMaxMb    *float64 `json:"pdfMaxMb"`
 	PDFMaxPages *float64 `json:"pdfMaxPages"`
 

@@ -59,9 +59,6 @@ var unusedKeys = []string{
 
 	"agents.defaults.model.fallbacks",
 	"agents.defaults.imageModel.timeoutMs",
-	// The pdf tool returns the text it extracts to the calling model and
-	// calls no model of its own (internal/tools/pdf).
-	"agents.defaults.pdfModel",
 	"agents.defaults.models.*.params", "agents.defaults.models.*.streaming",
 	"agents.defaults.models.*.agentRuntime", "agents.defaults.models.*.codeMode",
 	"agents.defaults.models.*.pickerRuntimes",

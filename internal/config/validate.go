@@ -60,6 +60,9 @@ func check(c *Config) (errs, warns []Issue) {
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
+	if _, err := ModelRefs(c.Agents.Defaults.PDFModel); err != nil {
+		k.fail("agents.defaults.pdfModel", err.Error())
+	}
 	k.pdf("agents.defaults", &c.Agents.Defaults)
 	k.memorySearch("agents.defaults.memorySearch", c.Agents.Defaults.MemorySearch, c.Models.Providers)
 	k.contextWindowKeys("agents.defaults", nil, c.Agents.Defaults.ContextTokens)

@@ -54,6 +54,18 @@ type Message struct {
 	// image-capable model). Only user messages may carry them: the
 	// encoders refuse them elsewhere rather than drop them.
 	Images []Image `json:"images,omitempty"`
+	// Documents go with a user message's text to a model that reads them
+	// itself (the pdf tool's call to Anthropic's API); as Images, only
+	// user messages may carry them.
+	Documents []Document `json:"documents,omitempty"`
+}
+
+// Document is a file a model reads as it is: a PDF, with a name for the
+// APIs that want one.
+type Document struct {
+	Name string `json:"name,omitempty"`
+	MIME string `json:"mimeType"`
+	Data []byte `json:"data"`
 }
 
 // Image is an image sent to a model: its MIME type (image/png,

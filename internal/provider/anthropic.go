@@ -147,7 +147,7 @@ type anBlock struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
-	// image
+	// image and document
 	Source *anSource `json:"source,omitempty"`
 	// thinking (a pointer: the member is required, even when empty) and
 	// redacted_thinking
@@ -289,7 +289,7 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 	lastIsResults := false
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		if err := checkImages(i, m); err != nil {
+		if err := checkImages(i, m, true); err != nil {
 			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 		}
 		switch m.Role {
@@ -322,6 +322,9 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 			// Images go before the text, as Anthropic advises for
 			// image prompts.
 			var blocks []anBlock
+			for _, d := range m.Documents {
+				blocks = append(blocks, anBlock{Type: "document", Source: &anSource{Type: "base64", MediaType: d.MIME, Data: d.Data}})
+			}
 			for _, img := range m.Images {
 				blocks = append(blocks, anBlock{Type: "image", Source: &anSource{Type: "base64", MediaType: img.MIME, Data: img.Data}})
 			}
@@ -424,6 +427,9 @@ func cacheBreakpoint(tool []byte) []byte {
 }
 
 // Chat implements Provider.
+// ReadsDocuments: the Messages API reads PDFs as document blocks.
+func (c *Anthropic) ReadsDocuments() bool { return true }
+
 func (c *Anthropic) Chat(ctx context.Context, req *Request, onDelta func(string)) (*Response, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%s: nil request", c.t.name)

@@ -321,7 +321,7 @@ func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 	msgs := make([]oaMessage, 0, len(req.Messages))
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		if err := checkImages(i, m); err != nil {
+		if err := checkImages(i, m, false); err != nil {
 			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 		}
 		om := oaMessage{Role: string(m.Role)}

@@ -10,8 +10,34 @@ import (
 // imageMIMEs are the types both APIs take.
 var imageMIMEs = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-// checkImages validates the images of message i before they are encoded.
-func checkImages(i int, m *llm.Message) error {
+// DocumentReader is a provider that reads documents (llm.Document) as
+// they are, without Talon extracting their text first.
+type DocumentReader interface {
+	ReadsDocuments() bool
+}
+
+// ReadsDocuments reports whether p takes llm.Message.Documents.
+func ReadsDocuments(p Provider) bool {
+	d, ok := p.(DocumentReader)
+	return ok && d.ReadsDocuments()
+}
+
+// checkImages validates the images and documents of message i before they
+// are encoded; documents only where the API reads them (documents).
+func checkImages(i int, m *llm.Message, documents bool) error {
+	if len(m.Documents) > 0 {
+		if !documents {
+			return fmt.Errorf("message %d has documents: this API does not read them", i)
+		}
+		if m.Role != llm.RoleUser {
+			return fmt.Errorf("message %d (%s) has documents: only user messages may carry them", i, m.Role)
+		}
+		for j, d := range m.Documents {
+			if d.MIME != "application/pdf" || len(d.Data) == 0 {
+				return fmt.Errorf("message %d document %d: want a non-empty application/pdf, got %q (%d bytes)", i, j, d.MIME, len(d.Data))
+			}
+		}
+	}
 	if len(m.Images) == 0 {
 		return nil
 	}

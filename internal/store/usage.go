@@ -20,6 +20,7 @@ const (
 	CallSummary     = "summary"      // a compaction's summary
 	CallMemoryFlush = "memory-flush" // the silent turn before a compaction
 	CallImage       = "image"        // the image tool's model
+	CallPDF         = "pdf"          // the pdf tool's model
 )
 
 // Call is one model call that answered: a row of the usage ledger.

@@ -98,6 +98,12 @@ type Env struct {
 	// agents.defaults.imageModel or the agent's own model. Nil when no
 	// such model is known; the image tool then says so.
 	Vision func(ctx context.Context, prompt string, img llm.Image) (string, error)
+	// Documents asks a model that reads PDFs itself about docs with
+	// prompt: model when the call names one, else
+	// agents.defaults.pdfModel, else the run's own model. Nil when none
+	// of those can read documents; the pdf tool then returns the text it
+	// extracts.
+	Documents func(ctx context.Context, prompt, model string, docs []llm.Document) (string, error)
 	// Messenger sends the message tool's messages through the tenant's
 	// chat channels; nil when the caller has none, and message says so.
 	Messenger Messenger
