@@ -72,6 +72,11 @@ type Runner struct {
 	// Outbound is the tenant's keys and network rule for the tools that
 	// call remote APIs.
 	Outbound tools.Outbound
+	// Admit, when set, may refuse a run before its model is called (the
+	// tenant's monthly budget); its error is the run's. Spent, when set,
+	// hears that a run Admit let through has ended, its calls recorded.
+	Admit func(context.Context) error
+	Spent func(context.Context)
 	// Model, when set, is every run's model, over the request's, the
 	// session's and the config's: the operator's `talon serve --model`,
 	// to run every employee on the offline model (or one provider).
@@ -208,6 +213,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	agentID := config.NormalizeAgentID(req.AgentID)
 	if !cfg.HasAgent(agentID) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	if r.Admit != nil {
+		if err := r.Admit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.Spent != nil {
+		defer r.Spent(context.WithoutCancel(ctx))
 	}
 	approvals, err := r.approvals()
 	if err != nil {

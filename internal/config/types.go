@@ -55,6 +55,8 @@ type Config struct {
 	TTS TTS `json:"tts"`
 	// Browser is the browser tool's section (browser.go).
 	Browser Browser `json:"browser"`
+	// Usage is Talon's own: the config's monthly budget (budget.go).
+	Usage Usage `json:"usage"`
 }
 
 // Gateway is the `gateway` section.
@@ -327,6 +329,11 @@ type Tenants struct {
 	MCP     MCP           `json:"mcp"`
 	Plugins TenantPlugins `json:"plugins"`
 	Models  TenantModels  `json:"models"`
+	// Budget is every tenant's monthly budget; Budgets[id] replaces it
+	// for one tenant (budget.go). A tenant's own usage.budget may only
+	// lower the one in force.
+	Budget  *Budget           `json:"budget"`
+	Budgets map[string]Budget `json:"budgets"`
 }
 
 // TenantSandbox is `tenants.sandbox`.

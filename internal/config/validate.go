@@ -76,6 +76,7 @@ func check(c *Config) (errs, warns []Issue) {
 	k.hooks(c)
 	k.tts(&c.TTS)
 	k.browser(&c.Browser)
+	k.budget("usage.budget", c.Usage.Budget)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
@@ -261,6 +262,7 @@ func (k *checker) tenants(t *Tenants) {
 		}
 	}
 	k.mcp("tenants.mcp.servers", t.MCP.Servers)
+	k.budgets(t)
 }
 
 // ParseAllowHost reads a tenants.network.allowHosts entry: an IP address

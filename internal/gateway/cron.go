@@ -394,6 +394,9 @@ func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automat
 	if p.ToolsAllow != nil && !(len(p.ToolsAllow) == 1 && p.ToolsAllow[0] == "*") {
 		req.ToolsAllow, req.ToolsAllowKey = p.ToolsAllow, fmt.Sprintf("cron job %s payload.toolsAllow", j.ID)
 	}
+	if skip := budgetSkip(ctx, rt); skip != "" {
+		return cron.Outcome{Status: automation.StatusSkipped, Error: skip, SessionKey: key}
+	}
 	// The scheduler's deadline on ctx is the one that counts (R3.12).
 	res, failed := s.backgroundTurn(ctx, t, rt, "cron-"+runID, key, agentID, req, 24*time.Hour)
 	o := cron.Outcome{SessionKey: key}

@@ -160,6 +160,10 @@ func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs a
 		ev.Status, ev.Reason = "skipped", reason
 		return finish()
 	}
+	if skip := budgetSkip(ctx, rt); skip != "" {
+		ev.Status, ev.Reason = "skipped", "budget-exceeded"
+		return finish()
+	}
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: hs.Prompt}}, Model: hs.Model, Owner: true, Kind: store.CallHeartbeat,
 		LightContext: hs.LightContext,
 		// An exchange with nothing to say stays out of the session's

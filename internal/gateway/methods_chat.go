@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -168,6 +169,19 @@ func replay(tr *tenantRuns, e *idemEntry, runID string) (any, error) {
 // so that none of its events precedes that answer.
 func (s *Server) startRun(tr *tenantRuns, e *idemEntry, r *chatRun, answer func()) (any, error) {
 	r.idem, r.entry = &tr.idem, e
+	if r.cmd == "" {
+		if err := r.rt.admit(context.Background()); err != nil {
+			perr := &protocol.Error{Code: protocol.CodeUnavailable, Message: "checking the usage budget failed"}
+			if b := budgetRefusal(err); b != nil {
+				perr = budgetError(b)
+			} else {
+				s.log.Error("checking the usage budget", "tenant", r.t.id, "err", err)
+			}
+			tr.idem.forget(e)
+			r.abandon(perr)
+			return nil, perr
+		}
+	}
 	ctx, perr := s.runs.add(r, r.timeout)
 	if perr != nil {
 		tr.idem.forget(e)

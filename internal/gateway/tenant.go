@@ -92,6 +92,8 @@ type tenant struct {
 	// checks its hash under it, so of two writers with one baseHash
 	// exactly one wins.
 	writeMu sync.Mutex
+	// budget remembers the month whose budget alert was sent (budget.go).
+	budget budgetGate
 }
 
 // runtime is built from one version of a tenant's config.
@@ -484,7 +486,10 @@ func (s *Server) closeTenant(t *tenant) {
 
 // newRunner builds the agent runner for one config version.
 func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Options) *agent.Runner {
+	admit, spent := s.admitter(t, t.store, cfg)
 	return &agent.Runner{
+		Admit:     admit,
+		Spent:     spent,
 		Config:    cfg,
 		Policy:    policy.New(cfg),
 		Tools:     s.tools,

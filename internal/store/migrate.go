@@ -225,6 +225,12 @@ CREATE TABLE usage (
 );
 CREATE INDEX usage_by_time ON usage (at);
 `,
+	// 9: the months whose budget alert has fired (budget.MonthKey), so
+	// that it fires once a month, restarts included.
+	`CREATE TABLE budget_alerts (
+	month TEXT    PRIMARY KEY,
+	at    INTEGER NOT NULL
+) WITHOUT ROWID;`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -43,6 +43,8 @@ type DB struct {
 	insertCallStmt   *sql.Stmt // on w
 
 	tails *tails
+	// month is the running total of the current month's usage.
+	month monthTally
 }
 
 // Options say how to open a store.
@@ -129,10 +131,14 @@ func (db *DB) now() time.Time {
 // write runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // write connection) and commits it if fn returns nil.
 func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	if err := writeTx(ctx, db.w, fn); err != nil {
+	var tx *sql.Tx
+	err := writeTx(ctx, db.w, func(t *sql.Tx) error { tx = t; return fn(t) })
+	rows := db.month.unstage(tx)
+	if err != nil {
 		return err
 	}
 	db.sdb.Committed()
+	db.month.add(rows)
 	return nil
 }
 

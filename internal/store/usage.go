@@ -75,10 +75,16 @@ func (db *DB) insertCalls(ctx context.Context, tx *sql.Tx, now int64, agent, key
 		if c.Priced {
 			cost = c.Cost
 		}
-		if _, err := stmt.ExecContext(ctx, at, a, k, id, c.Kind, c.Provider, c.Model,
-			c.Input, c.Output, c.CacheRead, c.CacheWrite, cost); err != nil {
+		res, err := stmt.ExecContext(ctx, at, a, k, id, c.Kind, c.Provider, c.Model,
+			c.Input, c.Output, c.CacheRead, c.CacheWrite, cost)
+		if err != nil {
 			return fmt.Errorf("usage row %d: %w", i, err)
 		}
+		rowID, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("usage row %d: %w", i, err)
+		}
+		db.month.stage(tx, staged{id: rowID, at: at, call: c})
 	}
 	return nil
 }
