@@ -157,3 +157,38 @@ func budgetReply(e *budget.Exceeded) string {
 	return "This assistant has used its monthly usage budget and cannot answer until " +
 		e.Resets.Format("2 January 2006") + " (UTC), unless its operator raises the budget."
 }
+
+func init() {
+	register("usage.budget", protocol.ScopeRead, usageBudget)
+}
+
+// usageBudget is Talon's own usage.budget: the budget in force for the
+// connection's tenant (for a tenant, its usage.budget held to the
+// operator's), the month's usage from the running total, and where it
+// stands.
+func usageBudget(_ *Server, c *call) (any, error) {
+	now := time.Now()
+	used, err := monthUsed(c.ctx, c.storeOf(), now)
+	if err != nil {
+		return nil, err
+	}
+	b := budget.Of(c.rt.file.Config.Usage.Budget)
+	_, end := budget.Month(now)
+	out := map[string]any{
+		"month":    budget.MonthKey(now),
+		"used":     map[string]any{"tokens": used.Tokens, "costUsd": float64(used.Cost) / 1e6},
+		"resetsAt": end.Format(time.RFC3339),
+		"budget":   nil,
+	}
+	if b.Set() {
+		lim := map[string]any{"alertAt": b.AlertAt}
+		if b.Tokens != budget.None {
+			lim["monthlyTokens"] = b.Tokens
+		}
+		if b.Cost != budget.None {
+			lim["monthlyCostUsd"] = float64(b.Cost) / 1e6
+		}
+		out["budget"], out["fraction"], out["reached"] = lim, b.Fraction(used), b.Reached(used)
+	}
+	return out, nil
+}

@@ -83,6 +83,19 @@ func TestBudget(t *testing.T) {
 			}
 		})
 	}
+	var st struct {
+		Budget struct {
+			MonthlyTokens int64
+			AlertAt       float64
+		}
+		Used     struct{ Tokens int64 }
+		Fraction float64
+		Reached  bool
+	}
+	mustRPC(t, acme, "usage.budget", nil, &st)
+	if st.Budget.MonthlyTokens != 20 || st.Budget.AlertAt != 0.5 || st.Used.Tokens != 30 || st.Fraction != 1.5 || !st.Reached {
+		t.Errorf("usage.budget %+v, want 30 of the operator's 20 tokens, reached", st)
+	}
 	if n := model.count(); n != calls {
 		t.Errorf("the model was called %d times after the budget was spent", n-calls)
 	}
