@@ -53,7 +53,7 @@ func (a *applier) budget() {
 			// not a number: the config's own validation says so
 		default:
 			if n, err := strconv.ParseFloat(v.Num, 64); err != nil || n > *limit {
-				a.violate(at, fmt.Sprintf("the operator's budget for this tenant is %s (tenants.budget; got %s): a tenant may lower it, not raise it", max, v.Num))
+				a.violate(at, fmt.Sprintf("the operator's budget for this tenant is %s (tenants.budgets.<id>, else tenants.budget; got %s): a tenant may lower it, not raise it", max, v.Num))
 				t.Lookup("usage", "budget").Set(k.key, config.NewNumber(max))
 			}
 		}

@@ -19,8 +19,8 @@ func budgetMonth() string { return budget.MonthKey(time.Now()) }
 
 // TestBudget: a tenant's monthly budget lets the turn that crosses it
 // complete and refuses the next before any model call — HTTP 402 (plain
-// and streamed), BUDGET_EXCEEDED on chat.send and agent, a reply on a
-// channel-less WS — and fires its alert once. A tenant's usage.budget
+// and streamed), BUDGET_EXCEEDED on chat.send and agent, a skipped cron
+// run, a channel's reply — and fires its alert once. A tenant's usage.budget
 // above the operator's is held to it; one below it is in force.
 func TestBudget(t *testing.T) {
 	model := newScriptedLLM(t) // every answer reports 10 + 5 tokens
@@ -96,6 +96,40 @@ func TestBudget(t *testing.T) {
 	if st.Budget.MonthlyTokens != 20 || st.Budget.AlertAt != 0.5 || st.Used.Tokens != 30 || st.Fraction != 1.5 || !st.Reached {
 		t.Errorf("usage.budget %+v, want 30 of the operator's 20 tokens, reached", st)
 	}
+	t.Run("cron", func(t *testing.T) {
+		added := mustCall[map[string]any](t, acme, "cron.add", map[string]any{"name": "report",
+			"schedule": map[string]any{"kind": "every", "everyMs": 3_600_000}, "payload": map[string]any{"kind": "agentTurn", "message": "report"}})
+		id, _ := added["id"].(string)
+		mustCall[map[string]any](t, acme, "cron.run", map[string]any{"id": id})
+		type runs struct {
+			Entries []struct{ Status, Error string }
+		}
+		var r runs
+		waitFor(t, "the job's run", func() bool {
+			r = mustCall[runs](t, acme, "cron.runs", map[string]any{"id": id})
+			return len(r.Entries) == 1
+		})
+		if e := r.Entries[0]; e.Status != "skipped" || !strings.HasPrefix(e.Error, "budget-exceeded: monthly usage budget reached") {
+			t.Errorf("cron run %+v, want skipped for the budget", e)
+		}
+	})
+	t.Run("config.patch raising the budget", func(t *testing.T) {
+		hash := mustCall[configSnapshot](t, acme, "config.get", nil).Hash
+		pe := callFails(t, acme, "config.patch", map[string]any{"baseHash": hash, "raw": `{usage: {budget: {monthlyTokens: 21}}}`}, "invalid config: ")
+		if !strings.Contains(pe.Message, "usage.budget.monthlyTokens: beyond the operator's ceiling for tenants: the operator's budget for this tenant is 20") {
+			t.Errorf("config.patch: %s", pe.Message)
+		}
+	})
+	t.Run("channel", func(t *testing.T) {
+		ten, err := ts.srv.lookup("acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, _, err := ts.srv.channelTurn(context.Background(), ten, "main", "agent:main:telegram:direct:42", "hello", nil, false, nil)
+		if err != nil || !strings.HasPrefix(reply, "This assistant has used its monthly usage budget and cannot answer until ") {
+			t.Errorf("channel reply %q, %v: want the budget's reply", reply, err)
+		}
+	})
 	if n := model.count(); n != calls {
 		t.Errorf("the model was called %d times after the budget was spent", n-calls)
 	}
