@@ -510,7 +510,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 }
 
 // StoreFile is the name of a tenant's SQLite database in its directory.
-const StoreFile = "talon.db"
+const StoreFile = store.File
 
 func (s *Server) openStore(dir string) (*store.DB, error) {
 	db, err := store.OpenWith(filepath.Join(dir, StoreFile), store.Options{SyncWindow: s.opts.SyncWindow, Log: s.log})

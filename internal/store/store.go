@@ -62,6 +62,10 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// File is the name of a tenant's database in its directory (and of the
+// operator's in the state directory).
+const File = "talon.db"
+
 // Open opens the database at path with every commit fsynced; see OpenWith.
 func Open(path string) (*DB, error) { return OpenWith(path, Options{}) }
 

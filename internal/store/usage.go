@@ -154,7 +154,8 @@ type UsageTotals struct {
 // Tokens are all the tokens summed.
 func (t *UsageTotals) Tokens() int64 { return t.Input + t.Output + t.CacheRead + t.CacheWrite }
 
-func (t *UsageTotals) add(o *UsageTotals) {
+// Add adds o to t.
+func (t *UsageTotals) Add(o *UsageTotals) {
 	t.Calls += o.Calls
 	t.Input += o.Input
 	t.Output += o.Output
@@ -216,7 +217,7 @@ func (db *DB) Usage(ctx context.Context, q UsageQuery) (UsageTotals, []UsageGrou
 		if err := rows.Scan(&k, &g.Calls, &g.Input, &g.Output, &g.CacheRead, &g.CacheWrite, &g.Cost, &g.Unpriced); err != nil {
 			return UsageTotals{}, nil, fmt.Errorf("querying usage: %w", err)
 		}
-		total.add(&g.UsageTotals)
+		total.Add(&g.UsageTotals)
 		if q.By == ByDay {
 			n, _ := k.(int64)
 			g.Key = time.UnixMilli(n * dayBucket).In(orUTC(q.Location)).Format(time.DateOnly)
@@ -249,7 +250,7 @@ func merge(groups []UsageGroup) []UsageGroup {
 	out := groups[:0]
 	for _, g := range groups {
 		if n := len(out); n > 0 && out[n-1].Key == g.Key {
-			out[n-1].add(&g.UsageTotals)
+			out[n-1].Add(&g.UsageTotals)
 			continue
 		}
 		out = append(out, g)
