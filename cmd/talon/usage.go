@@ -33,10 +33,14 @@ span back from now (30d, 12h; default 30d); --by adds one row per agent, model
 not in the cost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q, err := usage.ParseQuery(since, by, time.Now())
+			from, err := usage.ParseSince(since, time.Now())
 			if err != nil {
-				return fmt.Errorf("usage: --%w", err)
+				return fmt.Errorf("usage: --since: %w", err)
 			}
+			if err := usage.CheckBy(by); err != nil {
+				return fmt.Errorf("usage: --by: %w", err)
+			}
+			q := usage.Query{Since: from, By: by}
 			path, err := usageStorePath(stateDir, tenant)
 			if err != nil {
 				return fmt.Errorf("usage: %w", err)

@@ -24,27 +24,24 @@ type Query struct {
 	By    string
 }
 
-// ParseQuery reads since and by as the CLI's flags and the API's query
-// parameters give them: since is a date (YYYY-MM-DD, midnight UTC), an
-// RFC 3339 time, or a span back from now ("30d", "12h", "90m"); empty is
-// DefaultSince.
-func ParseQuery(since, by string, now time.Time) (Query, error) {
+// CheckBy refuses a grouping a report does not make.
+func CheckBy(by string) error {
 	switch by {
 	case "", store.ByAgent, store.ByModel, store.ByDay:
-	default:
-		return Query{}, fmt.Errorf("by: %q is not agent, model or day", by)
+		return nil
 	}
-	t, err := parseSince(strings.TrimSpace(since), now)
-	if err != nil {
-		return Query{}, fmt.Errorf("since: %w", err)
-	}
-	return Query{Since: t, By: by}, nil
+	return fmt.Errorf("%q is not agent, model or day", by)
 }
 
 // maxSpan bounds a span back from now: a century, as usage.cost's.
 const maxSpan = 36600 * 24 * time.Hour
 
-func parseSince(s string, now time.Time) (time.Time, error) {
+// ParseSince reads a report's start as the CLI's flag and the API's
+// query parameter give it: a date (YYYY-MM-DD, midnight UTC), an RFC 3339
+// time, or a span back from now ("30d", "12h", "90m"); empty is
+// DefaultSince.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
 	if s == "" {
 		s = DefaultSince
 	}
