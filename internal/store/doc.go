@@ -49,7 +49,9 @@
 // stored nor counts one twice; calls outside a turn's transcript
 // (summaries, memory flushes, the image model) are written by
 // RecordCalls. Usage sums a time range, grouped by agent, model, kind or
-// calendar day. Rows are never updated; a reset of a session keeps them.
+// calendar day, from an hourly roll-up (usage_hourly) a trigger keeps in
+// the transaction of each row, reading the ledger itself only where an
+// hour is cut. Rows are never updated; a reset of a session keeps them.
 //
 // # Channels
 //

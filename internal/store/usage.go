@@ -95,6 +95,9 @@ func (c *Call) check() error {
 	switch {
 	case c.Input < 0 || c.Output < 0 || c.CacheRead < 0 || c.CacheWrite < 0 || c.Cost < 0:
 		return errors.New("negative token count or cost")
+	case c.At < 0:
+		// The hourly roll-up's buckets start at the epoch.
+		return errors.New("a time before 1970")
 	case c.Kind == "":
 		return errors.New("no kind")
 	case c.Model == "":
@@ -172,67 +175,134 @@ type UsageGroup struct {
 	UsageTotals
 }
 
-// dayBucket is the width of the buckets ByDay folds into days: a
-// quarter of an hour divides every time zone's offset and its changes.
+// dayBucket is the width of the buckets ByDay folds into days when it
+// reads the ledger itself: a quarter of an hour divides every time
+// zone's offset and its changes.
 const dayBucket = 15 * 60 * 1000
 
-// usageGroupKeys are the SQL expressions of each grouping.
-var usageGroupKeys = map[string]string{
-	"":      "''",
-	ByAgent: "agent_id",
-	ByModel: "provider || '/' || model",
-	ByKind:  "kind",
-	ByDay:   fmt.Sprintf("at / %d", dayBucket),
+// hourMs is the width of a usage_hourly row (migration 9).
+const hourMs = 3600 * 1000
+
+// usageGroupKeys are the SQL expressions of each grouping, in the
+// ledger (usage) and in its hourly roll-up (usage_hourly).
+var usageGroupKeys = map[string][2]string{
+	"":      {"''", "''"},
+	ByAgent: {"agent_id", "agent_id"},
+	ByModel: {"provider || '/' || model", "provider || '/' || model"},
+	ByKind:  {"kind", "kind"},
+	ByDay:   {fmt.Sprintf("at / %d", dayBucket), "hour"},
 }
 
 // Usage sums the ledger rows q selects: the totals, and the groups in
-// key order when q.By is set.
+// key order when q.By is set. The whole hours of the range are read from
+// the hourly roll-up, the ends from the ledger; for ByDay, so are the
+// hours a day boundary of q.Location cuts (in zones offset by half or
+// quarter hours).
 func (db *DB) Usage(ctx context.Context, q UsageQuery) (UsageTotals, []UsageGroup, error) {
-	key, ok := usageGroupKeys[q.By]
-	if !ok {
+	if _, ok := usageGroupKeys[q.By]; !ok {
 		return UsageTotals{}, nil, fmt.Errorf("querying usage: unknown grouping %q (want agent, model, day or kind)", q.By)
 	}
+	u := usageRead{db: db, q: q, loc: orUTC(q.Location), agent: strings.ToLower(strings.TrimSpace(q.AgentID))}
 	until := q.Until
 	if until <= 0 {
 		until = 1<<63 - 1
 	}
-	var where strings.Builder
-	where.WriteString("at >= ? AND at < ?")
-	args := []any{q.Since, until}
-	if a := strings.ToLower(strings.TrimSpace(q.AgentID)); a != "" {
-		where.WriteString(" AND agent_id = ?")
-		args = append(args, a)
+	first := (max(q.Since, 0) + hourMs - 1) / hourMs * hourMs
+	last := until / hourMs * hourMs
+	var err error
+	if first >= last {
+		err = u.ledger(ctx, q.Since, until)
+	} else {
+		err = errors.Join(u.ledger(ctx, q.Since, first), u.hours(ctx, first, last), u.ledger(ctx, last, until))
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+key+`, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
-		coalesce(sum(cost), 0), count(*) - count(cost) FROM usage WHERE `+where.String()+` GROUP BY 1`, args...)
 	if err != nil {
 		return UsageTotals{}, nil, fmt.Errorf("querying usage: %w", err)
 	}
-	defer rows.Close()
 	var total UsageTotals
-	var groups []UsageGroup
-	for rows.Next() {
-		var g UsageGroup
-		var k any
-		if err := rows.Scan(&k, &g.Calls, &g.Input, &g.Output, &g.CacheRead, &g.CacheWrite, &g.Cost, &g.Unpriced); err != nil {
-			return UsageTotals{}, nil, fmt.Errorf("querying usage: %w", err)
-		}
-		total.Add(&g.UsageTotals)
-		if q.By == ByDay {
-			n, _ := k.(int64)
-			g.Key = time.UnixMilli(n * dayBucket).In(orUTC(q.Location)).Format(time.DateOnly)
-		} else {
-			g.Key = fmt.Sprint(k)
-		}
-		groups = append(groups, g)
-	}
-	if err := rows.Err(); err != nil {
-		return UsageTotals{}, nil, fmt.Errorf("querying usage: %w", err)
+	for i := range u.groups {
+		total.Add(&u.groups[i].UsageTotals)
 	}
 	if q.By == "" {
 		return total, nil, nil
 	}
-	return total, merge(groups), nil
+	return total, merge(u.groups), nil
+}
+
+// usageRead gathers the groups of one usage query.
+type usageRead struct {
+	db     *DB
+	q      UsageQuery
+	loc    *time.Location
+	agent  string
+	groups []UsageGroup
+}
+
+const usageSums = `count(*), sum(input), sum(output), sum(cache_read), sum(cache_write), coalesce(sum(cost), 0), count(*) - count(cost)`
+
+// ledger adds the groups of the ledger's rows in [from, to).
+func (u *usageRead) ledger(ctx context.Context, from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	return u.query(ctx, `SELECT `+usageGroupKeys[u.q.By][0]+`, `+usageSums+` FROM usage WHERE at >= ? AND at < ?`, from, to, dayBucket, nil)
+}
+
+// hours adds the groups of the roll-up's hours in [from, to), whole
+// hours. For ByDay, an hour a day boundary cuts is read from the ledger.
+func (u *usageRead) hours(ctx context.Context, from, to int64) error {
+	var cut []int64
+	err := u.query(ctx, `SELECT `+usageGroupKeys[u.q.By][1]+`, sum(calls), sum(input), sum(output), sum(cache_read), sum(cache_write), sum(cost), sum(unpriced)
+		FROM usage_hourly WHERE hour >= ? AND hour < ?`, from/hourMs, to/hourMs, hourMs, func(hour int64) bool {
+		start := hour * hourMs
+		if u.day(start) == u.day(start+hourMs-1) {
+			return true
+		}
+		cut = append(cut, start)
+		return false
+	})
+	for _, start := range cut {
+		err = errors.Join(err, u.ledger(ctx, start, start+hourMs))
+	}
+	return err
+}
+
+// query runs sql over [from, to) of the agent when one is asked and
+// adds its groups. A ByDay key is a bucket of width ms; keep, when set,
+// says whether a bucket's row is to be counted.
+func (u *usageRead) query(ctx context.Context, sql string, from, to, width int64, keep func(int64) bool) error {
+	args := []any{from, to}
+	if u.agent != "" {
+		sql += " AND agent_id = ?"
+		args = append(args, u.agent)
+	}
+	rows, err := u.db.r.QueryContext(ctx, sql+" GROUP BY 1", args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g UsageGroup
+		var k any
+		if err := rows.Scan(&k, &g.Calls, &g.Input, &g.Output, &g.CacheRead, &g.CacheWrite, &g.Cost, &g.Unpriced); err != nil {
+			return err
+		}
+		if u.q.By == ByDay {
+			n, _ := k.(int64)
+			if keep != nil && !keep(n) {
+				continue
+			}
+			g.Key = u.day(n * width)
+		} else {
+			g.Key = fmt.Sprint(k)
+		}
+		u.groups = append(u.groups, g)
+	}
+	return rows.Err()
+}
+
+// day is the calendar day of ms in the query's zone.
+func (u *usageRead) day(ms int64) string {
+	return time.UnixMilli(ms).In(u.loc).Format(time.DateOnly)
 }
 
 // orUTC is loc, or UTC for nil.
