@@ -234,7 +234,10 @@ func usageCost(_ *Server, c *call) (any, error) {
 // usageStatus answers usage.status: OpenClaw reads each provider's quota
 // windows from the provider's own usage API. Talon reads none, so every
 // provider the tenant configures is listed as OpenClaw lists one it has
-// no usage reader for.
+// no usage reader for. A tenant's config is the one held to the
+// operator's ceiling: a provider whose baseUrl the ceiling refuses (a
+// private or loopback address) is not there, as the tenant cannot call
+// it.
 func usageStatus(_ *Server, c *call) (any, error) {
 	cfg := c.rt.file.Config
 	type snapshot struct {

@@ -28,7 +28,8 @@ func TestUsageCost(t *testing.T) {
 	}
 	for _, id := range []string{"acme", "beta"} {
 		writeFile(t, filepath.Join(ts.dir, "tenants", id, "talon.json"), []byte(`{gateway: {auth: {token: "`+id+`-token"}},
-			agents: {list: [{id: "main", default: true}, {id: "ops"}]}, models: {providers: {local: {baseUrl: "http://127.0.0.1:9/v1"}}}}`))
+			agents: {list: [{id: "main", default: true}, {id: "ops"}]},
+			models: {providers: {local: {baseUrl: "http://127.0.0.1:9/v1"}, cloud: {baseUrl: "https://llm.example.com/v1"}}}}`))
 	}
 	record(filepath.Join(ts.dir, "tenants", "acme"),
 		&store.Call{At: today.UnixMilli(), AgentID: "main", Kind: store.CallTurn, Provider: "local", Model: "m", Input: 100, Output: 10, CacheRead: 50, Cost: 1_250_000, Priced: true},
@@ -99,5 +100,14 @@ func TestUsageCost(t *testing.T) {
 	mustRPC(t, dialWS(t, url), "usage.status", nil, &status)
 	if len(status.Providers) != 1 || status.Providers[0].Provider != "local" || status.Providers[0].Error != "Unsupported provider" {
 		t.Errorf("usage.status %+v", status)
+	}
+	// A tenant's provider at a loopback address is removed by the
+	// operator's ceiling (netguard), so the tenant cannot call it and
+	// usage.status does not list it: the providers listed are those the
+	// tenant's turns can reach.
+	status.Providers = nil
+	mustRPC(t, acme, "usage.status", nil, &status)
+	if len(status.Providers) != 1 || status.Providers[0].Provider != "cloud" {
+		t.Errorf("tenant usage.status %+v, want cloud alone", status)
 	}
 }
