@@ -21,7 +21,7 @@ var layers = []struct {
 	{2, []string{"policy", "budget", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
 	{3, []string{"session", "compaction", "channel", "automation"}},
 	{4, []string{"store", "sandbox", "provider", "approval", "channel/telegram", "channel/slack", "channel/discord"}},
-	{5, []string{"automation/cron", "automation/hooks", "sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling", "channel/hub", "channel/telegram/tgtest", "channel/slack/slacktest", "channel/discord/discordtest"}},
+	{5, []string{"usage", "automation/cron", "automation/hooks", "sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling", "channel/hub", "channel/telegram/tgtest", "channel/slack/slacktest", "channel/discord/discordtest"}},
 	{6, []string{"tools"}},
 	{7, []string{"tools/browser", "tools/cron", "tools/exec", "tools/fs", "tools/gateway", "tools/image", "tools/message", "tools/pdf", "tools/sessions", "tools/tts", "tools/web", "tools/websearch", "skill", "mcp"}},
 	{8, []string{"tools/core", "plugin"}},
