@@ -18,10 +18,10 @@ var layers = []struct {
 }{
 	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml", "tools/tts/ttstest"}},
 	{1, []string{"plugin/yamltool", "authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
-	{2, []string{"policy", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
+	{2, []string{"policy", "budget", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
 	{3, []string{"session", "compaction", "channel", "automation"}},
 	{4, []string{"store", "sandbox", "provider", "approval", "channel/telegram", "channel/slack", "channel/discord"}},
-	{5, []string{"automation/cron", "automation/hooks", "sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling", "channel/hub", "channel/telegram/tgtest", "channel/slack/slacktest", "channel/discord/discordtest"}},
+	{5, []string{"usage", "automation/cron", "automation/hooks", "sandbox/bwrap", "sandbox/docker", "sandbox/host", "sandbox/sandboxtest", "ceiling", "channel/hub", "channel/telegram/tgtest", "channel/slack/slacktest", "channel/discord/discordtest"}},
 	{6, []string{"tools"}},
 	{7, []string{"tools/browser", "tools/cron", "tools/exec", "tools/fs", "tools/gateway", "tools/image", "tools/message", "tools/pdf", "tools/sessions", "tools/tts", "tools/web", "tools/websearch", "skill", "mcp"}},
 	{8, []string{"tools/core", "plugin"}},
@@ -63,7 +63,7 @@ var pure = map[string]struct{ std, ours []string }{
 	// time for durations and the flush prompt's date, never time.Now;
 	// net/url and net/netip parse a provider's base URL.
 	"compaction": {
-		std:  []string{"bytes", "encoding/json", "errors", "fmt", "math", "net/netip", "net/url", "regexp", "slices", "strconv", "strings", "time", "unicode", "unicode/utf8"},
+		std:  []string{"bytes", "encoding/json", "errors", "fmt", "math", "net/netip", "net/url", "regexp", "slices", "strconv", "strings", "sync", "time", "unicode", "unicode/utf8"},
 		ours: []string{"config", "llm", "policy"},
 	},
 	// context and time for the Transport interface's types, never
@@ -71,6 +71,11 @@ var pure = map[string]struct{ std, ours []string }{
 	"channel": {
 		std:  []string{"bytes", "context", "encoding/base64", "encoding/json", "crypto/sha256", "errors", "fmt", "regexp", "slices", "sort", "strconv", "strings", "time", "unicode", "unicode/utf8"},
 		ours: []string{"config", "policy"},
+	},
+	// time for months of a time the caller passes, never time.Now.
+	"budget": {
+		std:  []string{"fmt", "math", "strconv", "strings", "time"},
+		ours: []string{"config"},
 	},
 	"channel/format": {
 		std:  []string{"fmt", "html", "slices", "strconv", "strings", "unicode", "unicode/utf16", "unicode/utf8"},

@@ -240,4 +240,43 @@ func checkAfterCrash(t *testing.T, dir string, cfg []byte, acked []ack) {
 		}
 		next[key] = i + 2
 	}
+	checkLedgerAfterCrash(t, dbPath, st, transcripts)
+}
+
+// checkLedgerAfterCrash: each model answer a session's transcript stores
+// has exactly one usage ledger row, with the tokens stored with the
+// answer (they are written in one commit), so an acknowledged turn is
+// counted once, a kill loses none and a restart doubles none.
+func checkLedgerAfterCrash(t *testing.T, dbPath string, st *store.DB, sessions map[string][]llm.Message) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dbPath+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatalf("opening %s: %v", dbPath, err)
+	}
+	defer db.Close()
+	for key := range sessions {
+		e, err := st.GetSession(context.Background(), "main", key)
+		if err != nil {
+			t.Fatalf("session %s: %v", key, err)
+		}
+		recs, err := st.TranscriptRecords(context.Background(), e.SessionID, 0)
+		if err != nil {
+			t.Fatalf("reading the transcript of %s: %v", key, err)
+		}
+		var answers, in, out int64
+		for _, r := range recs {
+			if r.Kind == store.KindMessage && r.Message.Role == llm.RoleAssistant {
+				answers++
+				in += r.Usage.Input
+				out += r.Usage.Output
+			}
+		}
+		var calls, lin, lout int64
+		if err := db.QueryRow(`SELECT count(*), coalesce(sum(input), 0), coalesce(sum(output), 0) FROM usage WHERE session_key = ? AND kind = 'turn'`, key).Scan(&calls, &lin, &lout); err != nil {
+			t.Fatalf("reading the ledger of %s: %v", key, err)
+		}
+		if calls != answers || lin != in || lout != out || calls == 0 {
+			t.Errorf("%s: the ledger has %d calls (%d in, %d out), the transcript %d answers (%d in, %d out)", key, calls, lin, lout, answers, in, out)
+		}
+	}
 }

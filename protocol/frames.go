@@ -20,7 +20,7 @@ const (
 	MaxVersion = 4
 )
 
-// Error codes: the whole upstream enum. Almost every client mistake is
+// Error codes: the whole upstream enum, and Talon's budget refusal. Almost every client mistake is
 // InvalidRequest; handler and backend failures are Unavailable.
 const (
 	CodeNotLinked      = "NOT_LINKED"
@@ -29,6 +29,10 @@ const (
 	CodeInvalidRequest = "INVALID_REQUEST"
 	CodeUnavailable    = "UNAVAILABLE"
 	CodeForbidden      = "FORBIDDEN"
+	// CodeBudgetExceeded is Talon's own: the tenant's monthly usage
+	// budget is spent, so no turn starts until the next month (or a
+	// larger budget); Details say the budget, the usage and resetsAt.
+	CodeBudgetExceeded = "BUDGET_EXCEEDED"
 )
 
 // Close codes the server uses.

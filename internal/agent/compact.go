@@ -220,15 +220,20 @@ func (r *Runner) summarize(ctx context.Context, v *view, plan *compaction.Plan, 
 	if err != nil {
 		return compaction.Compaction{}, err
 	}
+	// Every call that answered is paid for, whether or not its summary
+	// is kept.
+	var calls []*store.Call
+	defer func() { r.record(ctx, v.agentID, v.key, calls...) }()
+	answered := func(u provider.Usage) { calls = append(calls, r.callOf(store.CallSummary, ref, u)) }
 	prev := plan.PreviousSummary
 	for i := range job.Stages() {
-		if prev, err = askSummary(ctx, prov, model, job.Request(i, prev), v.set.QualityRetries); err != nil {
+		if prev, err = askSummary(ctx, prov, model, job.Request(i, prev), v.set.QualityRetries, answered); err != nil {
 			return compaction.Compaction{}, err
 		}
 	}
 	prefix := ""
 	if req, ok := job.PrefixRequest(); ok {
-		if prefix, err = askSummary(ctx, prov, model, req, v.set.QualityRetries); err != nil {
+		if prefix, err = askSummary(ctx, prov, model, req, v.set.QualityRetries, answered); err != nil {
 			return compaction.Compaction{}, err
 		}
 	}
@@ -237,8 +242,9 @@ func (r *Runner) summarize(ctx context.Context, v *view, plan *compaction.Plan, 
 
 // askSummary makes one summariser call: an empty answer fails, and with
 // the quality guard on (retries > 0) one without the required headings
-// is asked for again, at most retries times.
-func askSummary(ctx context.Context, prov provider.Provider, model string, req compaction.Request, retries int) (string, error) {
+// is asked for again, at most retries times. answered hears of each call
+// that answered, with its usage.
+func askSummary(ctx context.Context, prov provider.Provider, model string, req compaction.Request, retries int, answered func(provider.Usage)) (string, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := prov.Chat(ctx, &provider.Request{Model: model, System: req.System, MaxTokens: int(req.MaxTokens),
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: req.Prompt}}}, nil)
@@ -248,6 +254,7 @@ func askSummary(ctx context.Context, prov provider.Provider, model string, req c
 			}
 			return "", fmt.Errorf("calling the summary model: %w", err)
 		}
+		answered(out.Usage)
 		text := strings.TrimSpace(out.Content)
 		var problem error
 		switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -400,6 +401,7 @@ func TestMemoryFlush(t *testing.T) {
 			if e.MemoryFlushAt == 0 || e.MemoryFlushCompactionCount == nil {
 				t.Errorf("the flush is not recorded: %+v", e)
 			}
+			g.checkLedger()
 			for _, r := range g.records() {
 				if strings.Contains(r.Message.Content, "Pre-compaction memory flush") || r.Message.Content == "NO_REPLY" ||
 					len(r.Message.ToolCalls) > 0 && strings.Contains(r.Message.ToolCalls[0].Arguments, "memory-written") {
@@ -494,7 +496,7 @@ func TestWindowGuard(t *testing.T) {
 // not make the rig compact first.
 func TestPruningIsSticky(t *testing.T) {
 	ws := t.TempDir()
-	a := newApprovalsRig(t, fmt.Sprintf(`{agents: {defaults: {workspace: %q, contextTokens: 20000, contextPruning: {mode: "cache-ttl", ttl: "5m"}}}}`, ws), 0)
+	a := newApprovalsRig(t, fmt.Sprintf(`{agents: {defaults: {workspace: %q, contextTokens: 22000, contextPruning: {mode: "cache-ttl", ttl: "5m"}}}}`, ws), 0)
 	clock := time.UnixMilli(1_800_000_000_000)
 	now := func() time.Time { return clock }
 	a.runner.Now, a.db.Now = now, now
@@ -553,4 +555,28 @@ func (a *approvalsRig) records() []store.Record {
 		a.t.Fatal(err)
 	}
 	return recs
+}
+
+// checkLedger: the usage ledger has every call the fake model answered,
+// once, under its kind (the turns', the compaction summaries', the
+// memory flushes'), with the tokens the fake reported.
+func (g *windowRig) checkLedger() {
+	g.t.Helper()
+	_, kinds, err := g.db.Usage(context.Background(), store.UsageQuery{By: store.ByKind})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	got := map[string][2]int64{}
+	for _, k := range kinds {
+		got[k.Key] = [2]int64{k.Calls, k.Tokens()}
+	}
+	g.llm.mu.Lock()
+	want := maps.Clone(g.llm.ledger)
+	g.llm.mu.Unlock()
+	if got[store.CallSummary][0] == 0 || got[store.CallMemoryFlush][0] == 0 {
+		g.t.Errorf("ledger %v: no summary or memory-flush calls", got)
+	}
+	if !maps.Equal(got, want) {
+		g.t.Errorf("ledger by kind (calls, tokens) %v, the model answered %v", got, want)
+	}
 }

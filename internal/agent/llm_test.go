@@ -39,6 +39,9 @@ type windowLLM struct {
 	maxAnswered                           int
 	lastBody                              string // the last answered request that was neither a summary nor a flush
 	lastSummary                           string // the last summariser request
+	// ledger is what it answered by the usage ledger's kind of call
+	// (turn, summary, memory-flush): calls and the tokens it reported.
+	ledger map[string][2]int64
 }
 
 func newWindowLLM(t *testing.T, window int, anthropic bool) *windowLLM {
@@ -84,7 +87,7 @@ func (w *windowLLM) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	case summary && w.failSummaries:
 		w.summaries++
-		w.answer(rw, "", nil, tokens)
+		w.count("summary", tokens, w.answer(rw, "", nil, tokens))
 		return
 	}
 	w.answered++
@@ -105,7 +108,23 @@ func (w *windowLLM) serve(rw http.ResponseWriter, r *http.Request) {
 		w.lastBody = text
 		answer = "Noted. " + strings.Repeat("I keep it in mind. ", 20)
 	}
-	w.answer(rw, answer, call, tokens)
+	kind := "turn"
+	switch {
+	case summary:
+		kind = "summary"
+	case flush:
+		kind = "memory-flush"
+	}
+	w.count(kind, tokens, w.answer(rw, answer, call, tokens))
+}
+
+// count adds an answered call of kind to the ledger the fake keeps.
+func (w *windowLLM) count(kind string, prompt, out int) {
+	if w.ledger == nil {
+		w.ledger = map[string][2]int64{}
+	}
+	l := w.ledger[kind]
+	w.ledger[kind] = [2]int64{l[0] + 1, l[1] + int64(prompt+out)}
 }
 
 // stringChars counts the characters of every string value in v.
@@ -156,7 +175,8 @@ func (w *windowLLM) overflow(rw http.ResponseWriter, tokens int) {
 	fmt.Fprintf(rw, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, w.window, tokens)
 }
 
-func (w *windowLLM) answer(rw http.ResponseWriter, text string, call *[2]string, prompt int) {
+// answer answers and returns the output tokens it reported.
+func (w *windowLLM) answer(rw http.ResponseWriter, text string, call *[2]string, prompt int) int {
 	rw.Header().Set("Content-Type", "application/json")
 	out := (len(text) + 3) / 4
 	if w.anthropic {
@@ -168,7 +188,7 @@ func (w *windowLLM) answer(rw http.ResponseWriter, text string, call *[2]string,
 		}
 		json.NewEncoder(rw).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
 			"content": content, "stop_reason": stop, "usage": map[string]int{"input_tokens": prompt, "output_tokens": out}})
-		return
+		return out
 	}
 	msg := map[string]any{"role": "assistant", "content": text}
 	finish := "stop"
@@ -180,6 +200,7 @@ func (w *windowLLM) answer(rw http.ResponseWriter, text string, call *[2]string,
 	json.NewEncoder(rw).Encode(map[string]any{"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]int{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}})
+	return out
 }
 
 // set changes the server's knobs between turns.

@@ -73,9 +73,17 @@ type Runner struct {
 	Crons tools.Crons
 	// Configs serves the gateway tool; nil for none.
 	Configs tools.Configs
+	// Subagents runs the children sessions_spawn starts (the gateway's
+	// registry); nil: the subagent tools say this run has none.
+	Subagents Subagents
 	// Outbound is the tenant's keys and network rule for the tools that
 	// call remote APIs.
 	Outbound tools.Outbound
+	// Admit, when set, may refuse a run before its model is called (the
+	// tenant's monthly budget); its error is the run's. Spent, when set,
+	// hears that a run Admit let through has ended, its calls recorded.
+	Admit func(context.Context) error
+	Spent func(context.Context)
 	// Model, when set, is every run's model, over the request's, the
 	// session's and the config's: the operator's `talon serve --model`,
 	// to run every employee on the offline model (or one provider).
@@ -134,6 +142,10 @@ type Request struct {
 	// model fails instead of the configured ones (a cron payload's
 	// fallbacks; empty: none).
 	Fallbacks []string
+	// Thinking overrides the session's thinking level for this run (a
+	// cron payload's thinking, a chat.send's); provider.RunThinking
+	// decides the level.
+	Thinking string
 	// Owner says whether the sender is an owner (owner-only tools).
 	Owner bool
 	// Chat is the chat a channel message came from; nil for other runs.
@@ -149,6 +161,10 @@ type Request struct {
 	// writes them into the session's workspace and tells the model where
 	// (saveInbound).
 	Files []InboundFile
+	// Kind is what the run's model calls are for in the usage ledger
+	// (store.CallHeartbeat, store.CallCron, …); "" is a turn, or a
+	// subagent's for a subagent session.
+	Kind string
 	// Fresh says the caller minted SessionKey for this run from a random
 	// id, so no session can exist yet and the runner skips looking for
 	// one (a stateless HTTP request: one read fewer per turn).
@@ -194,6 +210,9 @@ type Result struct {
 	// call answered.
 	Model  string
 	Rounds int
+	// Yielded says sessions_yield ended the turn: it waits for its
+	// children's results rather than having answered.
+	Yielded bool
 
 	// partial is the text a model call streamed before it failed.
 	partial string
@@ -213,6 +232,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	agentID := config.NormalizeAgentID(req.AgentID)
 	if !cfg.HasAgent(agentID) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	if r.Admit != nil {
+		if err := r.Admit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.Spent != nil {
+		defer r.Spent(context.WithoutCancel(ctx))
 	}
 	approvals, err := r.approvals()
 	if err != nil {
@@ -329,7 +356,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Crons, env.Configs, env.Owner = r.Crons, r.Configs, req.Owner
 	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
-	env.Vision = r.vision(chain)
+	env.Vision = r.vision(chain, agentID, req.SessionKey)
+	env.Documents = r.documents(ref, agentID, req.SessionKey)
 
 	if call, ok := dispatchable(skills, req.Input); ok {
 		res := r.dispatch(ctx, &req, tr, env, &decision, pt, call)
@@ -341,6 +369,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	v.fixed = fixedTokens(system, specs)
 	st := &loopState{chain: chain, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, v: v,
+		thinking: provider.RunThinking(cfg, agentID, mref, req.Thinking, entry.ThinkingLevel),
 		// A memory flush writes the agent's workspace: not one it may
 		// only read, nor a sandbox's own (R6.4).
 		readOnly: plan.Sandboxed && (plan.Access.Value == policy.AccessRO || plan.Access.Value == policy.AccessNone)}
@@ -439,8 +468,8 @@ func (r *Runner) approvals() (*approval.Service, error) {
 // primary, then its fallbacks in order, each resolved as the run's own
 // model is), else the run's own chain. The call is one user message, the
 // prompt with the image, and is not written to the transcript: the tool
-// result that carries the model's answer is.
-func (r *Runner) vision(chain *provider.Chain) func(context.Context, string, llm.Image) (string, error) {
+// result that carries the model's answer is; the ledger records the call.
+func (r *Runner) vision(chain *provider.Chain, agentID, key string) func(context.Context, string, llm.Image) (string, error) {
 	return func(ctx context.Context, prompt string, img llm.Image) (string, error) {
 		refs, err := config.ModelRefs(r.Config.Agents.Defaults.ImageModel)
 		if err != nil {
@@ -450,10 +479,11 @@ func (r *Runner) vision(chain *provider.Chain) func(context.Context, string, llm
 			{Role: llm.RoleUser, Content: prompt, Images: []llm.Image{img}},
 		}}
 		if len(refs) == 0 {
-			out, _, err := chain.Chat(ctx, req, nil)
+			out, answered, err := chain.Chat(ctx, req, nil)
 			if err != nil {
 				return "", fmt.Errorf("model %s: %w", chain.Ref(), err)
 			}
+			r.record(ctx, agentID, key, r.callOf(store.CallImage, answered, out.Usage))
 			return out.Content, nil
 		}
 		var errs []error
@@ -469,9 +499,75 @@ func (r *Runner) vision(chain *provider.Chain) func(context.Context, string, llm
 			req.Model = id
 			out, err := p.Chat(ctx, req, nil)
 			if err == nil {
+				r.record(ctx, agentID, key, r.callOf(store.CallImage, ref, out.Usage))
 				return out.Content, nil
 			}
 			errs = append(errs, fmt.Errorf("image model %s: %w", ref, err))
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+		}
+		return "", errors.Join(errs...)
+	}
+}
+
+// documents is the pdf tool's model call (tools.Env.Documents): the
+// call's model, else agents.defaults.pdfModel's references in order, else
+// the run's own model (ref, its primary, without the run's fallbacks);
+// each must read documents itself (Anthropic's API). Nil when neither the
+// config nor the run's model offers one.
+func (r *Runner) documents(ref, agentID, key string) func(context.Context, string, string, []llm.Document) (string, error) {
+	refs, err := config.ModelRefs(r.Config.Agents.Defaults.PDFModel)
+	var prov provider.Provider
+	var modelID string
+	if err == nil && len(refs) == 0 {
+		if prov, modelID, err = r.Resolve(ref); err != nil || !provider.ReadsDocuments(prov) {
+			return nil
+		}
+	}
+	return func(ctx context.Context, prompt, model string, docs []llm.Document) (string, error) {
+		if err != nil {
+			return "", fmt.Errorf("agents.defaults.pdfModel: %w", err)
+		}
+		use := refs
+		if model != "" {
+			use = []string{model}
+		}
+		ask := func(p provider.Provider, id, ref string) (string, error) {
+			if !provider.ReadsDocuments(p) {
+				return "", errors.New("it does not read PDFs itself (Anthropic's API does)")
+			}
+			out, err := p.Chat(ctx, &provider.Request{Model: id, Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: prompt, Documents: docs},
+			}}, nil)
+			if err != nil {
+				return "", err
+			}
+			r.record(ctx, agentID, key, r.callOf(store.CallPDF, ref, out.Usage))
+			return out.Content, nil
+		}
+		if len(use) == 0 {
+			text, err := ask(prov, modelID, ref)
+			if err != nil {
+				return "", fmt.Errorf("model %s: %w", ref, err)
+			}
+			return text, nil
+		}
+		var errs []error
+		for _, ref := range use {
+			if ctx.Err() != nil {
+				break
+			}
+			p, id, err := r.Resolve(ref)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("resolving PDF model %s: %w", ref, err))
+				continue
+			}
+			text, err := ask(p, id, ref)
+			if err == nil {
+				return text, nil
+			}
+			errs = append(errs, fmt.Errorf("PDF model %s: %w", ref, err))
 		}
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
@@ -485,6 +581,7 @@ type loopState struct {
 	// chain calls the run's models; ref is the first, the run's model.
 	chain    *provider.Chain
 	ref      string
+	thinking string // the run's thinking level
 	system   string
 	specs    []llm.ToolSpec
 	history  []llm.Message
@@ -538,9 +635,9 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			}
 		}
 		compaction.CapToolResults(st.history, st.v.win.Tokens)
-		out, _, err := st.chain.Chat(ctx, &provider.Request{
+		out, answered, err := st.chain.Chat(ctx, &provider.Request{
 			System: st.system, Messages: st.history, Tools: st.specs,
-			MaxTokens: req.MaxTokens, Temperature: req.Temperature,
+			MaxTokens: req.MaxTokens, Temperature: req.Temperature, Thinking: st.thinking,
 		}, onDelta)
 		if err != nil {
 			if ov, ok := overflowOf(err); ok && !st.detached && ctx.Err() == nil {
@@ -566,11 +663,13 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 		}
 		addUsage(&res.Usage, out.Usage)
 		u := usageOf(out.Usage)
+		call := r.callOf(req.kind(), answered, out.Usage)
 		if out.Usage != (provider.Usage{}) {
 			tr.tokens.Count(int64(out.Usage.PromptTokens), int64(out.Usage.CompletionTokens), int64(out.Usage.TotalTokens))
+			tr.tokens.CountCache(call.CacheRead, call.CacheWrite, call.Cost)
 		}
-		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls}
-		tr.add(store.Item{Message: reply, Usage: u})
+		reply := llm.Message{Role: llm.RoleAssistant, Content: out.Content, ToolCalls: out.ToolCalls, Reasoning: out.Reasoning}
+		tr.add(store.Item{Message: reply, Usage: u, Call: call})
 		if err := tr.flush(ctx); err != nil {
 			return res, fmt.Errorf("saving the reply of %s: %w", req.SessionKey, err)
 		}
@@ -588,6 +687,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			return res, nil
 		}
 		var clientCalls []llm.ToolCall
+		yielded := false
 		for _, call := range out.ToolCalls {
 			if isClientTool(req.ClientTools, call.Name) {
 				clientCalls = append(clientCalls, call)
@@ -600,6 +700,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			if req.OnToolResult != nil {
 				req.OnToolResult(call, result)
 			}
+			yielded = yielded || result.EndTurn
 			msg := llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
 			tr.add(store.Item{Message: msg})
 			// The transcript keeps the whole result; the model gets it
@@ -610,6 +711,12 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 		}
 		if len(clientCalls) > 0 {
 			res.ToolCalls, res.FinishReason = clientCalls, provider.FinishToolCalls
+			return res, tr.flush(ctx)
+		}
+		if yielded {
+			// sessions_yield: the turn ends here, with no answer; the
+			// announce of a child starts the next one.
+			res.Text, res.FinishReason, res.Yielded = "", provider.FinishStop, true
 			return res, tr.flush(ctx)
 		}
 		if err := ctx.Err(); err != nil {
@@ -759,10 +866,12 @@ func (r *Runner) memoryFlush(ctx context.Context, req *Request, st *loopState) {
 	fst.history = append(v.conversation(), llm.Message{Role: llm.RoleUser, Content: ft.Prompt})
 	fctx, cancel := context.WithTimeout(ctx, v.set.Timeout)
 	defer cancel()
-	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner, Chat: req.Chat}
-	if _, err := r.loop(fctx, freq, &transcript{r: r, detached: true}, &fst); err != nil {
+	freq := &Request{AgentID: req.AgentID, SessionKey: req.SessionKey, Owner: req.Owner, Chat: req.Chat, Kind: store.CallMemoryFlush}
+	ftr := &transcript{r: r, detached: true}
+	if _, err := r.loop(fctx, freq, ftr, &fst); err != nil {
 		r.logWarn("memory flush failed", "session", v.key, "err", err)
 	}
+	r.record(ctx, v.agentID, v.key, ftr.calls...)
 	if ctx.Err() != nil {
 		return
 	}
@@ -790,11 +899,17 @@ type transcript struct {
 	detached  bool
 	pending   []store.Item
 	tokens    session.Tokens
+	// calls are a detached transcript's model calls, which its caller
+	// records (Runner.record): they cost what a turn's do.
+	calls []*store.Call
 }
 
 func (t *transcript) add(it store.Item) {
-	if !t.detached {
+	switch {
+	case !t.detached:
 		t.pending = append(t.pending, it)
+	case it.Call != nil:
+		t.calls = append(t.calls, it.Call)
 	}
 }
 
@@ -994,6 +1109,8 @@ func addUsage(sum *provider.Usage, u provider.Usage) {
 	sum.PromptTokens += u.PromptTokens
 	sum.CompletionTokens += u.CompletionTokens
 	sum.TotalTokens += u.TotalTokens
+	sum.CacheReadTokens += u.CacheReadTokens
+	sum.CacheWriteTokens += u.CacheWriteTokens
 }
 
 func (r *Runner) maxRounds() int {

@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"talon/internal/compaction"
-	"talon/internal/config"
 	"talon/internal/llm"
-	"talon/internal/policy"
 	"talon/internal/sandbox"
 	"talon/internal/session"
 	"talon/internal/store"
@@ -216,46 +213,4 @@ func (s *runSessions) Send(ctx context.Context, _, to, message string) (json.Raw
 		return nil, fmt.Errorf("running session %s: %w", t.Key, err)
 	}
 	return json.Marshal(map[string]any{"sessionKey": t.Key, "reply": res.Text})
-}
-
-// Spawn runs a task in a new subagent session of this agent, recorded as
-// spawned by the run's session. The child must be no less confined than
-// the run: under sandbox mode non-main or all it is sandboxed as the run
-// is (it is never the main session), and drive checks it all the same
-// before anything is created.
-func (s *runSessions) Spawn(ctx context.Context, _, agentID, task, label string) (json.RawMessage, error) {
-	if id := config.NormalizeAgentID(agentID); id != s.agentID {
-		return nil, fmt.Errorf("spawning agent %q from agent %q is not allowed; spawn this agent", id, s.agentID)
-	}
-	parentDepth := policy.SubagentDepth(s.key, nil)
-	if e, err := s.r.Store.GetSession(ctx, s.agentID, s.key); err == nil && e.SpawnDepth != nil {
-		parentDepth = *e.SpawnDepth
-	}
-	depth, limit := parentDepth+1, policy.MaxSpawnDepth(s.r.Config)
-	if depth > limit {
-		return nil, fmt.Errorf("spawn depth %d exceeds agents.defaults.subagents.maxSpawnDepth (%d)", depth, limit)
-	}
-	child := session.Subagent(s.agentID, store.NewID())
-	if err := s.drive(s.agentID, child); err != nil {
-		return nil, err
-	}
-	patch := map[string]any{"spawnedBy": s.key, "spawnDepth": depth}
-	if l := strings.TrimSpace(label); l != "" {
-		patch["label"] = l
-	}
-	raw, err := json.Marshal(patch)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.r.Store.PatchSession(ctx, s.agentID, child, raw, time.Now()); err != nil {
-		return nil, fmt.Errorf("creating subagent session: %w", err)
-	}
-	res, err := s.r.Run(ctx, Request{
-		AgentID: s.agentID, SessionKey: child,
-		Input: []llm.Message{{Role: llm.RoleUser, Content: task}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("running subagent %s: %w", child, err)
-	}
-	return json.Marshal(map[string]any{"sessionKey": child, "depth": depth, "reply": res.Text})
 }

@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"talon/internal/llm"
 	"talon/internal/sandbox"
 	"talon/internal/store"
+	"talon/internal/tools"
 )
 
 // The sessions of the visibility tests, by letter: the main session, an
@@ -245,11 +248,15 @@ func TestSessionsSpawnStaysSandboxed(t *testing.T) {
 	for _, mode := range []string{"non-main", "all"} {
 		t.Run(mode, func(t *testing.T) {
 			a := newApprovalsRig(t, `{agents: {defaults: {sandbox: {mode: "`+mode+`", backend: "bwrap"}}}}`, 0)
+			a.runner.Subagents = &inlineChildren{r: a.runner}
 			parent := visKeys["O"]
 			task, _ := json.Marshal(map[string]string{"task": `/call exec {"command":"echo child > spawned.txt"}`})
 			answer := a.turnIn(parent, "/call sessions_spawn "+string(task))
-			var out struct{ SessionKey string }
-			if err := json.Unmarshal([]byte(answer), &out); err != nil || out.SessionKey == "" {
+			var out struct {
+				Status     string
+				SessionKey string `json:"childSessionKey"`
+			}
+			if err := json.Unmarshal([]byte(answer), &out); err != nil || out.SessionKey == "" || out.Status != "accepted" {
 				t.Fatalf("spawn answered %q", answer)
 			}
 			child, err := sandbox.Resolve(a.runner.Config, a.state, "main", out.SessionKey)
@@ -367,5 +374,100 @@ func TestSessionToolsHideExistence(t *testing.T) {
 	s = newRunSessions(a.runner, "main", visKeys["O"], &plan)
 	if _, err := s.History(context.Background(), "agent:main:nosuch", 10); err == nil || err.Error() != `no session "agent:main:nosuch"` {
 		t.Errorf("history of a missing session in sight: %v", err)
+	}
+}
+
+// inlineChildren stands in for the gateway's registry (agent.Subagents,
+// the agent package's outside edge): it creates the child's session as
+// the gateway does and runs the child to its end inside Start.
+type inlineChildren struct {
+	r       *Runner
+	started []Child
+}
+
+func (c *inlineChildren) Start(ctx context.Context, ch Child) (string, error) {
+	c.started = append(c.started, ch)
+	patch, _ := json.Marshal(map[string]any{"spawnedBy": ch.ParentKey, "spawnDepth": ch.Depth})
+	if _, err := c.r.Store.PatchSession(ctx, ch.AgentID, ch.Key, patch, time.Now()); err != nil {
+		return "", err
+	}
+	_, err := c.r.Run(ctx, Request{AgentID: ch.AgentID, SessionKey: ch.Key, ExtraSystem: ch.System,
+		Input: []llm.Message{{Role: llm.RoleUser, Content: ch.Input}}})
+	return "run-" + strconv.Itoa(len(c.started)), err
+}
+
+func (c *inlineChildren) Control(context.Context, string, tools.SubagentsRequest) (json.RawMessage, error) {
+	return nil, errors.New("not used")
+}
+
+func (c *inlineChildren) Yield(string, string) error { return errors.New("not used") }
+
+// TestSpawnChecks: what sessions_spawn refuses before a child starts —
+// another agent outside subagents.allowAgents, a caller at
+// maxSpawnDepth, sandbox "require" for an unsandboxed child — and what
+// agents_list shows for the same settings.
+func TestSpawnChecks(t *testing.T) {
+	const agents = `list: [{id: "main"}, {id: "ops", name: "Ops"}, {id: "web", subagents: {allowAgents: ["*"]}}]`
+	cases := []struct {
+		name, cfg, agent, key, args string
+		want                        string // "" for accepted, else part of the refusal
+		list                        string // agents_list's ids for the caller
+	}{
+		{"own agent", `{agents: {` + agents + `}}`, "main", "agent:main:main", `{"task":"t"}`, "", "main"},
+		{"another agent without allowAgents", `{agents: {` + agents + `}}`, "main", "agent:main:main", `{"task":"t","agentId":"ops"}`,
+			"agentId is not allowed for sessions_spawn (allowed: main", "main"},
+		{"allowed by the defaults", `{agents: {defaults: {subagents: {allowAgents: ["ops"]}}, ` + agents + `}}`, "main", "agent:main:main", `{"task":"t","agentId":"ops"}`, "", "ops"},
+		{"the agent's list replaces the defaults", `{agents: {defaults: {subagents: {allowAgents: ["ops"]}}, ` + agents + `}}`, "web", "agent:web:main", `{"task":"t","agentId":"ops"}`, "", "web main ops"},
+		{"unknown agent", `{agents: {` + agents + `}}`, "web", "agent:web:main", `{"task":"t","agentId":"ghost"}`, "not in the configured agent registry", "web main ops"},
+		{"at the depth limit", `{agents: {` + agents + `}}`, "main", "agent:main:subagent:x", `{"task":"t"}`, "not allowed at this depth (current depth: 1, max: 1", "main"},
+		{"under a deeper limit", `{agents: {defaults: {subagents: {maxSpawnDepth: 2}}, ` + agents + `}}`, "main", "agent:main:subagent:x", `{"task":"t"}`, "", "main"},
+		{"require a sandbox, none", `{agents: {` + agents + `}}`, "main", "agent:main:main", `{"task":"t","sandbox":"require"}`, `sandbox "require"`, "main"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := newApprovalsRig(t, c.cfg, 0)
+			kids := &inlineChildren{r: a.runner}
+			a.runner.Subagents = kids
+			plan, err := sandbox.Resolve(a.runner.Config, a.state, c.agent, c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newRunSessions(a.runner, c.agent, c.key, &plan)
+			var req tools.SpawnRequest
+			if err := json.Unmarshal([]byte(c.args), &struct {
+				Task    *string `json:"task"`
+				AgentID *string `json:"agentId"`
+				Sandbox string  `json:"sandbox"`
+			}{&req.Task, &req.AgentID, ""}); err != nil {
+				t.Fatal(err)
+			}
+			req.RequireSandbox = strings.Contains(c.args, `"require"`)
+			out, err := s.Spawn(context.Background(), req)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want == "" && !strings.Contains(string(out), `"status":"accepted"`):
+				t.Errorf("answer %s", out)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("err %v, want it to contain %q", err, c.want)
+			case c.want != "" && len(kids.started) > 0:
+				t.Errorf("a refused spawn started %+v", kids.started)
+			}
+			raw, err := s.AgentsList(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l struct{ Agents []struct{ ID string } }
+			if err := json.Unmarshal(raw, &l); err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, x := range l.Agents {
+				ids = append(ids, x.ID)
+			}
+			if got := strings.Join(ids, " "); got != c.list {
+				t.Errorf("agents_list %q, want %q (%s)", got, c.list, raw)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"talon/internal/llm"
 	"talon/internal/provider"
+	"talon/internal/store"
 	"talon/internal/tools/sessions"
 )
 
@@ -147,4 +148,72 @@ func lastStatus(t *testing.T, a *approvalsRig) sessions.Status {
 	}
 	t.Fatalf("no session_status result in %d messages", len(msgs))
 	return sessions.Status{}
+}
+
+// TestTurnLedger: every model call that answered is in the usage ledger
+// once, with what it was for, its model, its tokens (cache reads and
+// writes apart from the rest of the prompt) and its price from
+// models.providers.*.models[].cost; a call that failed is not; the
+// session row has the turn's cost and the total.
+func TestTurnLedger(t *testing.T) {
+	a := newApprovalsRig(t, `{
+		agents: {defaults: {model: "local/m"}},
+		models: {providers: {local: {baseUrl: "http://127.0.0.1:9/v1",
+			models: [{id: "m", contextWindow: 10000, cost: {input: 2, output: 10, cacheRead: 0.5, cacheWrite: 4}}]}}},
+	}`, 0)
+	model := &scripted{}
+	a.runner.Resolve = func(string) (provider.Provider, string, error) { return model, "m", nil }
+	cached := func(in, out, read, write int) provider.Usage {
+		u := usage(in, out)
+		u.CacheReadTokens, u.CacheWriteTokens = read, write
+		return u
+	}
+	turns := []struct {
+		key     string
+		kind    string
+		answers []scriptedAnswer
+		fails   bool
+	}{
+		{key, "", []scriptedAnswer{{usage: cached(1000, 100, 600, 200)}}, false},
+		{key, store.CallHeartbeat, []scriptedAnswer{{call: "session_status", usage: usage(500, 10)}, {usage: usage(600, 20)}}, false},
+		{key, store.CallCron, []scriptedAnswer{{call: "session_status", usage: usage(100, 1)}, {err: errors.New("model down")}}, true},
+		{"agent:main:subagent:s1", "", []scriptedAnswer{{}}, false},
+	}
+	for i, tc := range turns {
+		model.answers = tc.answers
+		_, err := a.runner.Run(context.Background(), Request{AgentID: "main", SessionKey: tc.key, Owner: true, Kind: tc.kind,
+			Input: []llm.Message{{Role: llm.RoleUser, Content: "go"}}})
+		if (err != nil) != tc.fails {
+			t.Fatalf("turn %d: %v, want failure %v", i, err, tc.fails)
+		}
+	}
+	ctx := context.Background()
+	total, kinds, err := a.db.Usage(ctx, store.UsageQuery{By: store.ByKind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// turn: 200 uncached in ×2 + 100 out ×10 + 600 read ×0.5 + 200 written ×4 = 2500 µ$.
+	want := []store.UsageGroup{
+		{Key: "cron", UsageTotals: store.UsageTotals{Calls: 1, Input: 100, Output: 1, Cost: 210}},
+		{Key: "heartbeat", UsageTotals: store.UsageTotals{Calls: 2, Input: 1100, Output: 30, Cost: 2500}},
+		{Key: "subagent", UsageTotals: store.UsageTotals{Calls: 1}},
+		{Key: "turn", UsageTotals: store.UsageTotals{Calls: 1, Input: 200, Output: 100, CacheRead: 600, CacheWrite: 200, Cost: 2500}},
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("ledger by kind (-want +got):\n%s", diff)
+	}
+	if total.Calls != 5 || total.Cost != 5210 {
+		t.Errorf("totals %+v, want 5 calls costing 5210", total)
+	}
+	if _, groups, err := a.db.Usage(ctx, store.UsageQuery{By: store.ByModel}); err != nil || len(groups) != 1 || groups[0].Key != "local/m" {
+		t.Errorf("ledger by model: %+v, %v; want local/m alone", groups, err)
+	}
+	e, err := a.db.GetSession(ctx, "main", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.EstimatedCostUsd != 0.00021 || e.CumulativeCostUsd != 0.00521 || e.CumulativeCacheReadTokens != 600 {
+		t.Errorf("session: estimatedCostUsd %v cumulativeCostUsd %v cumulativeCacheReadTokens %d; want 0.00021, 0.00521, 600",
+			e.EstimatedCostUsd, e.CumulativeCostUsd, e.CumulativeCacheReadTokens)
+	}
 }

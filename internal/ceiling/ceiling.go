@@ -32,6 +32,10 @@
 //   - paths: workspaces and sandbox workspace roots inside the tenant
 //     directory, never the directory itself (which holds the config, the
 //     store and the approvals file);
+//   - budgets: a tenant's usage.budget may lower the monthly budget the
+//     operator sets (tenants.budgets.<id>, else tenants.budget), never
+//     raise it, and its alertAt may only be earlier; where it sets
+//     nothing the operator's applies;
 //   - the `tenants` section itself belongs to the root config.
 //
 // Apply is pure: it reads no file and keeps no state. A Ceiling is
@@ -59,6 +63,8 @@ type Ceiling struct {
 	plugins      []string        // compiled-in plugins tenants may turn on
 	bundled      []string        // every compiled-in plugin
 	operatorKeys bool
+	budget       *config.Budget           // tenants.budget
+	budgets      map[string]config.Budget // tenants.budgets
 }
 
 // limit is one sandbox.limits key and its ceiling.
@@ -109,6 +115,7 @@ func New(root *config.File, bundled []string) (*Ceiling, []config.Issue) {
 	if servers := root.Tree.Lookup("tenants", "mcp", "servers"); servers != nil && servers.Kind == config.Object {
 		c.mcp = servers.Clone().Members
 	}
+	c.budget, c.budgets = t.Budget, t.Budgets
 	if o := t.Models.OperatorKeys; o != nil {
 		c.operatorKeys = *o
 	}
@@ -167,6 +174,7 @@ func (c *Ceiling) Apply(tree *config.Value, dir string) *Result {
 	a.mcpServers()
 	a.plugins()
 	a.paths()
+	a.budget()
 	return a.res
 }
 

@@ -214,6 +214,31 @@ func TestApply(t *testing.T) {
 			want:       map[string]string{"plugins.entries.api-tools": `{"enabled":true,"config":{}}`},
 		},
 		{
+			name:       "a tenant cannot raise the operator's budget or delay its alert",
+			root:       `{tenants: {budget: {monthlyTokens: 1000, monthlyCostUsd: 5, alertAt: 0.8}}}`,
+			tenant:     `{usage: {budget: {monthlyTokens: 1000000, monthlyCostUsd: 5.01, alertAt: 1}}}`,
+			violations: []string{"usage.budget.monthlyTokens", "usage.budget.monthlyCostUsd", "usage.budget.alertAt"},
+			want:       map[string]string{"usage.budget": `{"monthlyTokens":1000,"monthlyCostUsd":5,"alertAt":0.8}`},
+			rule:       "may lower it, not raise it",
+		},
+		{
+			name:   "a tenant may lower the operator's budget; what it leaves out is the operator's",
+			root:   `{tenants: {budget: {monthlyTokens: 1000, monthlyCostUsd: 5}}}`,
+			tenant: `{usage: {budget: {monthlyTokens: 10, alertAt: 0.5}}}`,
+			want:   map[string]string{"usage.budget": `{"monthlyTokens":10,"alertAt":0.5,"monthlyCostUsd":5}`},
+		},
+		{
+			name:   "the operator's budget for this tenant replaces the default",
+			root:   `{tenants: {budget: {monthlyTokens: 1000}, budgets: {acme: {monthlyTokens: 50000}, beta: {monthlyTokens: 1}}}}`,
+			tenant: `{usage: {budget: {monthlyTokens: 20000}}}`,
+			want:   map[string]string{"usage.budget": `{"monthlyTokens":20000}`},
+		},
+		{
+			name:   "with no operator budget a tenant sets its own",
+			tenant: `{usage: {budget: {monthlyCostUsd: 3}}}`,
+			want:   map[string]string{"usage.budget": `{"monthlyCostUsd":3}`},
+		},
+		{
 			name:       "the ceiling belongs to the root config",
 			tenant:     `{tenants: {sandbox: {network: true}}}`,
 			violations: []string{"tenants"},

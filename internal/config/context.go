@@ -311,13 +311,14 @@ func scaleDuration(num string, unit time.Duration, bad error) (time.Duration, er
 	return time.Duration(math.Round(n * float64(unit))), nil
 }
 
-// models checks the context windows models.providers states.
+// models checks the context windows and prices models.providers states.
 func (k *checker) models(providers map[string]Provider) {
 	for _, name := range slices.Sorted(maps.Keys(providers)) {
 		p, at := providers[name], joinKey("models.providers", name)
 		k.contextWindowKeys(at, p.ContextWindow, p.ContextTokens)
 		for i, m := range p.Models {
 			k.contextWindowKeys(joinIndex(at+".models", i), m.ContextWindow, m.ContextTokens)
+			k.cost(joinIndex(at+".models", i)+".cost", m.Cost)
 		}
 	}
 }

@@ -82,6 +82,8 @@ func TestContextKeysValidate(t *testing.T) {
 		{"model window", `{models: {providers: {p: {models: [{id: "m", contextWindow: 0}]}}}}`, "models.providers.p.models[0].contextWindow"},
 		{"model tokens", `{models: {providers: {p: {models: [{id: "m", contextTokens: 1e9}]}}}}`, "models.providers.p.models[0].contextTokens"},
 		{"provider window", `{models: {providers: {p: {contextWindow: -5}}}}`, "models.providers.p.contextWindow"},
+		{"negative price", `{models: {providers: {p: {models: [{id: "m", cost: {input: -1}}]}}}}`, "models.providers.p.models[0].cost.input"},
+		{"absurd price", `{models: {providers: {p: {models: [{id: "m", cost: {cacheWrite: 1e12}}]}}}}`, "models.providers.p.models[0].cost.cacheWrite"},
 		{"legacy cap", `{agents: {defaults: {contextTokens: 0.5}}}`, "agents.defaults.contextTokens"},
 		{"time zone", `{agents: {defaults: {userTimezone: "Mars/Olympus"}}}`, "agents.defaults.userTimezone"},
 		{"time zone path", `{agents: {defaults: {userTimezone: "../../etc/passwd"}}}`, "agents.defaults.userTimezone"},

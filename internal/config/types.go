@@ -58,6 +58,8 @@ type Config struct {
 	TTS TTS `json:"tts"`
 	// Browser is the browser tool's section (browser.go).
 	Browser Browser `json:"browser"`
+	// Usage is Talon's own: the config's monthly budget (budget.go).
+	Usage Usage `json:"usage"`
 }
 
 // Gateway is the `gateway` section.
@@ -100,8 +102,11 @@ type AgentDefaults struct {
 	// ImageModel is the model the image tool shows images to: a model
 	// reference, or {primary, fallbacks} (see ModelRefs).
 	ImageModel *Raw `json:"imageModel"`
-	// PDFMaxMb and PDFMaxPages bound what the pdf tool reads of each PDF
-	// (pdf.go); pdfModel is kept unused, as the tool calls no model.
+	// PDFModel is the model the pdf tool hands documents to when it reads
+	// them itself (Anthropic's API): a model reference or {primary,
+	// fallbacks}, as ImageModel. PDFMaxMb and PDFMaxPages bound what the
+	// tool reads of each PDF (pdf.go).
+	PDFModel    *Raw     `json:"pdfModel"`
 	PDFMaxMb    *float64 `json:"pdfMaxMb"`
 	PDFMaxPages *float64 `json:"pdfMaxPages"`
 
@@ -118,12 +123,36 @@ type AgentDefaults struct {
 	UserTimezone string `json:"userTimezone"`
 	// Heartbeat is every heartbeat's settings (heartbeat.go).
 	Heartbeat *Heartbeat `json:"heartbeat"`
+	// ThinkingDefault is the thinking level of runs whose session and
+	// request set none (ThinkingLevel reads it).
+	ThinkingDefault string `json:"thinkingDefault"`
 }
 
-// SubagentLimits is `agents.defaults.subagents`.
+// SubagentLimits is `agents.defaults.subagents` (the subagent registry,
+// internal/gateway/subagents.go, and sessions_spawn read it). Numbers are
+// numbers in OpenClaw; fractions are floored.
 type SubagentLimits struct {
-	// MaxSpawnDepth is a number in OpenClaw; fractions are floored.
 	MaxSpawnDepth *float64 `json:"maxSpawnDepth"`
+	// MaxChildrenPerAgent caps one session's children running at once
+	// (default 5); MaxConcurrent caps the tenant's (default 8).
+	MaxChildrenPerAgent *float64 `json:"maxChildrenPerAgent"`
+	MaxConcurrent       *float64 `json:"maxConcurrent"`
+	// RunTimeoutSeconds is a child run's timeout when sessions_spawn names
+	// none; absent or 0 is none.
+	RunTimeoutSeconds *float64 `json:"runTimeoutSeconds"`
+	// AllowAgents are the agents sessions_spawn may run a child as,
+	// besides the caller's own ("*": any configured one); nil: only the
+	// caller's own.
+	AllowAgents List `json:"allowAgents"`
+	// Model is the children's model (its primary); nil: the parent's.
+	Model *Raw `json:"model"`
+}
+
+// AgentSubagents is `agents.list[].subagents`: an agent's own allowAgents
+// and children's model, over agents.defaults.subagents.
+type AgentSubagents struct {
+	AllowAgents List `json:"allowAgents"`
+	Model       *Raw `json:"model"`
 }
 
 // Agent is one `agents.list[]` entry.
@@ -148,6 +177,11 @@ type Agent struct {
 	// Heartbeat overrides agents.defaults.heartbeat key by key; its
 	// presence on any agent limits heartbeats to such agents (R9.1).
 	Heartbeat *Heartbeat `json:"heartbeat"`
+	// Subagents overrides agents.defaults.subagents' allowAgents and model
+	// for this agent's spawns.
+	Subagents *AgentSubagents `json:"subagents"`
+	// ThinkingDefault overrides agents.defaults.thinkingDefault.
+	ThinkingDefault string `json:"thinkingDefault"`
 }
 
 // GroupChat is `agents.list[].groupChat`.
@@ -298,6 +332,11 @@ type Tenants struct {
 	MCP     MCP           `json:"mcp"`
 	Plugins TenantPlugins `json:"plugins"`
 	Models  TenantModels  `json:"models"`
+	// Budget is every tenant's monthly budget; Budgets[id] replaces it
+	// for one tenant (budget.go). A tenant's own usage.budget may only
+	// lower the one in force.
+	Budget  *Budget           `json:"budget"`
+	Budgets map[string]Budget `json:"budgets"`
 }
 
 // TenantSandbox is `tenants.sandbox`.
@@ -444,4 +483,15 @@ type Model struct {
 	ContextTokens *float64          `json:"contextTokens"`
 	MaxTokens     *float64          `json:"maxTokens"`
 	Headers       map[string]string `json:"headers"`
+	// Cost prices the model's calls for the usage ledger.
+	Cost *ModelCost `json:"cost"`
+}
+
+// ModelCost is a model's price in US dollars per million tokens of each
+// kind (OpenClaw's shape); an unset price counts as zero.
+type ModelCost struct {
+	Input      *float64 `json:"input"`
+	Output     *float64 `json:"output"`
+	CacheRead  *float64 `json:"cacheRead"`
+	CacheWrite *float64 `json:"cacheWrite"`
 }

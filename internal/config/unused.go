@@ -58,9 +58,6 @@ var unusedKeys = []string{
 	"gateway.controlUi.allowInsecureAuth",
 
 	"agents.defaults.imageModel.timeoutMs",
-	// The pdf tool returns the text it extracts to the calling model and
-	// calls no model of its own (internal/tools/pdf).
-	"agents.defaults.pdfModel",
 	"agents.defaults.models.*.params", "agents.defaults.models.*.streaming",
 	"agents.defaults.models.*.agentRuntime", "agents.defaults.models.*.codeMode",
 	"agents.defaults.models.*.pickerRuntimes",
@@ -71,15 +68,20 @@ var unusedKeys = []string{
 	"agents.defaults.compaction.provider", "agents.defaults.compaction.thinkingLevel",
 	"agents.defaults.compaction.recentTurnsPreserve", "agents.defaults.compaction.postCompactionSections",
 	"agents.defaults.compaction.postIndexSync",
-	"agents.defaults.heartbeat.agentId", "agents.defaults.thinkingDefault",
+	"agents.defaults.heartbeat.agentId",
 	"agents.defaults.verboseDefault", "agents.defaults.elevatedDefault",
 	"agents.defaults.blockStreamingDefault", "agents.defaults.maxConcurrent",
 	"agents.defaults.typingMode", "agents.defaults.humanDelay",
-	"agents.defaults.subagents.maxConcurrent", "agents.defaults.subagents.model",
-	"agents.defaults.subagents.archiveAfterMinutes",
+	// Subagents: children are kept, never archived on a timer; their
+	// model has no fallbacks; Talon sends no thinking level, no
+	// delegation prompt and has no announce retries to time out.
+	"agents.defaults.subagents.archiveAfterMinutes", "agents.defaults.subagents.model.fallbacks",
+	"agents.defaults.subagents.thinking", "agents.defaults.subagents.delegationMode",
+	"agents.defaults.subagents.requireAgentId", "agents.defaults.subagents.announceTimeoutMs",
 	"agents.defaults.sandbox.browser", "agents.defaults.sandbox.prune",
 
-	"agents.list[].subagents",
+	"agents.list[].subagents.model.fallbacks", "agents.list[].subagents.thinking",
+	"agents.list[].subagents.delegationMode", "agents.list[].subagents.requireAgentId",
 	"agents.list[].groupChat.historyLimit", "agents.list[].groupChat.unmentionedInbound",
 	"agents.list[].skills",
 	"agents.list[].humanDelay",
@@ -148,7 +150,7 @@ var unusedKeys = []string{
 
 	"models.mode", "models.catalogRefresh",
 	"models.providers.*.auth",
-	"models.providers.*.models[].cost", "models.providers.*.models[].compat",
+	"models.providers.*.models[].compat",
 
 	// memorySearch: Talon reads the embeddings provider (provider, model,
 	// remote.baseUrl, apiKey and headers, the input types) and the query

@@ -62,18 +62,23 @@ func check(c *Config) (errs, warns []Issue) {
 	if _, err := ModelRefs(c.Agents.Defaults.ImageModel); err != nil {
 		k.fail("agents.defaults.imageModel", err.Error())
 	}
+	if _, err := ModelRefs(c.Agents.Defaults.PDFModel); err != nil {
+		k.fail("agents.defaults.pdfModel", err.Error())
+	}
 	k.pdf("agents.defaults", &c.Agents.Defaults)
 	k.memorySearch("agents.defaults.memorySearch", c.Agents.Defaults.MemorySearch, c.Models.Providers)
 	k.contextWindowKeys("agents.defaults", nil, c.Agents.Defaults.ContextTokens)
 	k.compaction("agents.defaults.compaction", &c.Agents.Defaults.Compaction)
 	k.contextPruning("agents.defaults.contextPruning", &c.Agents.Defaults.ContextPruning)
 	k.userTimezone("agents.defaults.userTimezone", c.Agents.Defaults.UserTimezone)
+	k.thinking("agents.defaults.thinkingDefault", c.Agents.Defaults.ThinkingDefault)
 	k.models(c.Models.Providers)
 	k.checkChannels(c)
 	k.heartbeat("agents.defaults.heartbeat", c.Agents.Defaults.Heartbeat, c)
 	k.hooks(c)
 	k.tts(&c.TTS)
 	k.browser(&c.Browser)
+	k.budget("usage.budget", c.Usage.Budget)
 
 	seen := map[string]int{}
 	for i, a := range c.Agents.List {
@@ -103,8 +108,21 @@ func check(c *Config) (errs, warns []Issue) {
 		k.contextPruning(at+".contextPruning", &a.ContextPruning)
 		k.heartbeat(at+".heartbeat", a.Heartbeat, c)
 		k.modelSetting(at+".model", a.Model)
+		k.thinking(at+".thinkingDefault", a.ThinkingDefault)
 	}
 	return k.errs, k.warns
+}
+
+// thinking checks a thinking level: one of the levels or an alias
+// (ThinkingLevel); whether the agent's model takes it is decided per run
+// (a level it does not take is lowered).
+func (k *checker) thinking(path, got string) {
+	if strings.TrimSpace(got) == "" {
+		return
+	}
+	if _, ok := ThinkingLevel(got); !ok {
+		k.fail(path, fmt.Sprintf("invalid thinking level %q (use off|minimal|low|medium|high|xhigh)", got))
+	}
 }
 
 type checker struct{ errs, warns []Issue }
@@ -256,6 +274,7 @@ func (k *checker) tenants(t *Tenants) {
 		}
 	}
 	k.mcp("tenants.mcp.servers", t.MCP.Servers)
+	k.budgets(t)
 }
 
 // ParseAllowHost reads a tenants.network.allowHosts entry: an IP address

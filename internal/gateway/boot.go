@@ -141,7 +141,7 @@ func (s *Server) bootAgent(ctx context.Context, t *tenant, task bootTask) error 
 	}
 	runID := store.NewID()
 	key := "agent:" + task.agentID + ":boot:" + runID
-	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: bootPrompt(task.checklist)}}, Owner: true}
+	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: bootPrompt(task.checklist)}}, Owner: true, Kind: store.CallHook}
 	_, failed := s.backgroundTurn(ctx, t, rt, "boot-"+runID, key, task.agentID, req, bootTimeout)
 	var runErr error
 	if failed != "" {

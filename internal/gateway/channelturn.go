@@ -45,6 +45,13 @@ func (s *Server) channelTurn(ctx context.Context, t *tenant, agentID, key, text 
 		}
 		return "Nothing is running.", "", nil
 	}
+	if _, _, cmd := chatCommand(text); !cmd {
+		if e := budgetRefusal(rt.admit(ctx)); e != nil {
+			// The sender is told, once per message, rather than met with
+			// silence: the refusal costs no model call.
+			return budgetReply(e), "", nil
+		}
+	}
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: text}}}
 	r := s.prepareRun(t, rt, nil, "chat", "channel-"+store.NewID(), key, agentID, req, channelRunTimeout)
 	r.req.Owner, r.req.Chat, r.req.Files = owner, chat, files

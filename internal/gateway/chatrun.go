@@ -433,6 +433,9 @@ func (r *chatRun) outcome(ctx context.Context, res *agent.Result, err error) run
 
 // errorKind sorts a failed run for chat error events.
 func errorKind(err error) string {
+	if budgetRefusal(err) != nil {
+		return errBudgetType
+	}
 	var oe *agent.OverflowError
 	if errors.As(err, &oe) {
 		return compaction.ErrorKind
@@ -478,8 +481,11 @@ func (r *chatRun) failure(out runOutcome) (any, *protocol.Error) {
 		payload["stopReason"] = out.stopReason
 	}
 	code := protocol.CodeUnavailable
-	if out.status == "timeout" {
+	switch {
+	case out.status == "timeout":
 		code = protocol.CodeAgentTimeout
+	case out.errorKind == errBudgetType:
+		code = protocol.CodeBudgetExceeded
 	}
 	return payload, &protocol.Error{Code: code, Message: out.message, Retryable: out.stopReason == "restart"}
 }

@@ -371,7 +371,7 @@ func (s *Server) cronEvent_(t *tenant, j automation.Job, agentID, key string) cr
 func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automation.Job, agentID, key, runID string) cron.Outcome {
 	p := j.Payload
 	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: p.Message}}, Model: p.Model,
-		JobModel: true, Fallbacks: p.Fallbacks,
+		JobModel: true, Fallbacks: p.Fallbacks, Kind: store.CallCron, Thinking: p.Thinking,
 		Owner: j.Creator == "" || j.Creator == "operator" || j.Creator == "owner", LightContext: p.LightContext}
 	route := key // whose last chat an announce without a target goes to
 	home := ""
@@ -394,6 +394,9 @@ func (s *Server) cronTurn(ctx context.Context, t *tenant, rt *runtime, j automat
 	}
 	if p.ToolsAllow != nil && !(len(p.ToolsAllow) == 1 && p.ToolsAllow[0] == "*") {
 		req.ToolsAllow, req.ToolsAllowKey = p.ToolsAllow, fmt.Sprintf("cron job %s payload.toolsAllow", j.ID)
+	}
+	if skip := budgetSkip(ctx, rt); skip != "" {
+		return cron.Outcome{Status: automation.StatusSkipped, Error: skip, SessionKey: key}
 	}
 	// The scheduler's deadline on ctx is the one that counts (R3.12).
 	res, failed := s.backgroundTurn(ctx, t, rt, "cron-"+runID, key, agentID, req, 24*time.Hour)

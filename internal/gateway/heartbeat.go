@@ -160,7 +160,11 @@ func (s *Server) heartbeatTurn(ctx context.Context, t *tenant, rt *runtime, hs a
 		ev.Status, ev.Reason = "skipped", reason
 		return finish()
 	}
-	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: hs.Prompt}}, Model: hs.Model, JobModel: true, Owner: true,
+	if skip := budgetSkip(ctx, rt); skip != "" {
+		ev.Status, ev.Reason = "skipped", "budget-exceeded"
+		return finish()
+	}
+	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: hs.Prompt}}, Model: hs.Model, JobModel: true, Owner: true, Kind: store.CallHeartbeat,
 		LightContext: hs.LightContext,
 		// An exchange with nothing to say stays out of the session's
 		// history and of its next turns (R9.6, better-items 3 and 4).

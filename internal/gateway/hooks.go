@@ -17,6 +17,7 @@ import (
 	"talon/internal/automation/hooks"
 	"talon/internal/llm"
 	"talon/internal/policy"
+	"talon/internal/store"
 	"talon/internal/tenantid"
 )
 
@@ -149,7 +150,7 @@ func (d hookDispatch) Agent(ctx context.Context, a hooks.AgentTurn) (string, <-c
 // run runs an admitted hook turn and delivers its answer.
 func (d hookDispatch) run(ctx context.Context, rt *runtime, a hooks.AgentTurn, key, runID string) hooks.Completion {
 	s, t := d.s, d.t
-	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: a.Message}}, Model: a.Model}
+	req := agent.Request{Input: []llm.Message{{Role: llm.RoleUser, Content: a.Message}}, Model: a.Model, Kind: store.CallHook, Thinking: a.Thinking}
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = channelRunTimeout

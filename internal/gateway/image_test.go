@@ -2,17 +2,21 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"talon/internal/store"
 )
 
 // TestImageTool runs the image tool through the gateway and the agent
@@ -122,6 +126,15 @@ func TestImageTool(t *testing.T) {
 			if bytes.Contains(last, []byte("image_url")) || bytes.Contains(last, []byte(dataURL[len("data:image/png;base64,"):])) {
 				t.Errorf("the agent's next request carries the image: %s", last)
 			}
+			// The ledger has the agent's two calls as the turn's and the
+			// image model's, when it answered, as an image call.
+			want := map[string]int64{store.CallTurn: 2}
+			if !c.isError {
+				want[store.CallImage] = 1
+			}
+			if got := callsByKind(t, dir); !maps.Equal(got, want) {
+				t.Errorf("ledger calls by kind %v, want %v", got, want)
+			}
 		})
 	}
 }
@@ -183,4 +196,24 @@ func toolResult(t *testing.T, body []byte) wireToolResult {
 	}
 	t.Fatalf("no tool result in %s", body)
 	return wireToolResult{}
+}
+
+// callsByKind reads the calls of the ledger in the database of dir (the
+// gateway has it open too), by kind.
+func callsByKind(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dir, StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, kinds, err := db.Usage(context.Background(), store.UsageQuery{By: store.ByKind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, g := range kinds {
+		got[g.Key] = g.Calls
+	}
+	return got
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -90,7 +91,7 @@ func (s *Server) chatSend(c *call) (any, error) {
 	var r *chatRun
 	if !stop {
 		input := []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}}
-		r = s.newRun(c, "chat", runID, key, agentID, agent.Request{Input: input}, timeout)
+		r = s.newRun(c, "chat", runID, key, agentID, agent.Request{Input: input, Thinking: deref(rp.Thinking)}, timeout)
 		if cmd, arg, ok := chatCommand(text); ok && len(images) == 0 {
 			r.cmd, r.arg = cmd, arg
 		}
@@ -114,7 +115,7 @@ type runParams struct {
 	IdempotencyKey *string           `json:"idempotencyKey"`
 	AgentID        *string           `json:"agentId"`
 	SessionKey     *string           `json:"sessionKey"`
-	Thinking       *string           `json:"thinking"` // accepted; Talon's providers have no thinking levels
+	Thinking       *string           `json:"thinking"` // this run's thinking level (provider.RunThinking)
 	Deliver        *bool             `json:"deliver"`
 	Attachments    []attachmentParam `json:"attachments"`
 }
@@ -142,6 +143,11 @@ func (p *runParams) check(method string) (string, []llm.Image, error) {
 		// believe a reply was delivered.
 		return "", nil, protocol.Errorf("invalid %s params: deliver is not supported (a run started here is not delivered to a chat channel; use send); leave it false", method)
 	}
+	if t := deref(p.Thinking); strings.TrimSpace(t) != "" {
+		if _, ok := config.ThinkingLevel(t); !ok {
+			return "", nil, protocol.Errorf("invalid %s params: thinking %q is not a thinking level (use off|minimal|low|medium|high|xhigh)", method, t)
+		}
+	}
 	images, err := decodeAttachments(method, p.Attachments)
 	if err != nil {
 		return "", nil, err
@@ -163,6 +169,19 @@ func replay(tr *tenantRuns, e *idemEntry, runID string) (any, error) {
 // so that none of its events precedes that answer.
 func (s *Server) startRun(tr *tenantRuns, e *idemEntry, r *chatRun, answer func()) (any, error) {
 	r.idem, r.entry = &tr.idem, e
+	if r.cmd == "" {
+		if err := r.rt.admit(context.Background()); err != nil {
+			perr := &protocol.Error{Code: protocol.CodeUnavailable, Message: "checking the usage budget failed"}
+			if b := budgetRefusal(err); b != nil {
+				perr = budgetError(b)
+			} else {
+				s.log.Error("checking the usage budget", "tenant", r.t.id, "err", err)
+			}
+			tr.idem.forget(e)
+			r.abandon(perr)
+			return nil, perr
+		}
+	}
 	ctx, perr := s.runs.add(r, r.timeout)
 	if perr != nil {
 		tr.idem.forget(e)
@@ -263,6 +282,7 @@ func (s *Server) agentRun(c *call) (any, error) {
 		Input:       []llm.Message{{Role: llm.RoleUser, Content: text, Images: images}},
 		ExtraSystem: deref(p.ExtraSystemPrompt),
 		Model:       model,
+		Thinking:    deref(rp.Thinking),
 	}
 	r := s.newRun(c, "agent", runID, key, agentID, req, timeout)
 	tr := s.runs.of(c.t)

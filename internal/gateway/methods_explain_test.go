@@ -180,7 +180,7 @@ func TestExplainMethods(t *testing.T) {
 					t.Errorf("%s: row %+v, want removed with a reason", n, r)
 				}
 			}
-			for _, n := range []string{"canvas", "nodes", "sessions_yield"} {
+			for _, n := range []string{"canvas", "nodes"} {
 				if r := rows[n]; r.Available || r.State != policy.StateNotBuilt || r.Reason != policy.ReasonNotBuilt || r.Fix != "" {
 					t.Errorf("%s: row %+v, want not built in Talon, without a fix", n, r)
 				}

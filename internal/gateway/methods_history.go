@@ -42,6 +42,12 @@ type (
 		Type string `json:"type"` // "text"
 		Text string `json:"text"`
 	}
+	// thinkingPart is an answer's reasoning, OpenClaw's thinking block
+	// without its signature (opaque, the provider's).
+	thinkingPart struct {
+		Type     string `json:"type"` // "thinking"
+		Thinking string `json:"thinking"`
+	}
 	toolCallPart struct {
 		Type      string `json:"type"` // "toolCall"
 		ID        string `json:"id"`
@@ -207,6 +213,9 @@ func toHistory(r store.Record, maxChars int) historyMessage {
 	m := r.Message
 	h := historyMessage{Role: string(m.Role), Timestamp: r.CreatedAt, Content: []any{},
 		Meta: historyMeta{Seq: r.Seq, SystemEvent: agent.IsSystemEvent(m)}}
+	if r := m.ReasoningText(); r != "" {
+		h.Content = append(h.Content, thinkingPart{"thinking", clip(r, maxChars)})
+	}
 	if m.Content != "" || m.Role != llm.RoleAssistant {
 		h.Content = append(h.Content, textPart{"text", clip(m.Content, maxChars)})
 	}

@@ -116,6 +116,12 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A spent budget answers 402 before the stream starts (the run
+	// checks again, under the session's lock).
+	if err := rt.admit(r.Context()); err != nil {
+		s.runFailed(w, r, req, err)
+		return
+	}
 	lk := sessionLockKey(t, req.key)
 	req.runReq.Waiting = func() bool { return s.locks.waiting(lk) }
 	unlock, err := s.locks.lock(r.Context(), lk)
@@ -554,6 +560,10 @@ func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request,
 	if r.Context().Err() != nil {
 		return // the client went away; nobody to answer
 	}
+	if e := budgetRefusal(err); e != nil {
+		writeBudgetError(w, e)
+		return
+	}
 	s.log.Error("run failed", "tenant", req.t.id, "agent", req.agent, "session", req.key, "err", err)
 	var perr *provider.Error
 	var serr *sandbox.Error
@@ -579,6 +589,9 @@ func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request,
 // session's sandbox cannot run (its backend, the reason and the fix),
 // which the operator needs; otherwise "internal error".
 func safeRunError(err error) string {
+	if e := budgetRefusal(err); e != nil {
+		return e.Error()
+	}
 	var oerr *agent.OverflowError
 	if errors.As(err, &oerr) {
 		return oerr.Error()

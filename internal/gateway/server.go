@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -289,6 +290,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		hs.Close()
 	}
 	s.closeTenants()
+	// Tools that hold processes of their own (the browser's Chromium)
+	// end them with the gateway.
+	for _, tool := range s.tools.All() {
+		if c, ok := tool.(io.Closer); ok {
+			if cerr := c.Close(); cerr != nil {
+				s.log.Warn("closing a tool", "tool", tool.Name(), "err", cerr)
+			}
+		}
+	}
 	return err
 }
 

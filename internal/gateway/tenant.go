@@ -87,6 +87,9 @@ type tenant struct {
 	// sysEvents are the system events queued for its sessions' next
 	// turns (sysevents.go); nil until the first.
 	sysEvents *sysEvents
+	// subagents are the children its sessions spawned (subagents.go);
+	// nil until the first.
+	subagents *subagentRegistry
 	loadErr   error
 
 	// writeMu serialises this gateway's writes of the config file
@@ -94,6 +97,8 @@ type tenant struct {
 	// checks its hash under it, so of two writers with one baseHash
 	// exactly one wins.
 	writeMu sync.Mutex
+	// budget remembers the month whose budget alert was sent (budget.go).
+	budget budgetGate
 }
 
 // runtime is built from one version of a tenant's config.
@@ -491,7 +496,10 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		t.cooldowns = provider.NewCooldowns(nil)
 	}
 	memo := provider.NewMemo(cfg, providers)
+	admit, spent := s.admitter(t, t.store, cfg)
 	return &agent.Runner{
+		Admit:     admit,
+		Spent:     spent,
 		Config:    cfg,
 		Policy:    policy.New(cfg),
 		Tools:     s.tools,
@@ -505,6 +513,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 		Messenger: channelMessenger{s: s, t: t},
 		Crons:     cronTools{s: s, t: t},
 		Configs:   configTools{s: s, t: t},
+		Subagents: subagentTools{s: s, t: t},
 		Outbound:  tools.Outbound{Env: providers.Env, Builtin: providers.BuiltinKeys, Guard: providers.Guard},
 		Plugins:   t.plugins.Configure(cfg),
 		Log:       s.log.With("tenant", t.id),
@@ -513,7 +522,7 @@ func (s *Server) newRunner(t *tenant, cfg *config.Config, providers provider.Opt
 }
 
 // StoreFile is the name of a tenant's SQLite database in its directory.
-const StoreFile = "talon.db"
+const StoreFile = store.File
 
 func (s *Server) openStore(dir string) (*store.DB, error) {
 	db, err := store.OpenWith(filepath.Join(dir, StoreFile), store.Options{SyncWindow: s.opts.SyncWindow, Log: s.log})

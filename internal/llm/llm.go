@@ -10,7 +10,10 @@
 // concurrently.
 package llm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Role is who wrote a message.
 type Role string
@@ -41,10 +44,28 @@ type Message struct {
 	// text out of the history it replays.
 	StopReason string `json:"stopReason,omitempty"`
 	Error      string `json:"errorMessage,omitempty"`
+	// Reasoning is what the model thought before an assistant answer, as
+	// the provider returned it, block by block: kept apart from Content so
+	// that it never reaches a reader of the answer, and replayed only to
+	// an API that asks for it back (Anthropic's signed thinking blocks in
+	// a tool loop; never to an OpenAI-compatible server).
+	Reasoning []Reasoning `json:"reasoning,omitempty"`
 	// Images go with a user message's text (the image tool's call to an
 	// image-capable model). Only user messages may carry them: the
 	// encoders refuse them elsewhere rather than drop them.
 	Images []Image `json:"images,omitempty"`
+	// Documents go with a user message's text to a model that reads them
+	// itself (the pdf tool's call to Anthropic's API); as Images, only
+	// user messages may carry them.
+	Documents []Document `json:"documents,omitempty"`
+}
+
+// Document is a file a model reads as it is: a PDF, with a name for the
+// APIs that want one.
+type Document struct {
+	Name string `json:"name,omitempty"`
+	MIME string `json:"mimeType"`
+	Data []byte `json:"data"`
 }
 
 // Image is an image sent to a model: its MIME type (image/png,
@@ -53,6 +74,32 @@ type Message struct {
 type Image struct {
 	MIME string `json:"mimeType"`
 	Data []byte `json:"data"`
+}
+
+// Reasoning is one block of a model's reasoning: its text, or for a block
+// the provider redacted, only Redacted, its encrypted form. Signature is
+// the provider's opaque proof of Text; only the API that issued a
+// signature or a redacted block can read them back.
+type Reasoning struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
+}
+
+// ReasoningText is the message's reasoning text, blocks joined by a blank
+// line; redacted blocks have none.
+func (m *Message) ReasoningText() string {
+	var b strings.Builder
+	for _, r := range m.Reasoning {
+		if r.Text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(r.Text)
+	}
+	return b.String()
 }
 
 // Stop reasons of a turn that did not finish.

@@ -23,6 +23,8 @@ func TestMessageJSON(t *testing.T) {
 			`{"role":"tool","content":"no such file","tool_call_id":"c1","name":"read","is_error":true}`},
 		{"an aborted turn", Message{Role: RoleAssistant, Content: "half", StopReason: StopAborted, Error: "context canceled"},
 			`{"role":"assistant","content":"half","stopReason":"aborted","errorMessage":"context canceled"}`},
+		{"an answer with its reasoning", Message{Role: RoleAssistant, Content: "4", Reasoning: []Reasoning{{Text: "2+2", Signature: "sig"}, {Redacted: "enc"}}},
+			`{"role":"assistant","content":"4","reasoning":[{"text":"2+2","signature":"sig"},{"redacted":"enc"}]}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +42,26 @@ func TestMessageJSON(t *testing.T) {
 			again, _ := json.Marshal(back)
 			if string(again) != tc.want {
 				t.Errorf("round trip: %s", again)
+			}
+		})
+	}
+}
+
+func TestReasoningText(t *testing.T) {
+	cases := []struct {
+		name string
+		r    []Reasoning
+		want string
+	}{
+		{"none", nil, ""},
+		{"one block", []Reasoning{{Text: "a"}}, "a"},
+		{"blocks joined, redacted skipped", []Reasoning{{Text: "a"}, {Redacted: "x"}, {Text: "b"}}, "a\n\nb"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Message{Role: RoleAssistant, Reasoning: tc.r}
+			if got := m.ReasoningText(); got != tc.want {
+				t.Errorf("ReasoningText() = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -42,6 +42,9 @@ type AnthropicOptions struct {
 	// MaxTokens is sent when Request.MaxTokens is 0 (the API requires one).
 	// Default DefaultAnthropicMaxTokens.
 	MaxTokens int
+	// Models is what the catalog says of the models, by id: which take a
+	// thinking level, and their output limits.
+	Models map[string]ModelInfo
 }
 
 // Anthropic is a client for the Anthropic Messages API. It is safe for
@@ -50,6 +53,7 @@ type Anthropic struct {
 	t         transport
 	url       string
 	maxTokens int
+	models    modelInfos
 	frags     fragCache
 }
 
@@ -69,6 +73,7 @@ func NewAnthropic(opts AnthropicOptions) *Anthropic {
 		t:         newTransport(name, opts.HTTPClient, opts.Timeout, opts.IdleTimeout, opts.MaxRetries),
 		url:       base + "/v1/messages",
 		maxTokens: opts.MaxTokens,
+		models:    newModelInfos(opts.Models),
 	}
 	if c.maxTokens <= 0 {
 		c.maxTokens = DefaultAnthropicMaxTokens
@@ -89,12 +94,39 @@ func NewAnthropic(opts AnthropicOptions) *Anthropic {
 
 type anRequest struct {
 	Model       string      `json:"model"`
-	System      string      `json:"system,omitempty"`
+	System      []anText    `json:"system,omitempty"`
 	Messages    []anMessage `json:"messages"`
 	Tools       []anTool    `json:"tools,omitempty"`
 	MaxTokens   int         `json:"max_tokens"`
+	Thinking    *anThinking `json:"thinking,omitempty"`
 	Temperature *float64    `json:"temperature,omitempty"`
 	Stream      bool        `json:"stream,omitempty"`
+}
+
+// anText is a system prompt block. The prompt is one block marked as a
+// cache breakpoint: with the tools before it, it is the stable prefix of
+// every request of an agent, which Anthropic then reads from its prompt
+// cache at a tenth of the price (a prefix under the model's minimum is
+// not cached, and costs nothing more).
+type anText struct {
+	Type         string   `json:"type"`
+	Text         string   `json:"text"`
+	CacheControl *anCache `json:"cache_control,omitempty"`
+}
+
+type anCache struct {
+	Type string `json:"type"` // "ephemeral"
+}
+
+// ephemeral is the cache_control of a breakpoint; the last tool's
+// definition is encoded with it appended (encodeParts).
+var ephemeral = &anCache{Type: "ephemeral"}
+
+const ephemeralMember = `"cache_control":{"type":"ephemeral"}`
+
+type anThinking struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 type anMessage struct {
@@ -115,8 +147,13 @@ type anBlock struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
-	// image
+	// image and document
 	Source *anSource `json:"source,omitempty"`
+	// thinking (a pointer: the member is required, even when empty) and
+	// redacted_thinking
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	Data      string  `json:"data,omitempty"`
 }
 
 // anSource is an image block's inline data; encoding/json writes Data as
@@ -130,17 +167,32 @@ type anSource struct {
 // anOutBlock is a content block in a response; fields of block types we do
 // not use are not decoded, so that their shapes cannot fail the decode.
 type anOutBlock struct {
-	Type  string          `json:"type"`
-	Text  string          `json:"text"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+}
+
+// reasoning is a thinking or redacted_thinking block as kept.
+func (b *anOutBlock) reasoning() (llm.Reasoning, bool) {
+	switch b.Type {
+	case "thinking":
+		return llm.Reasoning{Text: b.Thinking, Signature: b.Signature}, true
+	case "redacted_thinking":
+		return llm.Reasoning{Redacted: b.Data}, true
+	}
+	return llm.Reasoning{}, false
 }
 
 type anTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *anCache        `json:"cache_control,omitempty"`
 }
 
 type anUsage struct {
@@ -153,6 +205,14 @@ type anUsage struct {
 // prompt counts every input token, cached or not.
 func (u *anUsage) prompt() int {
 	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+func (u *anUsage) usage() Usage {
+	p := u.prompt()
+	out := Usage{PromptTokens: p, CompletionTokens: u.OutputTokens, TotalTokens: p + u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+	out.clampCache()
+	return out
 }
 
 type anResponse struct {
@@ -177,10 +237,40 @@ func toolInput(args string) json.RawMessage {
 	return b.Bytes()
 }
 
+// thinking returns the request's thinking member, with the
+// max_tokens it needs, and whether the current tool loop's reasoning is
+// sent back (from index start on): see reasoning.go.
+func (c *Anthropic) thinking(req *Request, base int) (th *anThinking, maxTokens, start int) {
+	start = loopStart(req.Messages)
+	level := c.models.level(req)
+	if level == "" || !replayable(req.Messages, start) {
+		return nil, base, len(req.Messages)
+	}
+	maxTokens, budget := thinkingBudget(level, base, c.models[strings.ToLower(req.Model)].MaxTokens)
+	if budget == 0 {
+		return nil, base, len(req.Messages)
+	}
+	return &anThinking{Type: "enabled", BudgetTokens: budget}, maxTokens, start
+}
+
+// reasoningBlocks are m's signed reasoning as blocks to send back;
+// unsigned text (another API's) is not, as the API would refuse it.
+func reasoningBlocks(m *llm.Message) []anBlock {
+	var out []anBlock
+	for _, r := range m.Reasoning {
+		switch {
+		case r.Redacted != "":
+			out = append(out, anBlock{Type: "redacted_thinking", Data: r.Redacted})
+		case r.Signature != "":
+			out = append(out, anBlock{Type: "thinking", Thinking: &r.Text, Signature: r.Signature})
+		}
+	}
+	return out
+}
+
 func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 	w := anRequest{
 		Model:       req.Model,
-		System:      req.System,
 		Messages:    []anMessage{},
 		MaxTokens:   req.MaxTokens,
 		Temperature: req.Temperature,
@@ -189,13 +279,17 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 	if w.MaxTokens <= 0 {
 		w.MaxTokens = c.maxTokens
 	}
+	th, maxTokens, replayFrom := c.thinking(req, w.MaxTokens)
+	if th != nil {
+		w.Thinking, w.MaxTokens, w.Temperature = th, maxTokens, nil
+	}
 	// lastIsResults says the last message so far is a user turn that
 	// starts with tool results, which following results and user text
 	// join (the API wants a tool turn's results in one user message).
 	lastIsResults := false
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		if err := checkImages(i, m); err != nil {
+		if err := checkImages(i, m, true); err != nil {
 			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 		}
 		switch m.Role {
@@ -210,6 +304,9 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 			}
 		case llm.RoleAssistant:
 			var blocks []anBlock
+			if i >= replayFrom {
+				blocks = reasoningBlocks(m)
+			}
 			if m.Content != "" {
 				blocks = append(blocks, anBlock{Type: "text", Text: m.Content})
 			}
@@ -225,6 +322,9 @@ func (c *Anthropic) encode(req *Request, stream bool) ([]byte, error) {
 			// Images go before the text, as Anthropic advises for
 			// image prompts.
 			var blocks []anBlock
+			for _, d := range m.Documents {
+				blocks = append(blocks, anBlock{Type: "document", Source: &anSource{Type: "base64", MediaType: d.MIME, Data: d.Data}})
+			}
 			for _, img := range m.Images {
 				blocks = append(blocks, anBlock{Type: "image", Source: &anSource{Type: "base64", MediaType: img.MIME, Data: img.Data}})
 			}
@@ -257,7 +357,7 @@ func (c *Anthropic) encodeParts(w *anRequest, req *Request) ([]byte, error) {
 	var system []byte
 	if req.System != "" {
 		var err error
-		if system, err = c.frags.text(req.System, func(s string) ([]byte, error) { return json.Marshal(s) }); err != nil {
+		if system, err = c.frags.text(req.System, systemBlocks); err != nil {
 			return nil, err
 		}
 	}
@@ -277,6 +377,9 @@ func (c *Anthropic) encodeParts(w *anRequest, req *Request) ([]byte, error) {
 		tools = append(tools, b)
 		size += len(b) + 1
 	}
+	if n := len(tools); n > 0 {
+		tools[n-1] = cacheBreakpoint(tools[n-1])
+	}
 
 	o := newJSONObject(size)
 	if err := o.value("model", w.Model); err != nil {
@@ -290,6 +393,11 @@ func (c *Anthropic) encodeParts(w *anRequest, req *Request) ([]byte, error) {
 		o.array("tools", tools...)
 	}
 	o.int("max_tokens", w.MaxTokens)
+	if w.Thinking != nil {
+		if err := o.value("thinking", w.Thinking); err != nil {
+			return nil, err
+		}
+	}
 	if w.Temperature != nil {
 		if err := o.value("temperature", *w.Temperature); err != nil {
 			return nil, err
@@ -301,7 +409,27 @@ func (c *Anthropic) encodeParts(w *anRequest, req *Request) ([]byte, error) {
 	return o.bytes(), nil
 }
 
+// systemBlocks is the system prompt as the request's system member: one
+// text block, a cache breakpoint.
+func systemBlocks(prompt string) ([]byte, error) {
+	return json.Marshal([]anText{{Type: "text", Text: prompt, CacheControl: ephemeral}})
+}
+
+// cacheBreakpoint is an encoded tool definition (an object) with
+// cache_control as its last member, anTool's order. It copies: the
+// definition is the fragment cache's.
+func cacheBreakpoint(tool []byte) []byte {
+	out := make([]byte, 0, len(tool)+len(ephemeralMember)+1)
+	out = append(out, tool[:len(tool)-1]...)
+	out = append(out, ',')
+	out = append(out, ephemeralMember...)
+	return append(out, '}')
+}
+
 // Chat implements Provider.
+// ReadsDocuments: the Messages API reads PDFs as document blocks.
+func (c *Anthropic) ReadsDocuments() bool { return true }
+
 func (c *Anthropic) Chat(ctx context.Context, req *Request, onDelta func(string)) (*Response, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%s: nil request", c.t.name)
@@ -384,10 +512,12 @@ func (c *Anthropic) parseBody(data []byte) (*Response, error) {
 		case "tool_use":
 			r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: compactJSON(b.Input)})
 		}
+		if rb, ok := b.reasoning(); ok {
+			r.Reasoning = append(r.Reasoning, rb)
+		}
 	}
 	r.Content = text.String()
-	r.Usage = Usage{PromptTokens: w.Usage.prompt(), CompletionTokens: w.Usage.OutputTokens}
-	r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+	r.Usage = w.Usage.usage()
 	return r, nil
 }
 
@@ -403,6 +533,8 @@ type anEvent struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *anUsage        `json:"usage"`
@@ -414,6 +546,10 @@ type anBlockBuilder struct {
 	id, name string
 	start    json.RawMessage // input given in content_block_start
 	args     strings.Builder
+	// thinking and redacted_thinking
+	thinking  strings.Builder
+	signature string
+	data      string
 }
 
 func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(string)) (*Response, error) {
@@ -462,7 +598,9 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 			if e.ContentBlock == nil {
 				return nil, fmt.Errorf("%s: malformed content_block_start event: no content_block", c.t.name)
 			}
-			b := &anBlockBuilder{kind: e.ContentBlock.Type, id: e.ContentBlock.ID, name: e.ContentBlock.Name, start: e.ContentBlock.Input}
+			cb := e.ContentBlock
+			b := &anBlockBuilder{kind: cb.Type, id: cb.ID, name: cb.Name, start: cb.Input, signature: cb.Signature, data: cb.Data}
+			b.thinking.WriteString(cb.Thinking)
 			if b.kind == "text" && e.ContentBlock.Text != "" {
 				text.WriteString(e.ContentBlock.Text)
 				emit(e.ContentBlock.Text)
@@ -481,6 +619,10 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 				}
 			case "input_json_delta":
 				b.args.WriteString(e.Delta.PartialJSON)
+			case "thinking_delta":
+				b.thinking.WriteString(e.Delta.Thinking)
+			case "signature_delta":
+				b.signature += e.Delta.Signature
 			}
 		case "message_delta":
 			if e.Delta != nil && e.Delta.StopReason != "" {
@@ -516,10 +658,13 @@ func (c *Anthropic) parseStream(events func() (sseEvent, error), emit func(strin
 				args = compactJSON(b.start)
 			}
 			r.ToolCalls = append(r.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: args})
+		case "thinking":
+			r.Reasoning = append(r.Reasoning, llm.Reasoning{Text: b.thinking.String(), Signature: b.signature})
+		case "redacted_thinking":
+			r.Reasoning = append(r.Reasoning, llm.Reasoning{Redacted: b.data})
 		}
 	}
 	r.Content = text.String()
-	r.Usage = Usage{PromptTokens: usage.prompt(), CompletionTokens: usage.OutputTokens}
-	r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+	r.Usage = usage.usage()
 	return r, nil
 }

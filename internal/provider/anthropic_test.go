@@ -23,6 +23,9 @@ func testAnthropic(t *testing.T, f *fakeServer, opts AnthropicOptions) (*Anthrop
 	return c, instant(&c.t)
 }
 
+// ephemeralJSON is a cache breakpoint as a decoded body holds it.
+var ephemeralJSON = map[string]any{"type": "ephemeral"}
+
 const anOK = `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`
 
 func TestAnthropicRequestBody(t *testing.T) {
@@ -59,7 +62,7 @@ func TestAnthropicRequestBody(t *testing.T) {
 			},
 			want: map[string]any{
 				"model":      "claude-x",
-				"system":     "be brief",
+				"system":     []any{map[string]any{"type": "text", "text": "be brief", "cache_control": ephemeralJSON}},
 				"max_tokens": 4096.0,
 				"messages": []any{
 					map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "read both"}}},
@@ -80,9 +83,85 @@ func TestAnthropicRequestBody(t *testing.T) {
 					map[string]any{"name": "read", "description": "read a file", "input_schema": map[string]any{
 						"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"},
 					}},
-					map[string]any{"name": "now", "input_schema": map[string]any{"type": "object", "properties": map[string]any{}}},
+					map[string]any{"name": "now", "input_schema": map[string]any{"type": "object", "properties": map[string]any{}}, "cache_control": ephemeralJSON},
 				},
 				"temperature": 0.2,
+			},
+		},
+		{
+			name: "thinking: budget, max tokens raised, no temperature, the loop's signed reasoning sent back",
+			req: &Request{
+				Model: "Claude-R", Thinking: "medium", Temperature: &temp, MaxTokens: 1000,
+				Messages: []llm.Message{
+					{Role: llm.RoleUser, Content: "a"},
+					{Role: llm.RoleAssistant, Content: "old", Reasoning: []llm.Reasoning{{Text: "old thought", Signature: "s0"}}},
+					{Role: llm.RoleUser, Content: "b"},
+					{Role: llm.RoleAssistant, Reasoning: []llm.Reasoning{{Text: "", Signature: "s1"}, {Redacted: "enc"}, {Text: "from elsewhere"}},
+						ToolCalls: []llm.ToolCall{{ID: "t1", Name: "ls", Arguments: "{}"}}},
+					{Role: llm.RoleTool, ToolCallID: "t1", Name: "ls", Content: "x"},
+				},
+			},
+			opts: AnthropicOptions{Models: map[string]ModelInfo{"claude-r": {Reasoning: true}}},
+			want: map[string]any{
+				"model": "Claude-R", "max_tokens": 9192.0, "thinking": map[string]any{"type": "enabled", "budget_tokens": 8192.0},
+				"messages": []any{
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "a"}}},
+					map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "old"}}},
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "b"}}},
+					map[string]any{"role": "assistant", "content": []any{
+						map[string]any{"type": "thinking", "thinking": "", "signature": "s1"},
+						map[string]any{"type": "redacted_thinking", "data": "enc"},
+						map[string]any{"type": "tool_use", "id": "t1", "name": "ls", "input": map[string]any{}},
+					}},
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "x"}}},
+				},
+			},
+		},
+		{
+			name: "thinking: a tool call of the loop without signed reasoning sends none",
+			req: &Request{
+				Model: "claude-r", Thinking: "high",
+				Messages: []llm.Message{
+					{Role: llm.RoleUser, Content: "a"},
+					{Role: llm.RoleAssistant, Reasoning: []llm.Reasoning{{Text: "another API's"}}, ToolCalls: []llm.ToolCall{{ID: "t1", Name: "ls", Arguments: "{}"}}},
+					{Role: llm.RoleTool, ToolCallID: "t1", Name: "ls", Content: "x"},
+				},
+			},
+			opts: AnthropicOptions{Models: map[string]ModelInfo{"claude-r": {Reasoning: true}}},
+			want: map[string]any{
+				"model": "claude-r", "max_tokens": 4096.0,
+				"messages": []any{
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "a"}}},
+					map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "ls", "input": map[string]any{}}}},
+					map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "x"}}},
+				},
+			},
+		},
+		{
+			name: "thinking: the budget is cut to the model's maxTokens",
+			req:  &Request{Model: "claude-r", Thinking: "xhigh", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}},
+			opts: AnthropicOptions{Models: map[string]ModelInfo{"claude-r": {Reasoning: true, MaxTokens: 8000}}},
+			want: map[string]any{
+				"model": "claude-r", "max_tokens": 8000.0, "thinking": map[string]any{"type": "enabled", "budget_tokens": 6976.0},
+				"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "hi"}}}},
+			},
+		},
+		{
+			name: "thinking: a model that does not reason is sent none",
+			req:  &Request{Model: "claude-plain", Thinking: "high", Temperature: &temp, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}},
+			opts: AnthropicOptions{Models: map[string]ModelInfo{"claude-r": {Reasoning: true}, "claude-plain": {}}},
+			want: map[string]any{
+				"model": "claude-plain", "max_tokens": 4096.0, "temperature": 0.2,
+				"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "hi"}}}},
+			},
+		},
+		{
+			name: "thinking off",
+			req:  &Request{Model: "claude-r", Thinking: "off", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}},
+			opts: AnthropicOptions{Models: map[string]ModelInfo{"claude-r": {Reasoning: true}}},
+			want: map[string]any{
+				"model": "claude-r", "max_tokens": 4096.0,
+				"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "hi"}}}},
 			},
 		},
 		{
@@ -159,7 +238,8 @@ func TestAnthropicNonStream(t *testing.T) {
 			want: &Response{
 				Content:      "Looking.",
 				ToolCalls:    []llm.ToolCall{{ID: "toolu_1", Name: "read", Arguments: `{"path":"a.txt"}`}, {ID: "toolu_2", Name: "now", Arguments: `{}`}},
-				FinishReason: FinishToolCalls, Usage: Usage{PromptTokens: 105, CompletionTokens: 7, TotalTokens: 112},
+				FinishReason: FinishToolCalls, Usage: Usage{PromptTokens: 105, CompletionTokens: 7, TotalTokens: 112, CacheReadTokens: 100},
+				Reasoning: []llm.Reasoning{{Text: "hm", Signature: "s"}},
 			},
 		},
 		{
@@ -261,6 +341,31 @@ func TestAnthropicStream(t *testing.T) {
 			),
 			want:      &Response{Content: "hi", FinishReason: FinishStop, Usage: Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
 			wantFrags: []string{"hi"},
+		},
+		{
+			// Thinking streams as its own blocks (thinking_delta, its
+			// signature last), never as the answer; the cache counts come
+			// in message_start.
+			name: "thinking, redacted thinking and cache usage",
+			handler: sseReply(
+				event("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":4,"cache_creation_input_tokens":2000,"cache_read_input_tokens":300,"output_tokens":1}}}`),
+				event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`),
+				event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Two and "}}`),
+				event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"two."}}`),
+				event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`),
+				event("content_block_stop", `{"type":"content_block_stop","index":0}`),
+				event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"ENC"}}`),
+				event("content_block_stop", `{"type":"content_block_stop","index":1}`),
+				event("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`),
+				event("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"4"}}`),
+				event("content_block_stop", `{"type":"content_block_stop","index":2}`),
+				event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":30}}`),
+				event("message_stop", `{"type":"message_stop"}`),
+			),
+			want: &Response{Content: "4", FinishReason: FinishStop,
+				Reasoning: []llm.Reasoning{{Text: "Two and two.", Signature: "EqQB"}, {Redacted: "ENC"}},
+				Usage:     Usage{PromptTokens: 2304, CompletionTokens: 30, TotalTokens: 2334, CacheReadTokens: 300, CacheWriteTokens: 2000}},
+			wantFrags: []string{"4"},
 		},
 	}
 	for _, tc := range tests {

@@ -184,21 +184,6 @@ func ChooseModel(cfg *config.Config, opts Options, agentID, raw string) (config.
 // catalog entry says reasoning: true.
 var thinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"}
 
-// thinkingAliases maps what OpenClaw accepts for a level (trimmed, lower
-// case) to the level.
-var thinkingAliases = map[string]string{
-	"off": "off", "none": "off",
-	"on": "low", "enable": "low", "enabled": "low",
-	"min": "minimal", "minimal": "minimal", "think": "minimal",
-	"low": "low", "thinkhard": "low", "think-hard": "low", "think_hard": "low",
-	"mid": "medium", "med": "medium", "medium": "medium", "thinkharder": "medium", "think-harder": "medium", "harder": "medium",
-	"high": "high", "ultrathink": "high", "thinkhardest": "high", "highest": "high",
-	"xhigh": "xhigh", "x-high": "xhigh", "x_high": "xhigh", "extrahigh": "xhigh", "extra-high": "xhigh", "extra_high": "xhigh",
-	// Known to OpenClaw for models with provider-specific profiles; no
-	// model in Talon's catalog offers them.
-	"adaptive": "adaptive", "auto": "adaptive", "max": "max", "ultra": "ultra",
-}
-
 // ThinkingLevels lists the thinking levels model m takes, in order.
 func ThinkingLevels(cfg *config.Config, m config.ModelRef) []string {
 	if e, ok := catalogEntry(cfg, m); ok && e.Reasoning != nil && *e.Reasoning {
@@ -212,7 +197,7 @@ func ThinkingLevels(cfg *config.Config, m config.ModelRef) []string {
 // a *ChoiceError with OpenClaw's message.
 func ChooseThinking(cfg *config.Config, m config.ModelRef, raw string) (string, error) {
 	levels := ThinkingLevels(cfg, m)
-	level, ok := thinkingAliases[strings.ToLower(strings.TrimSpace(raw))]
+	level, ok := config.ThinkingLevel(raw)
 	if !ok {
 		return "", choiceErr("invalid thinkingLevel (use %s)", strings.Join(levels, "|"))
 	}
@@ -232,4 +217,23 @@ func FitThinking(cfg *config.Config, m config.ModelRef, level string) string {
 		return "high"
 	}
 	return level
+}
+
+// RunThinking is the thinking level a run of agentID on model m thinks
+// at, in OpenClaw's order: the run's own (a cron payload's thinking, a
+// chat.send's), the session's thinkingLevel, the agent's
+// thinkingDefault, then agents.defaults.thinkingDefault; "" when none is
+// set, which leaves the provider's default. A level m does not take is
+// lowered (FitThinking); a model that does not reason is sent none
+// whatever the level (Request.Thinking).
+func RunThinking(cfg *config.Config, agentID string, m config.ModelRef, run, session string) string {
+	for _, raw := range []string{run, session} {
+		if l, ok := config.ThinkingLevel(raw); ok {
+			return FitThinking(cfg, m, l)
+		}
+	}
+	if l := cfg.AgentThinking(agentID); l != "" {
+		return FitThinking(cfg, m, l)
+	}
+	return ""
 }

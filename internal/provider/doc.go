@@ -32,6 +32,13 @@
 // ResolveEmbeddings builds it from a memorySearch block with the key and
 // network rules of ResolveWith; a key goes only to its own destination.
 //
+// A request's Thinking level reaches the models the catalog marks
+// reasoning: true (reasoning.go): OpenAI's reasoning_effort, Anthropic's
+// thinking budget. Reasoning comes back in Response.Reasoning, apart
+// from the answer. Anthropic requests mark the system prompt and the
+// tools as the cached prefix; Usage counts both APIs' cache reads and
+// writes.
+//
 // Failures are *Error values (Provider, Status, Type, Message, RetryAfter)
 // whose Temporary method says whether repeating the request may help. A
 // call is retried (exponential backoff with jitter, or the server's

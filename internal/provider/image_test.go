@@ -156,3 +156,39 @@ func jsonRoundTrip(body []byte, w *oaRequest) error {
 	}
 	return nil
 }
+
+// TestDocumentEncoding: Anthropic's encoder sends a PDF as a document
+// block before the text; a document it cannot carry, and any document to
+// the OpenAI-compatible encoder (no ReadsDocuments), fail the encoding.
+func TestDocumentEncoding(t *testing.T) {
+	pdf := llm.Document{Name: "a.pdf", MIME: "application/pdf", Data: []byte("%PDF-1.7")}
+	an, oa := NewAnthropic(AnthropicOptions{}), NewOpenAI(OpenAIOptions{})
+	body, err := an.encode(&Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Sum it up", Documents: []llm.Document{pdf}}}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjc="}},{"type":"text","text":"Sum it up"}]`) {
+		t.Errorf("anthropic body %s", body)
+	}
+	if !ReadsDocuments(an) || ReadsDocuments(oa) || ReadsDocuments(Inspect{}) {
+		t.Error("ReadsDocuments: want Anthropic only")
+	}
+	cases := []struct {
+		name string
+		enc  func(*Request, bool) ([]byte, error)
+		msg  llm.Message
+		want string
+	}{
+		{"openai reads none", oa.encode, llm.Message{Role: llm.RoleUser, Documents: []llm.Document{pdf}}, "does not read them"},
+		{"not a user's", an.encode, llm.Message{Role: llm.RoleAssistant, Content: "x", Documents: []llm.Document{pdf}}, "only user messages"},
+		{"not a PDF", an.encode, llm.Message{Role: llm.RoleUser, Documents: []llm.Document{{MIME: "text/plain", Data: []byte("x")}}}, "application/pdf"},
+		{"empty", an.encode, llm.Message{Role: llm.RoleUser, Documents: []llm.Document{{MIME: "application/pdf"}}}, "non-empty"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := c.enc(&Request{Model: "m", Messages: []llm.Message{c.msg}}, false); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -55,15 +55,19 @@ type OpenAIOptions struct {
 	// URL's host is openrouter.ai. Defaults: no Referer and
 	// DefaultOpenRouterTitle.
 	Referer, Title string
+	// Models is what the catalog says of the models, by id: which take a
+	// thinking level (reasoning_effort).
+	Models map[string]ModelInfo
 }
 
 // OpenAI is a client for OpenAI-compatible Chat Completions APIs: OpenAI,
 // OpenRouter, ollama, llama-server, vLLM and the like. It is safe for
 // concurrent use.
 type OpenAI struct {
-	t     transport
-	url   string
-	frags fragCache
+	t      transport
+	url    string
+	models modelInfos
+	frags  fragCache
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -79,8 +83,9 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 		base = DefaultOpenAIBaseURL
 	}
 	c := &OpenAI{
-		t:   newTransport(name, opts.HTTPClient, opts.Timeout, opts.IdleTimeout, opts.MaxRetries),
-		url: base + "/chat/completions",
+		t:      newTransport(name, opts.HTTPClient, opts.Timeout, opts.IdleTimeout, opts.MaxRetries),
+		url:    base + "/chat/completions",
+		models: newModelInfos(opts.Models),
 	}
 	h := c.t.header
 	h.Set("User-Agent", "talon")
@@ -214,10 +219,21 @@ type oaFunctionDef struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
+// oaUsage is a usage member. Cached prompt tokens are part of
+// prompt_tokens; servers name them in one of three ways: OpenAI's (and
+// OpenRouter's) prompt_tokens_details.cached_tokens, DeepSeek's
+// prompt_cache_hit_tokens, and OpenRouter's cache writes,
+// prompt_tokens_details.cache_write_tokens. OpenAI caches by itself and
+// reports no writes.
 type oaUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptCacheHit      int `json:"prompt_cache_hit_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func (u *oaUsage) usage() Usage {
@@ -225,7 +241,42 @@ func (u *oaUsage) usage() Usage {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
-	return Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total}
+	out := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: total, CacheReadTokens: u.PromptCacheHit}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CacheReadTokens = max(out.CacheReadTokens, d.CachedTokens)
+		out.CacheWriteTokens = d.CacheWriteTokens
+	}
+	out.clampCache()
+	return out
+}
+
+// oaReasoning is the reasoning text of a message or a delta, which
+// servers name reasoning_content (DeepSeek, vLLM, llama-server),
+// reasoning (OpenRouter, ollama) or reasoning_text; OpenAI's own API
+// returns none.
+type oaReasoning struct {
+	ReasoningContent string `json:"reasoning_content"`
+	Reasoning        string `json:"reasoning"`
+	ReasoningText    string `json:"reasoning_text"`
+}
+
+func (r *oaReasoning) text() string {
+	switch {
+	case r.ReasoningContent != "":
+		return r.ReasoningContent
+	case r.Reasoning != "":
+		return r.Reasoning
+	}
+	return r.ReasoningText
+}
+
+// reasoningOf is reasoning text as a response carries it: one unsigned
+// block, which no API takes back.
+func reasoningOf(text string) []llm.Reasoning {
+	if text == "" {
+		return nil
+	}
+	return []llm.Reasoning{{Text: text}}
 }
 
 type oaResponse struct {
@@ -234,6 +285,7 @@ type oaResponse struct {
 			Content   json.RawMessage `json:"content"`
 			Refusal   string          `json:"refusal"`
 			ToolCalls []oaToolCall    `json:"tool_calls"`
+			oaReasoning
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -248,6 +300,7 @@ type oaChunk struct {
 			Content   json.RawMessage `json:"content"`
 			Refusal   string          `json:"refusal"`
 			ToolCalls []oaToolCall    `json:"tool_calls"`
+			oaReasoning
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -268,7 +321,7 @@ func (c *OpenAI) encode(req *Request, stream bool) ([]byte, error) {
 	msgs := make([]oaMessage, 0, len(req.Messages))
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		if err := checkImages(i, m); err != nil {
+		if err := checkImages(i, m, false); err != nil {
 			return nil, fmt.Errorf("%s: encoding request: %w", c.t.name, err)
 		}
 		om := oaMessage{Role: string(m.Role)}
@@ -345,6 +398,11 @@ func (c *OpenAI) encodeParts(req *Request, stream bool, msgs []oaMessage) ([]byt
 	}
 	if req.Temperature != nil {
 		if err := o.value("temperature", *req.Temperature); err != nil {
+			return nil, err
+		}
+	}
+	if effort := reasoningEfforts[c.models.level(req)]; effort != "" {
+		if err := o.value("reasoning_effort", effort); err != nil {
 			return nil, err
 		}
 	}
@@ -472,7 +530,7 @@ func (c *OpenAI) parseBody(data []byte) (*Response, error) {
 	if text == "" {
 		text = ch.Message.Refusal
 	}
-	r := &Response{Content: text}
+	r := &Response{Content: text, Reasoning: reasoningOf(ch.Message.text())}
 	for i, tc := range ch.Message.ToolCalls {
 		args, err := argumentsText(tc.Function.Arguments)
 		if err != nil {
@@ -495,12 +553,13 @@ type callBuilder struct {
 
 func (c *OpenAI) parseStream(events func() (sseEvent, error), emit func(string)) (*Response, error) {
 	var (
-		text     strings.Builder
-		calls    = map[int]*callBuilder{}
-		lastIdx  = -1
-		finish   string
-		finished bool
-		usage    *oaUsage
+		text      strings.Builder
+		reasoning strings.Builder
+		calls     = map[int]*callBuilder{}
+		lastIdx   = -1
+		finish    string
+		finished  bool
+		usage     *oaUsage
 	)
 	for {
 		ev, err := events()
@@ -541,6 +600,8 @@ func (c *OpenAI) parseStream(events func() (sseEvent, error), emit func(string))
 			if frag == "" {
 				frag = choice.Delta.Refusal
 			}
+			// Reasoning is kept, never streamed as the answer.
+			reasoning.WriteString(choice.Delta.text())
 			if frag != "" {
 				text.WriteString(frag)
 				emit(frag)
@@ -580,7 +641,7 @@ func (c *OpenAI) parseStream(events func() (sseEvent, error), emit func(string))
 			}
 		}
 	}
-	r := &Response{Content: text.String()}
+	r := &Response{Content: text.String(), Reasoning: reasoningOf(reasoning.String())}
 	idxs := make([]int, 0, len(calls))
 	for i := range calls {
 		idxs = append(idxs, i)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -687,5 +688,138 @@ func TestOpenAIBodyTooLarge(t *testing.T) {
 	_, err := c.Chat(context.Background(), simpleRequest(), nil)
 	if err == nil || !strings.Contains(err.Error(), "openai: response body larger than 32 MiB") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestOpenAIReasoningEffort checks which requests carry reasoning_effort:
+// a reasoning model of the catalog at a level other than off, whatever
+// the case of its id; and that reasoning kept in the history is never
+// sent back.
+func TestOpenAIReasoningEffort(t *testing.T) {
+	models := map[string]ModelInfo{"O-Think": {Reasoning: true}, "plain": {}}
+	tests := []struct {
+		name, model, level string
+		want               any // nil: no member
+	}{
+		{"minimal", "o-think", "minimal", "minimal"},
+		{"low", "o-think", "low", "low"},
+		{"medium", "O-THINK", "medium", "medium"},
+		{"high", "o-think", "high", "high"},
+		{"xhigh", "o-think", "xhigh", "xhigh"},
+		{"off", "o-think", "off", nil},
+		{"unset", "o-think", "", nil},
+		{"not a reasoning model", "plain", "high", nil},
+		{"not in the catalog", "other", "high", nil},
+	}
+	for _, tc := range tests {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				f := newFakeServer(t, jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`))
+				c, _ := testOpenAI(t, f, OpenAIOptions{Models: models})
+				req := &Request{Model: tc.model, Thinking: tc.level, Messages: []llm.Message{
+					{Role: llm.RoleUser, Content: "a"},
+					{Role: llm.RoleAssistant, Content: "b", Reasoning: []llm.Reasoning{{Text: "secret thought", Signature: "s"}}},
+					{Role: llm.RoleUser, Content: "c"},
+				}}
+				var onDelta func(string)
+				if stream {
+					onDelta = func(string) {}
+				}
+				if _, err := c.Chat(context.Background(), req, onDelta); err != nil {
+					t.Fatal(err)
+				}
+				body := f.requests()[0].Body
+				if got := body["reasoning_effort"]; got != tc.want {
+					t.Errorf("reasoning_effort = %v, want %v", got, tc.want)
+				}
+				want := map[string]any{"role": "assistant", "content": "b"}
+				if diff := cmp.Diff(want, body["messages"].([]any)[1]); diff != "" {
+					t.Errorf("replayed assistant message (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestOpenAIReasoningAndCache checks that reasoning text, under each name
+// servers give it, comes back apart from the answer (and is never
+// streamed as it), and that cached prompt tokens are read from each
+// usage shape.
+func TestOpenAIReasoningAndCache(t *testing.T) {
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		stream    bool
+		want      *Response
+		wantFrags []string
+	}{
+		{
+			name: "reasoning_content and OpenAI's cached_tokens",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"4","reasoning_content":"2+2"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":1500,"completion_tokens":20,"total_tokens":1520,"prompt_tokens_details":{"cached_tokens":1024}}}`),
+			want: &Response{Content: "4", FinishReason: FinishStop, Reasoning: []llm.Reasoning{{Text: "2+2"}},
+				Usage: Usage{PromptTokens: 1500, CompletionTokens: 20, TotalTokens: 1520, CacheReadTokens: 1024}},
+		},
+		{
+			name: "reasoning (OpenRouter) and cache writes",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok","reasoning":"hmm"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":3000,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":2900}}}`),
+			want: &Response{Content: "ok", FinishReason: FinishStop, Reasoning: []llm.Reasoning{{Text: "hmm"}},
+				Usage: Usage{PromptTokens: 3000, CompletionTokens: 2, TotalTokens: 3002, CacheWriteTokens: 2900}},
+		},
+		{
+			name: "a server's impossible cache counts are clamped to the prompt",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_tokens_details":{"cached_tokens":80,"cache_write_tokens":-5000}}}`),
+			want: &Response{Content: "ok", FinishReason: FinishStop, Usage: Usage{PromptTokens: 100, CompletionTokens: 2, TotalTokens: 102, CacheReadTokens: 80}},
+		},
+		{
+			name: "more cached than prompted",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_tokens_details":{"cached_tokens":90,"cache_write_tokens":50}}}`),
+			want: &Response{Content: "ok", FinishReason: FinishStop, Usage: Usage{PromptTokens: 100, CompletionTokens: 2, TotalTokens: 102, CacheReadTokens: 90, CacheWriteTokens: 10}},
+		},
+		{
+			name: "DeepSeek's prompt_cache_hit_tokens",
+			handler: jsonReply(200, `{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":800,"completion_tokens":2,"total_tokens":802,"prompt_cache_hit_tokens":640,"prompt_cache_miss_tokens":160}}`),
+			want: &Response{Content: "ok", FinishReason: FinishStop, Usage: Usage{PromptTokens: 800, CompletionTokens: 2, TotalTokens: 802, CacheReadTokens: 640}},
+		},
+		{
+			name:   "streamed reasoning deltas are kept, not streamed",
+			stream: true,
+			handler: sseReply(data(
+				chunk(`{"role":"assistant","content":null,"reasoning_content":"Let me "}`, ""),
+				chunk(`{"reasoning_content":"think."}`, ""),
+				chunk(`{"reasoning":null,"content":"Done"}`, ""),
+				chunk(`{}`, "stop"),
+				`{"choices":[],"usage":{"prompt_tokens":2000,"completion_tokens":9,"total_tokens":2009,"prompt_tokens_details":{"cached_tokens":1920}}}`,
+				"[DONE]",
+			)),
+			want: &Response{Content: "Done", FinishReason: FinishStop, Reasoning: []llm.Reasoning{{Text: "Let me think."}},
+				Usage: Usage{PromptTokens: 2000, CompletionTokens: 9, TotalTokens: 2009, CacheReadTokens: 1920}},
+			wantFrags: []string{"Done"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeServer(t, tc.handler)
+			c, _ := testOpenAI(t, f, OpenAIOptions{})
+			var col collector
+			var onDelta func(string)
+			if tc.stream {
+				onDelta = col.add
+			}
+			got, err := c.Chat(context.Background(), simpleRequest(), onDelta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("response (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantFrags, col.all()); diff != "" {
+				t.Errorf("fragments (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

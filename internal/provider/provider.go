@@ -10,8 +10,34 @@ import (
 // imageMIMEs are the types both APIs take.
 var imageMIMEs = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-// checkImages validates the images of message i before they are encoded.
-func checkImages(i int, m *llm.Message) error {
+// DocumentReader is a provider that reads documents (llm.Document) as
+// they are, without Talon extracting their text first.
+type DocumentReader interface {
+	ReadsDocuments() bool
+}
+
+// ReadsDocuments reports whether p takes llm.Message.Documents.
+func ReadsDocuments(p Provider) bool {
+	d, ok := p.(DocumentReader)
+	return ok && d.ReadsDocuments()
+}
+
+// checkImages validates the images and documents of message i before they
+// are encoded; documents only where the API reads them (documents).
+func checkImages(i int, m *llm.Message, documents bool) error {
+	if len(m.Documents) > 0 {
+		if !documents {
+			return fmt.Errorf("message %d has documents: this API does not read them", i)
+		}
+		if m.Role != llm.RoleUser {
+			return fmt.Errorf("message %d (%s) has documents: only user messages may carry them", i, m.Role)
+		}
+		for j, d := range m.Documents {
+			if d.MIME != "application/pdf" || len(d.Data) == 0 {
+				return fmt.Errorf("message %d document %d: want a non-empty application/pdf, got %q (%d bytes)", i, j, d.MIME, len(d.Data))
+			}
+		}
+	}
 	if len(m.Images) == 0 {
 		return nil
 	}
@@ -38,6 +64,12 @@ type Request struct {
 	Tools       []llm.ToolSpec
 	MaxTokens   int      // 0: provider default
 	Temperature *float64 // nil: provider default
+	// Thinking is the thinking level the run asks for (ThinkingLevels);
+	// "" and "off" ask for none. A client sends it only for a model its
+	// catalog entry marks reasoning: true (ModelInfo), so one request can
+	// go to any model of a chain: see reasoning.go for what each API is
+	// sent.
+	Thinking string
 }
 
 // Usage counts tokens.
@@ -48,8 +80,19 @@ type Usage struct {
 	// CacheReadTokens and CacheWriteTokens are the prompt tokens the
 	// provider read from and wrote to its prompt cache (0 when it does
 	// not say); how each provider reports them is its client's business.
+	// Both are part of PromptTokens, which counts every input token: the
+	// uncached input is PromptTokens - CacheReadTokens - CacheWriteTokens.
 	CacheReadTokens  int `json:"-"`
 	CacheWriteTokens int `json:"-"`
+}
+
+// clampCache keeps the cache counts a server reported within the prompt:
+// none negative, together no more than PromptTokens, so that a server's
+// nonsense never makes the uncached input (and what it costs) negative.
+func (u *Usage) clampCache() {
+	p := max(u.PromptTokens, 0)
+	u.CacheReadTokens = min(max(u.CacheReadTokens, 0), p)
+	u.CacheWriteTokens = min(max(u.CacheWriteTokens, 0), p-u.CacheReadTokens)
 }
 
 // Finish reasons.
@@ -65,6 +108,9 @@ type Response struct {
 	ToolCalls    []llm.ToolCall
 	FinishReason string
 	Usage        Usage
+	// Reasoning is what the model thought before answering, apart from
+	// Content: never streamed to onDelta, never part of the answer.
+	Reasoning []llm.Reasoning
 }
 
 // Provider is an LLM client. Chat streams when onDelta is non-nil, calling

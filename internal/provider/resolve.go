@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -289,12 +290,27 @@ func (s *settled) target(key, profile string, opts Options) Target {
 		client = guardedClient(*opts.Guard)
 	}
 	t := Target{Model: s.model, ProviderID: s.id, Profile: profile}
+	infos := modelsOf(s.pc.Models)
 	if s.api == APIAnthropicMessages {
-		t.Provider = NewAnthropic(AnthropicOptions{Name: s.id, BaseURL: s.base, APIKey: key, Headers: s.headers, Timeout: s.timeout, IdleTimeout: s.timeout, HTTPClient: client})
+		t.Provider = NewAnthropic(AnthropicOptions{Name: s.id, BaseURL: s.base, APIKey: key, Headers: s.headers, Timeout: s.timeout, IdleTimeout: s.timeout, HTTPClient: client, Models: infos})
 	} else {
-		t.Provider = NewOpenAI(OpenAIOptions{Name: s.id, BaseURL: s.base, APIKey: key, Headers: s.headers, Timeout: s.timeout, IdleTimeout: s.timeout, HTTPClient: client})
+		t.Provider = NewOpenAI(OpenAIOptions{Name: s.id, BaseURL: s.base, APIKey: key, Headers: s.headers, Timeout: s.timeout, IdleTimeout: s.timeout, HTTPClient: client, Models: infos})
 	}
 	return t
+}
+
+// modelsOf is what a provider's catalog entries say of their models.
+func modelsOf(list []config.Model) map[string]ModelInfo {
+	out := make(map[string]ModelInfo, len(list))
+	for _, m := range list {
+		var info ModelInfo
+		info.Reasoning = m.Reasoning != nil && *m.Reasoning
+		if m.MaxTokens != nil && *m.MaxTokens >= 1 {
+			info.MaxTokens = int(min(*m.MaxTokens, math.MaxInt32))
+		}
+		out[m.ID] = info
+	}
+	return out
 }
 
 func sameHost(a, b string) bool {

@@ -19,6 +19,7 @@ type oaRequest struct {
 	Tools         []oaTool     `json:"tools,omitempty"`
 	MaxTokens     int          `json:"max_tokens,omitempty"`
 	Temperature   *float64     `json:"temperature,omitempty"`
+	Effort        string       `json:"reasoning_effort,omitempty"`
 	Stream        bool         `json:"stream,omitempty"`
 	StreamOptions *oaStreamOpt `json:"stream_options,omitempty"`
 }
@@ -52,15 +53,28 @@ func wireRequests() map[string]*Request {
 			},
 		},
 		"no messages": {Model: "m", System: "sys"},
+		"a tool loop, thinking": {
+			Model: "thinker", System: "sys", Thinking: "medium", Temperature: &temp,
+			Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: "look"},
+				{Role: llm.RoleAssistant, Reasoning: []llm.Reasoning{{Text: "first \"this\"", Signature: "c2ln"}, {Redacted: "ZW5j"}, {Text: "unsigned"}},
+					ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ls", Arguments: "{}"}}},
+				{Role: llm.RoleTool, ToolCallID: "c1", Name: "ls", Content: "a"},
+			},
+			Tools: []llm.ToolSpec{{Name: "ls"}},
+		},
 	}
 }
+
+// wireModels is the catalog the wire tests' clients know.
+var wireModels = map[string]ModelInfo{"thinker": {Reasoning: true}}
 
 // TestOpenAIEncodeIsWireStruct checks that the body assembled from cached
 // fragments is byte for byte what encoding/json writes for the same
 // request decoded into the typed wire struct: same members, same order,
 // same escaping, compact schemas.
 func TestOpenAIEncodeIsWireStruct(t *testing.T) {
-	c := NewOpenAI(OpenAIOptions{})
+	c := NewOpenAI(OpenAIOptions{Models: wireModels})
 	for name, req := range wireRequests() {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
@@ -93,7 +107,7 @@ func TestOpenAIEncodeIsWireStruct(t *testing.T) {
 }
 
 func TestAnthropicEncodeIsWireStruct(t *testing.T) {
-	c := NewAnthropic(AnthropicOptions{})
+	c := NewAnthropic(AnthropicOptions{Models: wireModels})
 	for name, req := range wireRequests() {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
@@ -110,8 +124,9 @@ func TestAnthropicEncodeIsWireStruct(t *testing.T) {
 					if !bytes.Equal(body, want) {
 						t.Fatalf("round %d:\n got %s\nwant %s", round, body, want)
 					}
-					if w.System != req.System || len(w.Tools) != len(req.Tools) || w.Stream != stream {
-						t.Errorf("system %q tools %d stream %v", w.System, len(w.Tools), w.Stream)
+					if (req.System != "") != (len(w.System) == 1) || len(w.System) == 1 && w.System[0].Text != req.System ||
+						len(w.Tools) != len(req.Tools) || w.Stream != stream {
+						t.Errorf("system %+v tools %d stream %v", w.System, len(w.Tools), w.Stream)
 					}
 				}
 			})

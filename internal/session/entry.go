@@ -58,6 +58,17 @@ type Entry struct {
 	CumulativeInputTokens  int64 `json:"cumulativeInputTokens,omitempty"`
 	CumulativeOutputTokens int64 `json:"cumulativeOutputTokens,omitempty"`
 	CumulativeTotalTokens  int64 `json:"cumulativeTotalTokens,omitempty"`
+	// CacheRead and CacheWrite are the prompt-cache tokens of the last
+	// turn's latest model call, and EstimatedCostUsd the last turn's cost
+	// (models.providers.*.models[].cost; absent when unpriced), as in
+	// OpenClaw; the Cumulative ones grow with every turn since the
+	// session was created or reset, as the token counters above do.
+	CacheRead                  int64   `json:"cacheRead,omitempty"`
+	CacheWrite                 int64   `json:"cacheWrite,omitempty"`
+	EstimatedCostUsd           float64 `json:"estimatedCostUsd,omitempty"`
+	CumulativeCacheReadTokens  int64   `json:"cumulativeCacheReadTokens,omitempty"`
+	CumulativeCacheWriteTokens int64   `json:"cumulativeCacheWriteTokens,omitempty"`
+	CumulativeCostUsd          float64 `json:"cumulativeCostUsd,omitempty"`
 	// TotalTokensFresh false marks TotalTokens as an estimate made when a
 	// compaction changed the context, stale until the next model call
 	// reports usage (which removes the mark), as OpenClaw's field does.
@@ -210,11 +221,27 @@ type Tokens struct {
 	// AddInput, AddOutput and AddTotal are the usage reported since the
 	// turn's previous commit.
 	AddInput, AddOutput, AddTotal int64
+	// CacheRead and CacheWrite are the prompt-cache tokens of the turn's
+	// latest model call, Cost the turn's cost so far in micro-dollars;
+	// the Add ones what was reported since the previous commit.
+	CacheRead, CacheWrite, Cost          int64
+	AddCacheRead, AddCacheWrite, AddCost int64
 }
 
 // Pending reports whether t has usage the session has not counted yet.
 func (t *Tokens) Pending() bool {
-	return t.AddInput != 0 || t.AddOutput != 0 || t.AddTotal != 0
+	return t.AddInput != 0 || t.AddOutput != 0 || t.AddTotal != 0 ||
+		t.AddCacheRead != 0 || t.AddCacheWrite != 0 || t.AddCost != 0
+}
+
+// CountCache adds one model call's prompt-cache tokens and cost (in
+// micro-dollars) to a turn's figures, beside Count.
+func (t *Tokens) CountCache(read, write, cost int64) {
+	t.CacheRead, t.CacheWrite = read, write
+	t.Cost += cost
+	t.AddCacheRead += read
+	t.AddCacheWrite += write
+	t.AddCost += cost
 }
 
 // Count adds one model call's usage (input, output and total tokens) to
@@ -232,4 +259,7 @@ func (t *Tokens) Count(input, output, total int64) {
 }
 
 // Counted marks the pending usage as written.
-func (t *Tokens) Counted() { t.AddInput, t.AddOutput, t.AddTotal = 0, 0, 0 }
+func (t *Tokens) Counted() {
+	t.AddInput, t.AddOutput, t.AddTotal = 0, 0, 0
+	t.AddCacheRead, t.AddCacheWrite, t.AddCost = 0, 0, 0
+}

@@ -39,6 +39,20 @@
 // missing migrations in one transaction and refuses a database whose
 // version is newer than this binary knows.
 //
+// # Usage
+//
+// The usage ledger (usage.go) has one row per model call that answered:
+// when, agent, session, what for (Call.Kind), provider and model, tokens
+// and cost in micro-dollars. A turn's rows are written in the commit of
+// the messages they produced (Item.Call), with the session row's token
+// and cost counters, so a kill -9 neither loses a call whose answer is
+// stored nor counts one twice; calls outside a turn's transcript
+// (summaries, memory flushes, the image model) are written by
+// RecordCalls. Usage sums a time range, grouped by agent, model, kind or
+// calendar day, from an hourly roll-up (usage_hourly) a trigger keeps in
+// the transaction of each row, reading the ledger itself only where an
+// hour is cut. Rows are never updated; a reset of a session keeps them.
+//
 // # Channels
 //
 // The channel runtime (package channel/hub) keeps its durable state here

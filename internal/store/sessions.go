@@ -115,7 +115,7 @@ const createSQL = `INSERT INTO sessions (agent_id, key, session_id, label, updat
 	VALUES (?1, ?2, ?3, NULL, ?4, json_object('sessionId', ?3, 'updatedAt', ?4))`
 
 // tokenMembers are the json_set paths and values that write a turn's
-// token counts (session.Tokens, parameters ?5 to ?11) over prev, the
+// token counts and cost (session.Tokens, parameters ?5 to ?17) over prev, the
 // entry as it was: the turn's figures and the model's window (0 when
 // unknown, which Entry omits) replace the last turn's, and the cumulative
 // counters grow. The statements that write a session row during a turn
@@ -124,9 +124,16 @@ func tokenMembers(prev string) string {
 	grow := func(field, param string) string {
 		return fmt.Sprintf("'$.%s', coalesce(json_extract(%s, '$.%s'), 0) + %s", field, prev, field, param)
 	}
+	// Costs are micro-dollars in the parameters and dollars in the
+	// entry, as OpenClaw's estimatedCostUsd; rounding to the micro-dollar
+	// keeps the float sum from drifting.
+	usd := func(micros string) string { return "round(" + micros + " / 1e6, 6)" }
 	return strings.Join([]string{
 		"'$.inputTokens', ?5, '$.outputTokens', ?6, '$.totalTokens', ?7, '$.contextTokens', ?8",
 		grow("cumulativeInputTokens", "?9"), grow("cumulativeOutputTokens", "?10"), grow("cumulativeTotalTokens", "?11"),
+		"'$.cacheRead', ?12, '$.cacheWrite', ?13, '$.estimatedCostUsd', " + usd("?14"),
+		grow("cumulativeCacheReadTokens", "?15"), grow("cumulativeCacheWriteTokens", "?16"),
+		fmt.Sprintf("'$.cumulativeCostUsd', round(coalesce(json_extract(%s, '$.cumulativeCostUsd'), 0) + %s, 6)", prev, usd("?17")),
 	}, ", ")
 }
 
@@ -155,7 +162,8 @@ var (
 func tokenArgs(agent, key, id string, now int64, tok *session.Tokens) []any {
 	args := []any{agent, key, id, now}
 	if tok != nil {
-		args = append(args, tok.Input, tok.Output, tok.Context, tok.Window, tok.AddInput, tok.AddOutput, tok.AddTotal)
+		args = append(args, tok.Input, tok.Output, tok.Context, tok.Window, tok.AddInput, tok.AddOutput, tok.AddTotal,
+			tok.CacheRead, tok.CacheWrite, tok.Cost, tok.AddCacheRead, tok.AddCacheWrite, tok.AddCost)
 	}
 	return args
 }
@@ -205,7 +213,7 @@ func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok 
 				if err != nil {
 					return err
 				}
-				return db.appendTx(ctx, tx, id, msgs)
+				return db.appendTurnTx(ctx, tx, now, a, k, id, msgs)
 			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
 			default:
 				return err
@@ -216,12 +224,28 @@ func (db *DB) StartTurn(ctx context.Context, agent, key string, fresh bool, tok 
 		if err := stmt.QueryRowContext(ctx, tokenArgs(a, k, NewID(), now, tok)...).Scan(&id); err != nil {
 			return err
 		}
-		return db.appendTx(ctx, tx, id, msgs)
+		return db.appendTurnTx(ctx, tx, now, a, k, id, msgs)
 	})
 	if err != nil {
 		return "", fmt.Errorf("beginning a turn on %q: %w", k, err)
 	}
 	return id, nil
+}
+
+// appendTurnTx appends a turn's items to its transcript and the model
+// calls they carry (Item.Call) to the usage ledger: one commit, so a
+// crash neither loses a call whose answer is stored nor counts one twice.
+func (db *DB) appendTurnTx(ctx context.Context, tx *sql.Tx, now int64, agent, key, sessionID string, items []Item) error {
+	if err := db.appendTx(ctx, tx, sessionID, items); err != nil {
+		return err
+	}
+	var calls []*Call
+	for i := range items {
+		if items[i].Call != nil {
+			calls = append(calls, items[i].Call)
+		}
+	}
+	return db.insertCalls(ctx, tx, now, agent, key, sessionID, calls)
 }
 
 // ContinueTurn appends items to a turn's transcript, sessionID, and writes
@@ -239,8 +263,9 @@ func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, to
 	if len(msgs) == 0 && (tok == nil || !tok.Pending()) {
 		return nil
 	}
+	now := ms(db.now())
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		if err := db.appendTx(ctx, tx, sessionID, msgs); err != nil {
+		if err := db.appendTurnTx(ctx, tx, now, a, k, sessionID, msgs); err != nil {
 			return err
 		}
 		if tok == nil || !tok.Pending() {
@@ -248,7 +273,7 @@ func (db *DB) ContinueTurn(ctx context.Context, agent, key, sessionID string, to
 		}
 		stmt := tx.StmtContext(ctx, db.tokensStmt)
 		defer stmt.Close()
-		_, err := stmt.ExecContext(ctx, tokenArgs(a, k, sessionID, ms(db.now()), tok)...)
+		_, err := stmt.ExecContext(ctx, tokenArgs(a, k, sessionID, now, tok)...)
 		return err
 	})
 	if err != nil {
@@ -351,7 +376,7 @@ func (db *DB) PatchSessionWith(ctx context.Context, agent, key string, patch jso
 }
 
 // ResetSession starts a new transcript for a session: a new sessionId,
-// updatedAt raised to now, token counts and the compaction and memory
+// updatedAt raised to now, token counts and costs and the compaction and memory
 // flush counters cleared (the model's context window stays) and
 // systemSent and abortedLastRun false; settings and unknown fields stay.
 // The old
@@ -373,6 +398,8 @@ func (db *DB) ResetSession(ctx context.Context, agent, key string, now time.Time
 		next.UpdatedAt = max(cur.UpdatedAt, ms(now))
 		next.InputTokens, next.OutputTokens, next.TotalTokens = 0, 0, 0
 		next.CumulativeInputTokens, next.CumulativeOutputTokens, next.CumulativeTotalTokens = 0, 0, 0
+		next.CacheRead, next.CacheWrite, next.EstimatedCostUsd = 0, 0, 0
+		next.CumulativeCacheReadTokens, next.CumulativeCacheWriteTokens, next.CumulativeCostUsd = 0, 0, 0
 		next.SystemSent, next.AbortedLastRun = false, false
 		next.CompactionCount, next.MemoryFlushAt, next.MemoryFlushCompactionCount, next.TotalTokensFresh = 0, 0, nil, nil
 		if err := db.putEntry(ctx, tx, a, k, next); err != nil {

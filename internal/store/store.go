@@ -40,8 +40,11 @@ type DB struct {
 	touchTokensStmt  *sql.Stmt // on w
 	readAfterStmt    *sql.Stmt // on r
 	readFromStmt     *sql.Stmt // on r
+	insertCallStmt   *sql.Stmt // on w
 
 	tails *tails
+	// month is the running total of the current month's usage.
+	month monthTally
 }
 
 // Options say how to open a store.
@@ -58,6 +61,10 @@ type Options struct {
 	// slog.Default().
 	Log *slog.Logger
 }
+
+// File is the name of a tenant's database in its directory (and of the
+// operator's in the state directory).
+const File = "talon.db"
 
 // Open opens the database at path with every commit fsynced; see OpenWith.
 func Open(path string) (*DB, error) { return OpenWith(path, Options{}) }
@@ -90,6 +97,7 @@ func OpenWith(path string, o Options) (*DB, error) {
 		{&db.touchStmt, w, touchSQL}, {&db.createStmt, w, createSQL}, {&db.tokensStmt, w, tokensSQL},
 		{&db.createTokensStmt, w, createTokensSQL}, {&db.touchTokensStmt, w, touchTokensSQL},
 		{&db.readAfterStmt, r, readAfterSQL}, {&db.readFromStmt, r, readFromSQL},
+		{&db.insertCallStmt, w, insertCallSQL},
 	} {
 		if *p.dst, err = p.on.PrepareContext(ctx, p.text); err != nil {
 			break
@@ -109,7 +117,7 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.tokensStmt,
-		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt, db.readFromStmt} {
+		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt, db.readFromStmt, db.insertCallStmt} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -127,10 +135,14 @@ func (db *DB) now() time.Time {
 // write runs fn in a write transaction (BEGIN IMMEDIATE on the single
 // write connection) and commits it if fn returns nil.
 func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	if err := writeTx(ctx, db.w, fn); err != nil {
+	var tx *sql.Tx
+	err := writeTx(ctx, db.w, func(t *sql.Tx) error { tx = t; return fn(t) })
+	rows := db.month.unstage(tx)
+	if err != nil {
 		return err
 	}
 	db.sdb.Committed()
+	db.month.add(rows)
 	return nil
 }
 

@@ -96,6 +96,9 @@ func (r *Record) Entry() (compaction.Entry, bool) {
 type Item struct {
 	Message llm.Message
 	Usage   compaction.Usage
+	// Call, when set, is the model call that produced the message, for
+	// the usage ledger (StartTurn and ContinueTurn write it).
+	Call *Call
 
 	projection compaction.Projection
 	marker     bool

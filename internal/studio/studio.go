@@ -124,6 +124,7 @@ func (s *Server) routes() {
 		m.HandleFunc("POST "+base+"/agents/{agent}/automations", s.tenant(s.addJob))
 		m.HandleFunc("POST "+base+"/agents/{agent}/automations/{job}/{action}", s.tenant(s.jobAction))
 		m.HandleFunc("GET "+base+"/channels", s.tenant(s.channelsPage))
+		m.HandleFunc("GET "+base+"/usage", s.tenant(s.usagePage))
 		m.HandleFunc("POST "+base+"/channels/pairing/{request}/{action}", s.tenant(s.answerPairing))
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

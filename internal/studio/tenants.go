@@ -35,6 +35,10 @@ type tenantsView struct {
 type tenantRow struct {
 	catalog.Tenant
 	Installed []catalog.Installation
+	// Usage is the month's usage and budget (usage.budget); UsageErr
+	// says why it could not be read.
+	Usage    *budgetStatus
+	UsageErr string
 }
 
 type tenantForm struct{ ID, Name string }
@@ -95,6 +99,7 @@ func (s *Server) showTenants(q *req, status int, errMsg string, v *tenantsView, 
 					row.Installed = append(row.Installed, in)
 				}
 			}
+			row.Usage, row.UsageErr = s.tenantUsage(q, t.ID)
 			v.Tenants = append(v.Tenants, row)
 		}
 	}
@@ -223,4 +228,16 @@ func (s *Server) sync(q *req) {
 		notice = []string{fmt.Sprintf("Synced %s: %d installation(s).", slug, len(res))}
 	}
 	s.showTenants(q, http.StatusOK, "", v, notice)
+}
+
+// tenantUsage is tenant id's month of usage and its budget, for the
+// tenants list; a tenant whose gateway cannot answer shows why instead.
+func (s *Server) tenantUsage(q *req, id string) (*budgetStatus, string) {
+	ctx, cancel := context.WithTimeout(q.r.Context(), callTimeout)
+	defer cancel()
+	var st budgetStatus
+	if err := s.o.Relay.Call(ctx, id, "usage.budget", map[string]any{}, &st); err != nil {
+		return nil, s.errText(q, err)
+	}
+	return &st, ""
 }

@@ -98,6 +98,12 @@ type Env struct {
 	// agents.defaults.imageModel or the agent's own model. Nil when no
 	// such model is known; the image tool then says so.
 	Vision func(ctx context.Context, prompt string, img llm.Image) (string, error)
+	// Documents asks a model that reads PDFs itself about docs with
+	// prompt: model when the call names one, else
+	// agents.defaults.pdfModel, else the run's own model. Nil when none
+	// of those can read documents; the pdf tool then returns the text it
+	// extracts.
+	Documents func(ctx context.Context, prompt, model string, docs []llm.Document) (string, error)
 	// Messenger sends the message tool's messages through the tenant's
 	// chat channels; nil when the caller has none, and message says so.
 	Messenger Messenger
@@ -276,6 +282,9 @@ type ReadQuery struct {
 type Result struct {
 	Text    string
 	IsError bool
+	// EndTurn ends the run after this round's tool calls without asking
+	// the model again (sessions_yield: the turn waits for its children).
+	EndTurn bool
 }
 
 // Errorf is a Result reporting a problem to the model.
@@ -290,5 +299,46 @@ type Sessions interface {
 	List(ctx context.Context, agentID string, limit int) (json.RawMessage, error)
 	History(ctx context.Context, sessionKey string, limit int) (json.RawMessage, error)
 	Send(ctx context.Context, fromKey, toKey, message string) (json.RawMessage, error)
-	Spawn(ctx context.Context, parentKey, agentID, task, label string) (json.RawMessage, error)
+	// Spawn starts a child run and returns at once; the child's result is
+	// announced to the calling session when it ends.
+	Spawn(ctx context.Context, r SpawnRequest) (json.RawMessage, error)
+	// Subagents lists, steers or kills the calling session's children.
+	Subagents(ctx context.Context, r SubagentsRequest) (json.RawMessage, error)
+	// Yield checks the calling session has children whose results are
+	// still owed and keeps message for the turn their announce starts.
+	Yield(ctx context.Context, message string) (json.RawMessage, error)
+	// AgentsList lists the agents the calling agent may spawn.
+	AgentsList(ctx context.Context) (json.RawMessage, error)
+}
+
+// SpawnRequest is one checked sessions_spawn call.
+type SpawnRequest struct {
+	Task  string
+	Label string
+	// AgentID is the agent asked for; "" for the caller's own.
+	AgentID string
+	// Model overrides the child's model; "" for the configured one.
+	Model string
+	// RunTimeoutSeconds is the child's timeout; nil for the configured
+	// one, 0 for none.
+	RunTimeoutSeconds *int
+	// Delete removes the child's session once its result is announced
+	// (cleanup "delete").
+	Delete bool
+	// Announce is expectsCompletionMessage: false spawns fire-and-forget.
+	Announce bool
+	// RequireSandbox refuses a child that would not be sandboxed
+	// (sandbox "require").
+	RequireSandbox bool
+}
+
+// SubagentsRequest is one checked subagents call: Action list (children
+// of the last RecentMinutes, and every running one), kill or steer
+// Target (a runId, a child session key, a label, a 1-based index in the
+// list, "last", or for kill "all") with Message.
+type SubagentsRequest struct {
+	Action        string
+	Target        string
+	Message       string
+	RecentMinutes int
 }

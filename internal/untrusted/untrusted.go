@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // warning is OpenClaw's notice before untrusted content, word for word.
@@ -34,15 +35,19 @@ const (
 	SourceWebSearch = "Web Search"
 )
 
-var (
-	// startMarkerRE and endMarkerRE find boundary markers the content
-	// itself carries, which could fake the end of the untrusted block.
-	startMarkerRE = regexp.MustCompile(`(?i)<<<\s*EXTERNAL[\s_]+UNTRUSTED[\s_]+CONTENT(?:\s+id=\\*"[^"]*")?\s*>>>`)
-	endMarkerRE   = regexp.MustCompile(`(?i)<<<\s*END[\s_]+EXTERNAL[\s_]+UNTRUSTED[\s_]+CONTENT(?:\s+id=\\*"[^"]*")?\s*>>>`)
-	// specialTokenRE finds chat-template control tokens of common models.
-	specialTokenRE = regexp.MustCompile(`<\|(?:im_start|im_end|endoftext|begin_of_text|end_of_text|start_header_id|end_header_id|eot_id|python_tag|eom_id|channel|message|return|call)\|>|<\|reserved_special_token_\d+\|>|\[/?INST\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>`)
-	newlinesRE     = regexp.MustCompile(`[\r\n]+`)
-)
+// patterns are compiled at first use: most gateways never wrap external
+// text, and compiled regexps are heap for the process's life.
+var patterns = sync.OnceValue(func() *struct{ start, end, special, newlines *regexp.Regexp } {
+	return &struct{ start, end, special, newlines *regexp.Regexp }{
+		// start and end find boundary markers the content itself
+		// carries, which could fake the end of the untrusted block.
+		start: regexp.MustCompile(`(?i)<<<\s*EXTERNAL[\s_]+UNTRUSTED[\s_]+CONTENT(?:\s+id=\\*"[^"]*")?\s*>>>`),
+		end:   regexp.MustCompile(`(?i)<<<\s*END[\s_]+EXTERNAL[\s_]+UNTRUSTED[\s_]+CONTENT(?:\s+id=\\*"[^"]*")?\s*>>>`),
+		// special finds chat-template control tokens of common models.
+		special:  regexp.MustCompile(`<\|(?:im_start|im_end|endoftext|begin_of_text|end_of_text|start_header_id|end_header_id|eot_id|python_tag|eom_id|channel|message|return|call)\|>|<\|reserved_special_token_\d+\|>|\[/?INST\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>`),
+		newlines: regexp.MustCompile(`[\r\n]+`),
+	}
+})
 
 // Block says how Wrap frames one text.
 type Block struct {
@@ -64,7 +69,7 @@ func Wrap(content string, b Block) string {
 	id := hex.EncodeToString(n[:])
 	meta := "Source: " + b.Source
 	if b.Task != "" {
-		meta += "\nTask: " + newlinesRE.ReplaceAllString(Sanitize(b.Task), " ")
+		meta += "\nTask: " + patterns().newlines.ReplaceAllString(Sanitize(b.Task), " ")
 	}
 	lines := []string{
 		`<<<EXTERNAL_UNTRUSTED_CONTENT id="` + id + `">>>`,
@@ -80,7 +85,8 @@ func Wrap(content string, b Block) string {
 
 // Sanitize defuses boundary markers and control tokens inside s.
 func Sanitize(s string) string {
-	s = endMarkerRE.ReplaceAllString(s, "[[END_MARKER_SANITIZED]]")
-	s = startMarkerRE.ReplaceAllString(s, "[[MARKER_SANITIZED]]")
-	return specialTokenRE.ReplaceAllString(s, "[REMOVED_SPECIAL_TOKEN]")
+	p := patterns()
+	s = p.end.ReplaceAllString(s, "[[END_MARKER_SANITIZED]]")
+	s = p.start.ReplaceAllString(s, "[[MARKER_SANITIZED]]")
+	return p.special.ReplaceAllString(s, "[REMOVED_SPECIAL_TOKEN]")
 }

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"talon/internal/platform"
 	"talon/internal/platform/install"
 	"talon/internal/store/catalog"
 	"talon/internal/tenantid"
+	"talon/internal/usage"
 )
 
 //go:embed openapi.json
@@ -229,4 +231,53 @@ func nonNil[T any](list []T) []T {
 		return []T{}
 	}
 	return list
+}
+
+// usageQuery reads the since and by query parameters.
+func usageQuery(r *http.Request) (usage.Query, error) {
+	v := r.URL.Query()
+	since, err := usage.ParseSince(v.Get("since"), time.Now())
+	if err != nil {
+		return usage.Query{}, badField("since", "%v", err)
+	}
+	if err := usage.CheckBy(v.Get("by")); err != nil {
+		return usage.Query{}, badField("by", "%v", err)
+	}
+	return usage.Query{Since: since, By: v.Get("by")}, nil
+}
+
+// usage answers a tenant's usage, the JSON of `talon usage --json`. The
+// route's access is tenant: a tenant's token reads its own alone.
+func (s *server) usage(w http.ResponseWriter, r *http.Request) error {
+	q, err := usageQuery(r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if _, err := s.tenant(r, id); err != nil {
+		return err
+	}
+	rep, err := s.p.Usage(r.Context(), id, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// allUsage answers every tenant's totals and their sum (admin only).
+func (s *server) allUsage(w http.ResponseWriter, r *http.Request) error {
+	q, err := usageQuery(r)
+	if err != nil {
+		return err
+	}
+	if q.By != "" {
+		return badField("by", "the all-tenants view has one row per tenant; ask /api/tenants/{id}/usage for rows by %s", q.By)
+	}
+	rep, err := s.p.AllUsage(r.Context(), q.Since)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
 }

@@ -26,10 +26,12 @@ var routes = []route{
 	{"POST", "/api/library/sync", admin, (*server).syncAll},
 	{"POST", "/api/library/sync/{slug}", admin, (*server).syncOne},
 	{"GET", "/api/tenants", admin, (*server).tenants},
+	{"GET", "/api/usage", admin, (*server).allUsage},
 	{"POST", "/api/tenants", admin, (*server).createTenant},
 	{"DELETE", "/api/tenants/{id}", admin, (*server).deleteTenant},
 	{"GET", "/api/tenants/{id}/installations", admin, (*server).installations},
 	{"POST", "/api/tenants/{id}/installations", admin, (*server).install},
 	{"DELETE", "/api/tenants/{id}/installations/{slug}", admin, (*server).uninstall},
 	{"POST", "/api/tenants/{id}/employees/{slug}/chat", tenant, (*server).chat},
+	{"GET", "/api/tenants/{id}/usage", tenant, (*server).usage},
 }

@@ -25,7 +25,7 @@ import (
 // Order is the construction order of the tools Talon has.
 var Order = []string{
 	"read", "edit", "write", "apply_patch", "exec", "process", "browser", "cron", "message", "tts", "gateway",
-	"sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
+	"agents_list", "sessions_list", "sessions_history", "sessions_send", "sessions_yield", "sessions_spawn", "subagents", "session_status",
 	"web_search", "web_fetch", "image", "pdf",
 }
 

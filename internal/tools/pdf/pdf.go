@@ -5,11 +5,13 @@
 // (pdf, pdfs, pages, prompt, password, model, maxBytesMb) and limits
 // (agents.defaults.pdfMaxMb, pdfMaxPages, ten PDFs a call).
 //
-// OpenClaw hands each document to a PDF-capable model with the prompt
-// and returns that model's answer. Talon's tool returns the extracted
-// text to the calling model instead: its model messages carry no
-// documents yet, and Go has no pure-Go PDF renderer for page images. So
-// prompt frames the result, and model is reported as not used.
+// As OpenClaw's, the tool hands the documents with the prompt to a model
+// that reads PDFs itself (tools.Env.Documents: the call's model,
+// agents.defaults.pdfModel, or the run's own model when it is one — in
+// Talon, Anthropic's API) and returns its answer. Otherwise, or for a page
+// range, it returns the extracted text to the calling model: Go has no
+// pure-Go PDF renderer for page images, so a model that reads only text
+// and images gets the text.
 //
 // Extraction parses with github.com/ledongthuc/pdf (pure Go; pdfcpu, the
 // other candidate, has no text extraction) and interprets the content
@@ -29,9 +31,11 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"talon/internal/config"
+	"talon/internal/llm"
 	"talon/internal/tools"
 )
 
@@ -69,7 +73,7 @@ var schema = tools.Object(
 	tools.Prop{Name: "password", Type: tools.TypeString,
 		Description: "Not supported: Talon does not read encrypted PDFs."},
 	tools.Prop{Name: "model", Type: tools.TypeString,
-		Description: "Model override in provider/model form; not used by Talon, which returns the text itself."},
+		Description: "Model override in provider/model form: a model that reads PDFs itself (Anthropic). Without one, the extracted text is returned."},
 	tools.Prop{Name: "maxBytesMb", Type: tools.TypeNumber,
 		Description: fmt.Sprintf("Per-PDF size cap in MB, above 0 and at most %d; default agents.defaults.pdfMaxMb or %d.", config.MaxPDFMaxMb, config.DefaultPDFMaxMb)},
 )
@@ -114,6 +118,25 @@ func (t *pdfTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 		}
 		docs = append(docs, loaded{ref: ref, data: data})
 	}
+	// A model that reads PDFs itself gets them whole, with the prompt, and
+	// its answer is the result (OpenClaw's native path); a page range, or
+	// a model call that fails, falls back to the text.
+	note := ""
+	if env.Documents != nil && c.pages == nil {
+		ds := make([]llm.Document, len(docs))
+		for i, d := range docs {
+			ds[i] = llm.Document{Name: path.Base(d.ref), MIME: "application/pdf", Data: d.data}
+		}
+		answer, err := env.Documents(ctx, c.prompt, c.model, ds)
+		if err == nil {
+			return tools.Result{Text: answer}, nil
+		}
+		if ctx.Err() != nil {
+			return tools.Result{}, ctx.Err()
+		}
+		note = fmt.Sprintf("The PDF model could not read the document (%v); its extracted text follows.\n", err)
+		c.model = ""
+	}
 	child := t.child
 	if child == nil {
 		ch, err := DefaultChild()
@@ -131,7 +154,7 @@ func (t *pdfTool) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) 
 		}
 		return tools.ErrorResult(err), nil
 	}
-	return tools.Result{Text: out}, nil
+	return tools.Result{Text: note + out}, nil
 }
 
 // parse checks the arguments, with config's defaults and ceilings.
@@ -248,7 +271,7 @@ func render(ctx context.Context, c call, docs []loaded, lim Limits, extract extr
 	var b strings.Builder
 	fmt.Fprintf(&b, "Prompt: %s\n", c.prompt)
 	if c.model != "" {
-		fmt.Fprintf(&b, "Model %q was not called: Talon's pdf tool returns the extracted text, for you to answer from.\n", c.model)
+		fmt.Fprintf(&b, "Model %q was not called: no model that reads PDFs itself is configured (agents.defaults.pdfModel), so here is the extracted text, for you to answer from.\n", c.model)
 	}
 	budget := lim.MaxChars
 	for i, d := range docs {

@@ -1,5 +1,6 @@
 // Package sessions holds the session tools: session_status, sessions_list,
-// sessions_history, sessions_send and sessions_spawn. They validate
+// sessions_history, sessions_send, and the subagent tools sessions_spawn,
+// subagents, sessions_yield and agents_list (subagents.go). They validate
 // arguments and call the tools.Sessions backend in their Env, which the
 // agent runner provides; they are stateless and safe for concurrent use.
 //
@@ -28,9 +29,9 @@ import (
 	"talon/internal/tools"
 )
 
-// All returns the five session tools in catalog order.
+// All returns the session and subagent tools.
 func All() []tools.Tool {
-	return []tools.Tool{&status{}, &list{}, &history{}, &send{}, &spawn{}}
+	return []tools.Tool{&status{}, &list{}, &history{}, &send{}, &spawn{}, &subagents{}, &yield{}, &agentsList{}}
 }
 
 var (
@@ -39,6 +40,9 @@ var (
 	_ tools.Tool = (*history)(nil)
 	_ tools.Tool = (*send)(nil)
 	_ tools.Tool = (*spawn)(nil)
+	_ tools.Tool = (*subagents)(nil)
+	_ tools.Tool = (*yield)(nil)
+	_ tools.Tool = (*agentsList)(nil)
 )
 
 // Limits of the listing tools.
@@ -177,39 +181,5 @@ func (*send) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tool
 			return nil, errors.New("a session cannot send to itself")
 		}
 		return b.Send(ctx, env.SessionKey, key, msg)
-	})
-}
-
-type spawn struct{}
-
-var spawnSchema = tools.Object(
-	tools.Prop{Name: "task", Type: tools.TypeString, Required: true, Description: "What the subagent should do; it sees only this text."},
-	tools.Prop{Name: "label", Type: tools.TypeString, Description: "A short name for the subagent's session."},
-	tools.Prop{Name: "agentId", Type: tools.TypeString, Description: "Agent to run the task; default: this agent."},
-)
-
-func (*spawn) Name() string { return "sessions_spawn" }
-func (*spawn) Description() string {
-	return "Run a task in a new subagent session and return its final answer. Subagents get fewer tools, and how deep they may spawn is limited."
-}
-func (*spawn) Schema() json.RawMessage { return spawnSchema }
-func (*spawn) Run(ctx context.Context, env *tools.Env, raw json.RawMessage) (tools.Result, error) {
-	return run(env, raw, spawnSchema, func(b tools.Sessions, a tools.Args) (json.RawMessage, error) {
-		task, err := a.String("task", true)
-		if err != nil {
-			return nil, err
-		}
-		label, err := a.String("label", false)
-		if err != nil {
-			return nil, err
-		}
-		agentID, err := a.String("agentId", false)
-		if err != nil {
-			return nil, err
-		}
-		if agentID == "" {
-			agentID = env.AgentID
-		}
-		return b.Spawn(ctx, env.SessionKey, agentID, task, label)
 	})
 }

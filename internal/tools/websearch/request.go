@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -51,12 +52,16 @@ type request struct {
 	MaxTokensPerPage int      `json:"maxTokensPerPage,omitempty"`
 }
 
-var (
-	countryRE  = regexp.MustCompile(`^[A-Za-z]{2}$`)
-	langRE     = regexp.MustCompile(`^[a-z]{2,3}$`)
-	searchLang = regexp.MustCompile(`^[a-z]{2,3}(-[a-z]{2,4})?$`)
-	uiLangRE   = regexp.MustCompile(`^[a-z]{2,3}-[A-Za-z]{2}$`)
-)
+// codePatterns are the formats of the code arguments, compiled at first
+// use: a gateway whose agents never search keeps no regexp for it.
+var codePatterns = sync.OnceValue(func() [4]*regexp.Regexp {
+	return [4]*regexp.Regexp{
+		regexp.MustCompile(`^[A-Za-z]{2}$`),              // country
+		regexp.MustCompile(`^[a-z]{2,3}$`),               // language
+		regexp.MustCompile(`^[a-z]{2,3}(-[a-z]{2,4})?$`), // search_lang
+		regexp.MustCompile(`^[a-z]{2,3}-[A-Za-z]{2}$`),   // ui_lang
+	}
+})
 
 func parseRequest(raw []byte) (request, error) {
 	a, err := tools.ParseArgsFor(raw, schema)
@@ -102,15 +107,16 @@ func checkQuery(q string) (string, error) {
 // parseCodes reads the country and language codes, each checked against
 // its format so nothing but a code reaches the provider's URL.
 func (r *request) parseCodes(a tools.Args) error {
+	re := codePatterns()
 	codes := []struct {
 		name, example string
 		re            *regexp.Regexp
 		to            *string
 	}{
-		{"country", `"US"`, countryRE, &r.Country},
-		{"language", `"en"`, langRE, &r.Language},
-		{"search_lang", `"en" or "en-gb"`, searchLang, &r.SearchLang},
-		{"ui_lang", `"en-US"`, uiLangRE, &r.UILang},
+		{"country", `"US"`, re[0], &r.Country},
+		{"language", `"en"`, re[1], &r.Language},
+		{"search_lang", `"en" or "en-gb"`, re[2], &r.SearchLang},
+		{"ui_lang", `"en-US"`, re[3], &r.UILang},
 	}
 	for _, c := range codes {
 		s, err := a.String(c.name, false)

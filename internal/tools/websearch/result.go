@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"talon/internal/untrusted"
@@ -153,12 +154,14 @@ func webURL(s string) (string, bool) {
 	return u.String(), true
 }
 
-var isoDateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$`)
+var isoDateRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$`)
+})
 
 // published keeps an ISO date or timestamp as given (no time zone is
 // invented) and drops anything else, such as "2 days ago".
 func published(s string) string {
-	if s = strings.TrimSpace(s); isoDateRE.MatchString(s) {
+	if s = strings.TrimSpace(s); isoDateRE().MatchString(s) {
 		return s
 	}
 	return ""
@@ -168,10 +171,10 @@ func published(s string) string {
 // more prose to wrap, and the host is what the model can check.
 func siteName(u string) string { return strings.TrimPrefix(hostOf(u), "www.") }
 
-var tagRE = regexp.MustCompile(`</?[a-zA-Z][^<>]*>`)
+var tagRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`</?[a-zA-Z][^<>]*>`) })
 
 // stripTags removes the markup Brave puts in descriptions (<strong>) and
 // decodes its entities.
 func stripTags(s string) string {
-	return html.UnescapeString(tagRE.ReplaceAllString(s, ""))
+	return html.UnescapeString(tagRE().ReplaceAllString(s, ""))
 }

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"talon/internal/sqlitedb"
+)
+
+// naiveUsage is the sum the roll-up must give: every call of calls in
+// [since, until) of agent (all when ""), grouped by by in loc.
+func naiveUsage(calls []*Call, since, until int64, agent, by string, loc *time.Location) (UsageTotals, []UsageGroup) {
+	var total UsageTotals
+	byKey := map[string]*UsageTotals{}
+	var keys []string
+	for _, c := range calls {
+		if c.At < since || (until > 0 && c.At >= until) || (agent != "" && c.AgentID != agent) {
+			continue
+		}
+		t := UsageTotals{Calls: 1, Input: c.Input, Output: c.Output, CacheRead: c.CacheRead, CacheWrite: c.CacheWrite}
+		if c.Priced {
+			t.Cost = c.Cost
+		} else {
+			t.Unpriced = 1
+		}
+		total.Add(&t)
+		var k string
+		switch by {
+		case "":
+			continue
+		case ByAgent:
+			k = c.AgentID
+		case ByModel:
+			k = c.Provider + "/" + c.Model
+		case ByKind:
+			k = c.Kind
+		case ByDay:
+			k = time.UnixMilli(c.At).In(loc).Format(time.DateOnly)
+		}
+		if byKey[k] == nil {
+			byKey[k] = &UsageTotals{}
+			keys = append(keys, k)
+		}
+		byKey[k].Add(&t)
+	}
+	var groups []UsageGroup
+	for _, k := range keys {
+		groups = append(groups, UsageGroup{Key: k, UsageTotals: *byKey[k]})
+	}
+	if by == "" {
+		return total, nil
+	}
+	return total, merge(groups)
+}
+
+// randomCalls are n calls over days from start, of 3 agents, 2 models
+// and 2 kinds, some unpriced.
+func randomCalls(n int, start time.Time, days int) []*Call {
+	rng := rand.New(rand.NewPCG(24, 9))
+	calls := make([]*Call, n)
+	for i := range calls {
+		calls[i] = &Call{At: start.UnixMilli() + rng.Int64N(int64(days)*24*3600*1000),
+			AgentID: fmt.Sprintf("a%d", rng.IntN(3)), Kind: []string{CallTurn, CallCron}[rng.IntN(2)],
+			Provider: "p", Model: fmt.Sprintf("m%d", rng.IntN(2)), Input: rng.Int64N(1000), Output: rng.Int64N(100),
+			CacheRead: rng.Int64N(50), CacheWrite: rng.Int64N(5), Cost: rng.Int64N(10000), Priced: rng.IntN(5) != 0}
+	}
+	return calls
+}
+
+// TestUsageRollUp: sums read from the hourly roll-up and the ledger's
+// ends equal the sums of the calls themselves, for ranges that start and
+// end inside an hour, every grouping, one agent, and days in zones
+// offset by whole, half and quarter hours and across a DST change.
+func TestUsageRollUp(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	start := time.Date(2026, 3, 26, 0, 0, 0, 0, time.UTC)
+	calls := randomCalls(3000, start, 6)
+	if err := db.RecordCalls(ctx, calls...); err != nil {
+		t.Fatal(err)
+	}
+	zone := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc
+	}
+	ms := func(d time.Duration) int64 { return start.Add(d).UnixMilli() }
+	ranges := []struct {
+		name         string
+		since, until int64
+	}{
+		{"everything", 0, 0},
+		{"inside one hour", ms(26*time.Hour + 5*time.Minute), ms(26*time.Hour + 50*time.Minute)},
+		{"ends inside hours", ms(7*time.Hour + 17*time.Minute), ms(100*time.Hour + 1)},
+		{"whole hours", ms(24 * time.Hour), ms(72 * time.Hour)},
+		{"open end", ms(50*time.Hour + 30*time.Second), 0},
+	}
+	for _, r := range ranges {
+		for _, by := range []string{"", ByAgent, ByModel, ByKind, ByDay} {
+			for _, loc := range []*time.Location{nil, zone("Asia/Kolkata"), zone("Asia/Kathmandu"), zone("Europe/Paris"), zone("America/St_Johns")} {
+				for _, agent := range []string{"", "a1"} {
+					name := fmt.Sprintf("%s/%s/%v/%s", r.name, by, loc, agent)
+					q := UsageQuery{Since: r.since, Until: r.until, AgentID: agent, By: by, Location: loc}
+					total, groups, err := db.Usage(ctx, q)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					wantTotal, wantGroups := naiveUsage(calls, r.since, r.until, agent, by, orUTC(loc))
+					if diff := cmp.Diff(wantTotal, total); diff != "" {
+						t.Errorf("%s: totals (-want +got):\n%s", name, diff)
+					}
+					if diff := cmp.Diff(wantGroups, groups); diff != "" {
+						t.Errorf("%s: groups (-want +got):\n%s", name, diff)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMigrationRollsUpTheLedger: a ledger written by schema version 8
+// is rolled up when the database is opened by this binary, and new calls
+// add to the same hours.
+func TestMigrationRollsUpTheLedger(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "talon.db")
+	sdb, err := sqlitedb.Open(path, sqlitedb.Options{What: "store", Synchronous: "FULL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	calls := randomCalls(500, start, 2)
+	err = writeTx(ctx, sdb.W, func(tx *sql.Tx) error {
+		if err := applyMigrations(ctx, tx, "schema_migrations", migrations[:8], time.UnixMilli(1)); err != nil {
+			return err
+		}
+		for _, c := range calls[:400] {
+			var cost any
+			if c.Priced {
+				cost = c.Cost
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO usage (at, agent_id, kind, provider, model, input, output, cache_read, cache_write, cost)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.At, c.AgentID, c.Kind, c.Provider, c.Model, c.Input, c.Output, c.CacheRead, c.CacheWrite, cost); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.RecordCalls(ctx, calls[400:]...); err != nil {
+		t.Fatal(err)
+	}
+	for _, by := range []string{ByAgent, ByDay} {
+		total, groups, err := db.Usage(ctx, UsageQuery{Since: start.UnixMilli(), By: by})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTotal, wantGroups := naiveUsage(calls, start.UnixMilli(), 0, "", by, time.UTC)
+		if diff := cmp.Diff(wantTotal, total); diff != "" {
+			t.Errorf("by %s: totals (-want +got):\n%s", by, diff)
+		}
+		if diff := cmp.Diff(wantGroups, groups); diff != "" {
+			t.Errorf("by %s: groups (-want +got):\n%s", by, diff)
+		}
+	}
+	var rolled int64
+	if err := db.r.QueryRowContext(ctx, `SELECT sum(calls) FROM usage_hourly`).Scan(&rolled); err != nil || rolled != 500 {
+		t.Errorf("usage_hourly holds %d calls (%v), want 500", rolled, err)
+	}
+}
