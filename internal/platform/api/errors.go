@@ -14,6 +14,7 @@ import (
 	"talon/internal/platform/relay"
 	"talon/internal/store"
 	"talon/internal/store/catalog"
+	"talon/protocol"
 )
 
 // apiError is an error with the status and code the client sees.
@@ -50,6 +51,12 @@ func hidden(status int, code, message string, cause error) *apiError {
 // gatewayFailed is a chat that could not reach the gateway, or lost it: the
 // gateway's own message when it refused, else a fixed one.
 func gatewayFailed(err error) *apiError {
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Code == protocol.CodeBudgetExceeded {
+		// The tenant's monthly budget is spent: the gateway's 402, not a
+		// failure of the gateway.
+		return errorf(http.StatusPaymentRequired, "budget_exceeded", "%s", pe.Message)
+	}
 	if msg, ok := relay.Refusal(err); ok {
 		return errorf(http.StatusBadGateway, "gateway_error", "the gateway refused: %s", msg)
 	}

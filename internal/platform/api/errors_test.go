@@ -15,6 +15,7 @@ import (
 	"talon/internal/platform/relay"
 	"talon/internal/store"
 	"talon/internal/talonproc"
+	"talon/protocol"
 	"talon/protocol/client"
 )
 
@@ -128,4 +129,24 @@ func chatEnv(t *testing.T, o Options, url string) *env {
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	return e
+}
+
+// TestGatewayRefusals: a gateway's refusal is relayed with its message;
+// a spent budget is the gateway's 402, not a failure of the gateway.
+func TestGatewayRefusals(t *testing.T) {
+	cases := []struct {
+		err          error
+		status       int
+		code, prefix string
+	}{
+		{&protocol.Error{Code: protocol.CodeBudgetExceeded, Message: "monthly usage budget reached"}, 402, "budget_exceeded", "monthly usage budget reached"},
+		{&protocol.Error{Code: protocol.CodeInvalidRequest, Message: "bad"}, 502, "gateway_error", "the gateway refused: bad"},
+		{fmt.Errorf("dial: %w", context.DeadlineExceeded), 502, "gateway_error", "the gateway could not be reached"},
+	}
+	for _, c := range cases {
+		ae := gatewayFailed(c.err)
+		if ae.status != c.status || ae.code != c.code || !strings.HasPrefix(ae.message, c.prefix) {
+			t.Errorf("gatewayFailed(%v) = %d %s %q, want %d %s %q…", c.err, ae.status, ae.code, ae.message, c.status, c.code, c.prefix)
+		}
+	}
 }
