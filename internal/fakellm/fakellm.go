@@ -89,7 +89,10 @@ type Server struct {
 
 	chats, toolCalls, rejected atomic.Int64
 	inFlight, maxInFlight      atomic.Int64
-	lastToolResult             atomic.Pointer[string]
+	// reported sums the usage the server sent: calls, prompt and
+	// completion tokens (a stream counts when it was asked for usage).
+	reportedCalls, reportedPrompt, reportedCompletion atomic.Int64
+	lastToolResult                                    atomic.Pointer[string]
 }
 
 // Start validates opts and serves on a free loopback port until Close.
@@ -173,6 +176,18 @@ func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
 // Text is the whole text of every answer that is not a tool call.
 func (s *Server) Text() string { return s.text }
+
+// Reported is the usage the server has sent: answers that carried one,
+// and their prompt and completion tokens summed.
+func (s *Server) Reported() (calls, prompt, completion int64) {
+	return s.reportedCalls.Load(), s.reportedPrompt.Load(), s.reportedCompletion.Load()
+}
+
+func (s *Server) report(a *answer) {
+	s.reportedCalls.Add(1)
+	s.reportedPrompt.Add(int64(a.usage["prompt_tokens"]))
+	s.reportedCompletion.Add(int64(a.usage["completion_tokens"]))
+}
 
 // Chats is how many chat completions were answered (status 200).
 func (s *Server) Chats() int64 { return s.chats.Load() }
@@ -322,6 +337,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r.Context(), &a, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
+	s.report(&a)
 	msg := map[string]any{"role": "assistant", "content": s.text}
 	finish := "stop"
 	if call != nil {
@@ -389,6 +405,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, a *answer, u
 	if usage {
 		event(map[string]any{"id": a.id, "object": "chat.completion.chunk", "created": a.created, "model": a.model,
 			"choices": []any{}, "usage": a.usage})
+		s.report(a)
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	_ = rc.Flush()
