@@ -180,6 +180,13 @@ func cut(d *doc, o Options) []Chunk {
 			i = after(as, c.k)
 			continue
 		}
+		// A link whose markup leaves no room for a character of its label
+		// cannot be sent as a link: its label and target become text,
+		// which can be cut.
+		if l := d.runs[as[i].run].link; l != 0 && o.Flavor != Plain && w.markupCost(as[i].run) >= o.Limit {
+			d.unlink(l)
+			continue
+		}
 		// The chunk's first atom alone is too big: cut inside it.
 		w.reset()
 		n := w.fit(as[i].run, d.runs[as[i].run].text[as[i].start:as[i].end], o.Limit)

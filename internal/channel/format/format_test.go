@@ -50,7 +50,7 @@ func TestRender(t *testing.T) {
 			"hi <@123> in <#456> and <@&789>"},
 		{"code keeps markup characters", "`a*b_c<d>`",
 			"<code>a*b_c&lt;d&gt;</code>", "`a*b_c&lt;d&gt;`", "`a*b_c<d>`", "a*b_c<d>"},
-		{"discord code with backticks", "``a`b``", "<code>a`b</code>", "`a`b`", "``a`b``", "a`b"},
+		{"discord code with backticks", "``a`b``", "<code>a`b</code>", "`a`b`", "`` a`b ``", "a`b"},
 		{"escapes", `\*not\* snake_case`,
 			"*not* snake_case", "*not* snake_case", `\*not\* snake\_case`, "*not* snake_case"},
 		{"heading and list", "## Plan\n- one\n- two\n1. first",

@@ -86,6 +86,21 @@ func (b *builder) flush() {
 
 func (b *builder) text(s string) { b.add(run{text: s}) }
 
+// unlink writes link idx as text: its runs lose the link, and the
+// " (url)" after its label, until now only in the plain rendering, is
+// shown.
+func (d *doc) unlink(idx int32) {
+	last := -1
+	for i := range d.runs {
+		if d.runs[i].link == idx {
+			d.runs[i].link, last = 0, i
+		}
+	}
+	if last >= 0 && last+1 < len(d.runs) && d.runs[last+1].kind == kSuffix {
+		d.runs[last+1].kind = kText
+	}
+}
+
 func (b *builder) link(href string) int32 {
 	b.d.links = append(b.d.links, href)
 	return int32(len(b.d.links))

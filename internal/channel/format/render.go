@@ -260,12 +260,39 @@ func (w *writer) codeMarks(text string) (string, string) {
 		return "<code>", "</code>"
 	case Discord:
 		ticks := strings.Repeat("`", longestRun(text, '`', false)+1)
-		if strings.HasPrefix(text, "`") || strings.HasSuffix(text, "`") {
+		// Code holding a backtick is padded with a space inside the
+		// marks (which Discord strips): a chunk may start or end the
+		// span at any of its backticks, or its spaces may be cut away,
+		// and a backtick must never meet the marks (fuzzing found
+		// "```` `0````" written as "```0``").
+		if strings.IndexByte(text, '`') >= 0 {
 			return ticks + " ", " " + ticks
 		}
 		return ticks, ticks
 	}
 	return "`", "`"
+}
+
+// markupCost is the length of the markup run ri is written inside,
+// opened and closed.
+func (w *writer) markupCost(ri int) int {
+	var es [maxDepth]elem
+	n, cost := w.elems(ri, &es), 0
+	for _, e := range es[:n] {
+		var open, close string
+		switch {
+		case e.kind == eBlock:
+			open, close = w.blockMarks(e.idx)
+		case e.kind == eLink:
+			open, close = w.linkMarks(e.idx)
+		case e.style == code:
+			open, close = w.codeMarks(w.d.runs[ri].text)
+		default:
+			open, close = w.styleMarks(e.style)
+		}
+		cost += len16(open) + len16(close)
+	}
+	return cost
 }
 
 func (w *writer) linkMarks(idx int32) (string, string) {
