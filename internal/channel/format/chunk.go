@@ -196,7 +196,7 @@ func cut(d *doc, o Options) []Chunk {
 			i++
 		}
 	}
-	return settle(out, o.Flavor)
+	return settle(out, o.Flavor, d.plain())
 }
 
 // choose picks the cut. Outside code blocks it takes the best kind of
@@ -295,16 +295,29 @@ func joined(before, after string) bool {
 // settle keeps every chunk sendable: a chunk of whitespace only (spaces
 // in a code block) is dropped, and a chunk with no visible text (only a
 // link's plain-text target, which the markup shows in the link) gives
-// its plain text to the chunk before it.
-func settle(out []Chunk, f Flavor) []Chunk {
+// its plain text to the chunk before it, with the whitespace a cut
+// between them skipped (found again in full, the reply's plain text:
+// each chunk's plain text is the next piece of it).
+func settle(out []Chunk, f Flavor, full string) []Chunk {
 	kept := out[:0]
+	pos, end := 0, 0 // where the next chunk is searched from; where the last kept one ends
 	for _, c := range out {
+		at := pos
+		if i := strings.Index(full[pos:], c.Plain); i >= 0 {
+			at = pos + i
+			pos = at + len(c.Plain)
+		}
 		switch {
 		case strings.TrimSpace(c.Plain) == "":
 		case f != Plain && strings.TrimSpace(c.Text) == "" && len(kept) > 0:
+			if gap := full[min(end, at):at]; strings.TrimSpace(gap) == "" {
+				kept[len(kept)-1].Plain += gap
+			}
 			kept[len(kept)-1].Plain += c.Plain
+			end = pos
 		default:
 			kept = append(kept, c)
+			end = pos
 		}
 	}
 	return kept
