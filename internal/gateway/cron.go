@@ -298,9 +298,9 @@ const (
 	currentTailChars = 4000
 )
 
-// conversationTail is the end of a conversation as a current job's run
-// reads it: its last user and assistant text messages, oldest first.
-func conversationTail(ctx context.Context, db *store.DB, agentID, key string) ([]llm.Message, error) {
+// lastMessages are the messages among the last rows of a session's
+// transcript (hidden ones left out); none when it has no session yet.
+func lastMessages(ctx context.Context, db *store.DB, agentID, key string, rows int) ([]llm.Message, error) {
 	e, err := db.GetSession(ctx, agentID, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -308,7 +308,13 @@ func conversationTail(ctx context.Context, db *store.DB, agentID, key string) ([
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := db.Transcript(ctx, e.SessionID, 4*currentTail)
+	return db.Transcript(ctx, e.SessionID, rows)
+}
+
+// conversationTail is the end of a conversation as a current job's run
+// reads it: its last user and assistant text messages, oldest first.
+func conversationTail(ctx context.Context, db *store.DB, agentID, key string) ([]llm.Message, error) {
+	msgs, err := lastMessages(ctx, db, agentID, key, 4*currentTail)
 	if err != nil {
 		return nil, err
 	}

@@ -203,11 +203,7 @@ func (x cronTools) Cron(ctx context.Context, sessionKey string, r tools.CronRequ
 // ten lines it may take, with tool rounds between them. A session with
 // no transcript yet has none.
 func chatLines(ctx context.Context, db *store.DB, agentID, key string) []automation.ChatLine {
-	e, err := db.GetSession(ctx, agentID, key)
-	if err != nil {
-		return nil
-	}
-	msgs, err := db.Transcript(ctx, e.SessionID, 4*automation.MaxContextMessages)
+	msgs, err := lastMessages(ctx, db, agentID, key, 4*automation.MaxContextMessages)
 	if err != nil {
 		return nil
 	}
