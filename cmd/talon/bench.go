@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,9 @@ type benchFlags struct {
 	quick, compare       bool
 	jsonPath, budgetPath string
 	openclawDir          string
+	// tenants, when set, runs only the many-tenants row with that many.
+	tenants    int
+	tenantIdle time.Duration
 }
 
 func newBenchCmd() *cobra.Command {
@@ -32,7 +36,10 @@ figures as JSON. The full run takes about 1.5 minutes on 2 cores; --quick takes 
 one. --budget FILE exits 1 naming every figure above its budget.
 --compare-openclaw measures the OpenClaw gateway installed as ../shared/anchor/
 describes the same way and prints it beside talon (adds about 3 minutes with --quick,
-10 without). See docs/bench.md.`,
+10 without). --tenants N measures only one gateway serving N tenants (a first turn
+each, a warm turn and a cold turn after --tenant-idle for a sample, memory and files
+per tenant); quick and full runs include it with 300 and 1,000 tenants.
+See docs/bench.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },
 	}
@@ -42,6 +49,8 @@ describes the same way and prints it beside talon (adds about 3 minutes with --q
 	fl.StringVar(&f.budgetPath, "budget", "", "check the figures against this budget file (e.g. bench/budgets.json)")
 	fl.BoolVar(&f.compare, "compare-openclaw", false, "also measure the OpenClaw gateway and print the ratio")
 	fl.StringVar(&f.openclawDir, "openclaw-dir", "", "the OpenClaw install (default $ANCHOR, else $TMPDIR/anchor-openclaw)")
+	fl.IntVar(&f.tenants, "tenants", 0, "measure only a gateway serving this many tenants (e.g. 10000)")
+	fl.DurationVar(&f.tenantIdle, "tenant-idle", 0, "the tenants gateway's --tenant-idle (default 5s with --quick, else 10s)")
 	return cmd
 }
 
@@ -49,6 +58,9 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	plan, mode := bench.FullPlan(), "full"
 	if f.quick {
 		plan, mode = bench.QuickPlan(), "quick"
+	}
+	if err := tenantFlags(cmd, f, &plan); err != nil {
+		return err
 	}
 	if strings.TrimSpace(f.jsonPath) == "" {
 		return errors.New("--json: a file name is required")
@@ -115,10 +127,34 @@ func runBench(cmd *cobra.Command, f benchFlags) error {
 	return nil
 }
 
+// tenantFlags applies --tenants and --tenant-idle to the plan.
+func tenantFlags(cmd *cobra.Command, f benchFlags, plan *bench.Plan) error {
+	if cmd.Flags().Changed("tenants") {
+		if f.tenants < 1 {
+			return fmt.Errorf("--tenants %d: want 1 or more", f.tenants)
+		}
+		if f.compare {
+			return errors.New("--tenants measures talon alone: drop --compare-openclaw")
+		}
+		plan.Tenants.N = f.tenants
+		plan.Only = []string{"tenants"}
+	}
+	if cmd.Flags().Changed("tenant-idle") {
+		if f.tenantIdle%time.Millisecond != 0 {
+			return fmt.Errorf("--tenant-idle %s: want whole milliseconds", f.tenantIdle)
+		}
+		plan.Tenants.IdleMS = int(f.tenantIdle / time.Millisecond)
+	}
+	if err := plan.Validate(f.compare); err != nil {
+		return fmt.Errorf("--tenants/--tenant-idle: %w", err)
+	}
+	return nil
+}
+
 // commandLine is the command as given, for the report.
 func commandLine(cmd *cobra.Command) string {
 	parts := []string{cmd.CommandPath()}
-	for _, name := range []string{"quick", "compare-openclaw", "openclaw-dir", "budget", "json"} {
+	for _, name := range []string{"quick", "tenants", "tenant-idle", "compare-openclaw", "openclaw-dir", "budget", "json"} {
 		fl := cmd.Flags().Lookup(name)
 		switch {
 		case !fl.Changed:

@@ -29,6 +29,12 @@ func TestBenchRefusesBadInput(t *testing.T) {
 			"--compare-openclaw: OpenClaw is not installed in " + dir},
 		{"an OpenClaw dir without the comparison", []string{"--openclaw-dir", dir}, "--openclaw-dir is only used with --compare-openclaw"},
 		{"an argument", []string{"extra"}, "unknown command"},
+		{"no tenants", []string{"--tenants", "0"}, "--tenants 0: want 1 or more"},
+		{"too many tenants", []string{"--tenants", "200000"}, "tenants n 200000: want 1 to 100000"},
+		{"tenants against OpenClaw", []string{"--tenants", "10", "--compare-openclaw"}, "--tenants measures talon alone"},
+		{"an idle timeout too short", []string{"--tenant-idle", "50ms"}, "tenants idle_ms 50: want 100 or more"},
+		{"an idle timeout in microseconds", []string{"--tenant-idle", "1500us"}, "--tenant-idle 1.5ms: want whole milliseconds"},
+		{"the checked-in budget with the tenants alone", []string{"--tenants", "300", "--budget", "../../bench/budgets.json"}, `no such figure "cold_start.ready_ms.median"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

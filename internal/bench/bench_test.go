@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,12 +319,13 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("figure %s declared twice", f.ID)
 		}
 		seen[f.ID] = true
-		if f.Group == "" || f.What == "" || (f.Unit != "ms" && f.Unit != "µs" && f.Unit != "MB" && f.Unit != "count") {
-			t.Errorf("figure %+v: want a group, a what and a unit of ms, µs, MB or count", f)
+		if f.Group == "" || f.What == "" || !slices.Contains([]string{"ms", "µs", "MB", "KB", "files", "count"}, f.Unit) {
+			t.Errorf("figure %+v: want a group, a what and a unit of ms, µs, MB, KB, files or count", f)
 		}
 	}
 	for _, id := range []string{"cold_start.ready_ms.median", "idle.rss_mb.max", "turn.added_ms.p50", "ttft.added_ms.p99",
-		"tool_call.added_ms.p50", "concurrency.100.errors", "concurrency.1000.added_ms.p99", "concurrency.1000.goroutines_after"} {
+		"tool_call.added_ms.p50", "concurrency.100.errors", "concurrency.1000.added_ms.p99", "concurrency.1000.goroutines_after",
+		"tenants.1000.failures", "tenants.1000.cold_added_ms.p50", "tenants.1000.heap_mb.idle"} {
 		if !seen[id] {
 			t.Errorf("no figure %s", id)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Scale is how much of each measurement one gateway gets.
@@ -28,6 +29,43 @@ type Plan struct {
 	IdleMS       int   `json:"idle_ms"`       // after ready, before the idle RSS
 	StreamMS     int   `json:"stream_ms"`     // how long the fake streams in the concurrency runs
 	StreamChunks int   `json:"stream_chunks"` // over how many content chunks
+	// Tenants is the many-tenants row (talon only).
+	Tenants Tenants `json:"tenants"`
+	// Only, when set, names the measurements to run (e.g. "tenants" for
+	// `talon bench --tenants N`); the others yield no figures.
+	Only []string `json:"only,omitempty"`
+}
+
+// Tenants is how the many-tenants row loads one gateway: N tenants, each
+// given one turn by Clients clients at a time, Sample of them a second
+// (warm) turn and, once idle, a cold one.
+type Tenants struct {
+	N       int `json:"n"`
+	Clients int `json:"clients"`
+	Sample  int `json:"sample"`
+	// IdleMS is the gateway's --tenant-idle: how long a tenant stays warm
+	// after its last turn.
+	IdleMS int `json:"idle_ms"`
+	// OpenFiles is the gateway's RLIMIT_NOFILE, hard and soft.
+	OpenFiles int `json:"open_files"`
+}
+
+// tenantOpenFiles is the descriptor limit the issue sets for 10,000
+// tenants on one machine.
+const tenantOpenFiles = 1024
+
+// QuickTenants is the many-tenants row of `--quick` (what CI runs): more
+// tenants than a gateway that keeps every tenant's files open can serve
+// with 1,024 descriptors (≈ 8 each), so it fails unless tenants are
+// closed and reopened.
+func QuickTenants() Tenants {
+	return Tenants{N: 300, Clients: 4, Sample: 50, IdleMS: 5000, OpenFiles: tenantOpenFiles}
+}
+
+// FullTenants is the many-tenants row of the full run; `talon bench
+// --tenants 10000` is the issue's goal.
+func FullTenants() Tenants {
+	return Tenants{N: 1000, Clients: 4, Sample: 200, IdleMS: 10000, OpenFiles: tenantOpenFiles}
 }
 
 // QuickPlan is `talon bench --quick`: every figure of the full run from
@@ -36,7 +74,7 @@ func QuickPlan() Plan {
 	return Plan{
 		Talon:    Scale{ColdStarts: 3, WarmPairs: 30, Pairs: 300, ToolPairs: 100, Concurrency: []int{100, 1000}, Rounds: 1},
 		OpenClaw: Scale{ColdStarts: 1, WarmPairs: 10, Pairs: 20, ToolPairs: 5, Concurrency: []int{100}, Rounds: 1},
-		IdleMS:   1000, StreamMS: 2000, StreamChunks: 20,
+		IdleMS:   1000, StreamMS: 2000, StreamChunks: 20, Tenants: QuickTenants(),
 	}
 }
 
@@ -45,7 +83,7 @@ func FullPlan() Plan {
 	return Plan{
 		Talon:    Scale{ColdStarts: 10, WarmPairs: 200, Pairs: 3000, ToolPairs: 1000, Concurrency: []int{100, 1000}, Rounds: 3},
 		OpenClaw: Scale{ColdStarts: 3, WarmPairs: 20, Pairs: 100, ToolPairs: 30, Concurrency: []int{100, 1000}, Rounds: 1},
-		IdleMS:   1000, StreamMS: 2000, StreamChunks: 20,
+		IdleMS:   1000, StreamMS: 2000, StreamChunks: 20, Tenants: FullTenants(),
 	}
 }
 
@@ -76,7 +114,43 @@ func (p Plan) Validate(compare bool) error {
 	case p.StreamChunks < 1:
 		return fmt.Errorf("plan: stream_chunks %d: want 1 or more", p.StreamChunks)
 	}
+	for _, name := range p.Only {
+		if !slices.ContainsFunc(measurements, func(m measurement) bool { return m.name == name }) {
+			return fmt.Errorf("plan: only %q: no such measurement (want one of %s)", name, strings.Join(measurementNames(), ", "))
+		}
+	}
+	return p.Tenants.validate()
+}
+
+// Limits of the many-tenants row: the harness writes every tenant
+// directory, and a tenant's idle timeout below 100 ms would close it
+// between two turns of one client.
+const (
+	maxTenants       = 100_000
+	maxTenantClients = 64
+	minTenantIdleMS  = 100
+	minTenantFiles   = 64
+)
+
+func (t Tenants) validate() error {
+	switch {
+	case t.N < 1 || t.N > maxTenants:
+		return fmt.Errorf("plan: tenants n %d: want 1 to %d", t.N, maxTenants)
+	case t.Clients < 1 || t.Clients > maxTenantClients:
+		return fmt.Errorf("plan: tenants clients %d: want 1 to %d", t.Clients, maxTenantClients)
+	case t.Sample < 1:
+		return fmt.Errorf("plan: tenants sample %d: want 1 or more", t.Sample)
+	case t.IdleMS < minTenantIdleMS:
+		return fmt.Errorf("plan: tenants idle_ms %d: want %d or more", t.IdleMS, minTenantIdleMS)
+	case t.OpenFiles < minTenantFiles:
+		return fmt.Errorf("plan: tenants open_files %d: want %d or more", t.OpenFiles, minTenantFiles)
+	}
 	return nil
+}
+
+// runs says whether the plan runs measurement name.
+func (p Plan) runs(name string) bool {
+	return len(p.Only) == 0 || slices.Contains(p.Only, name)
 }
 
 func (s Scale) validate(who string) error {
@@ -106,27 +180,43 @@ func (s Scale) validate(who string) error {
 // Estimate says roughly how long a plan takes on a 2-core machine, from
 // the per-step costs measured there: for talon a start ≈ 15 ms, a turn
 // pair ≈ 3 ms, a tool pair ≈ 6 ms, a turn of a concurrency round ≈ 10 ms
-// beyond the stream; for OpenClaw (under load) a start ≈ 30 s, a turn
-// ≈ 0.5 s, a tool turn ≈ 2.5 s and, as it runs 8 at a time on 2 cores,
-// ≈ 0.9 s per concurrent turn. Each level also waits up to 5 s for counts
-// to settle.
+// beyond the stream, a tenant's first turn ≈ 30 ms of the gateway's
+// time; for OpenClaw (under load) a start ≈ 30 s, a turn ≈ 0.5 s, a tool
+// turn ≈ 2.5 s and, as it runs 8 at a time on 2 cores, ≈ 0.9 s per
+// concurrent turn. Each level also waits up to 5 s for counts to settle.
 func Estimate(p Plan, compare bool) string {
-	seconds := func(s Scale, start, turn, tool, concurrent float64) float64 {
-		sec := float64(s.ColdStarts)*(start+float64(p.IdleMS)/1000) + start
-		sec += float64(2*(s.WarmPairs+s.Pairs)) * turn
-		sec += float64(s.ToolPairs+max(2, s.WarmPairs/10)) * tool
-		sec += float64(p.StreamMS) / 1000 // the warm-up stream
+	parts := func(s Scale, start, turn, tool, concurrent float64) map[string]float64 {
+		conc := float64(p.StreamMS) / 1000 // the warm-up stream
 		for _, n := range s.Concurrency {
-			sec += float64(s.Rounds)*(float64(p.StreamMS)/1000+float64(n)*concurrent) + 3
+			conc += float64(s.Rounds)*(float64(p.StreamMS)/1000+float64(n)*concurrent) + 3
 		}
-		return sec
+		return map[string]float64{
+			"cold start":    float64(s.ColdStarts)*(start+float64(p.IdleMS)/1000) + start,
+			"turn overhead": float64(2*(s.WarmPairs+s.Pairs)) * turn,
+			"tool call":     float64(s.ToolPairs+max(2, s.WarmPairs/10)) * tool,
+			"concurrency":   conc,
+		}
 	}
+	sum := func(m map[string]float64) float64 {
+		total := 0.0
+		for name, sec := range m {
+			if p.runs(name) {
+				total += sec
+			}
+		}
+		return total
+	}
+	talon := parts(p.Talon, 0.015, 0.003, 0.006, 0.01)
 	// The idle WebSocket clients: a start, ≈ 7 ms a handshake (each
 	// hello-ok lists every client already connected), 3 s of waiting.
-	ws := 0.015 + float64(wsConns(p))*0.007 + 3
-	msg := fmt.Sprintf("about %.0f s for talon", seconds(p.Talon, 0.015, 0.003, 0.006, 0.01)+ws)
+	talon["websocket idle"] = 0.015 + float64(wsConns(p))*0.007 + 3
+	// The tenants: their first turns, two turns and a cold one per
+	// sampled tenant, the idle timeout and 2 s, and three footprints.
+	t := p.Tenants
+	talon["tenants"] = float64(t.N)*0.03 + float64(3*min(t.Sample, t.N))*0.005 + float64(t.IdleMS)/1000 + 2 + 3
+	msg := fmt.Sprintf("about %.0f s for talon", sum(talon))
 	if compare {
-		msg += fmt.Sprintf(", then about %.0f min for OpenClaw", seconds(p.OpenClaw, 30, 0.5, 2.5, 0.9)/60+0.5)
+		msg += fmt.Sprintf(", then about %.0f min for OpenClaw", sum(parts(p.OpenClaw, 30, 0.5, 2.5, 0.9))/60+0.5)
 	}
 	return msg
 }

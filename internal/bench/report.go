@@ -17,7 +17,7 @@ type Figure struct {
 	ID    string  `json:"id"`
 	Group string  `json:"group"`
 	What  string  `json:"what"`
-	Unit  string  `json:"unit"` // "ms", "MB" (10^6 bytes) or "count"
+	Unit  string  `json:"unit"` // "ms", "µs", "MB" (10^6 bytes), "KB" (10^3), "files" or "count"
 	Talon float64 `json:"talon"`
 	// OpenClaw is the same figure for OpenClaw when compared; nil when not
 	// compared or when OpenClaw has no such figure (goroutines).
@@ -79,7 +79,11 @@ func (r *Report) setRatios() {
 // and the budget's verdict.
 func (r *Report) Markdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "talon bench (%s), %s, %d CPUs (%s), %s %s/%s, %.0f s\n\n", r.Mode,
+	mode := r.Mode
+	if len(r.Plan.Only) > 0 {
+		mode += ", only " + strings.Join(r.Plan.Only, ", ")
+	}
+	fmt.Fprintf(&b, "talon bench (%s), %s, %d CPUs (%s), %s %s/%s, %.0f s\n\n", mode,
 		r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Machine.CPUs, r.Machine.CPU, r.Machine.Go, r.Machine.OS, r.Machine.Arch, r.Seconds)
 	compared := r.OpenClaw != ""
 	if compared {

@@ -37,8 +37,9 @@ type Options struct {
 
 // target is a gateway under measurement.
 type target struct {
-	name  string // "talon" or "OpenClaw"
-	token string // its bearer token
+	name   string // "talon" or "OpenClaw"
+	binary string // talon's binary; "" for OpenClaw
+	token  string // its bearer token
 	// start writes a config pointing at u into the fresh stateDir, starts
 	// the gateway and waits for /readyz 200.
 	start func(stateDir string, u Upstreams) (*talonproc.Proc, error)
@@ -143,7 +144,18 @@ var measurements = []measurement{
 func Catalog(p Plan) []Figure {
 	var out []Figure
 	for _, m := range measurements {
-		out = append(out, m.figures(p)...)
+		if p.runs(m.name) {
+			out = append(out, m.figures(p)...)
+		}
+	}
+	return out
+}
+
+// measurementNames lists the measurements, for errors.
+func measurementNames() []string {
+	var out []string
+	for _, m := range measurements {
+		out = append(out, fmt.Sprintf("%q", m.name))
 	}
 	return out
 }
@@ -159,7 +171,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("the talon binary %q is not an executable file (%v)", o.Binary, err)
 	}
-	if err := raiseOpenFiles(openFilesNeeded(slices.Max(o.Plan.Talon.Concurrency))); err != nil {
+	// The tenants' gateway gets its limit from this process's.
+	need := max(openFilesNeeded(0), uint64(o.Plan.Tenants.OpenFiles))
+	if o.Plan.runs("concurrency") || o.Plan.runs("websocket idle") {
+		need = max(need, openFilesNeeded(slices.Max(o.Plan.Talon.Concurrency)))
+	}
+	if err := raiseOpenFiles(need); err != nil {
 		return nil, err
 	}
 	if o.OpenClaw == nil {
@@ -182,7 +199,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Machine: machine(), Binary: o.Binary, Plan: o.Plan, Figures: Catalog(o.Plan), Notes: []string{},
 	}
 	for _, m := range measurements {
-		r.Notes = append(r.Notes, m.name+": "+m.method(o.Plan))
+		if o.Plan.runs(m.name) {
+			r.Notes = append(r.Notes, m.name+": "+m.method(o.Plan))
+		}
 	}
 	targets := []*target{talonTarget(o.Binary)}
 	if o.OpenClaw != nil {
@@ -248,6 +267,9 @@ func measure(ctx context.Context, t *target, scale Scale, plan Plan, f *fakes, l
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if !plan.runs(m.name) {
+			continue
+		}
 		v, err := m.run(e)
 		if err != nil {
 			log := ""
@@ -297,7 +319,7 @@ func raiseOpenFiles(need uint64) error {
 		return fmt.Errorf("reading the open-files limit: %w", err)
 	}
 	if lim.Max < need {
-		return fmt.Errorf("the open-files hard limit is %d, and the concurrency runs need %d: raise it (ulimit -Hn %d, as root) or measure fewer simultaneous turns", lim.Max, need, need)
+		return fmt.Errorf("the open-files hard limit is %d, and the run needs %d (the concurrency runs, or the tenants gateway's limit): raise it (ulimit -Hn %d, as root) or measure fewer simultaneous turns", lim.Max, need, need)
 	}
 	lim.Cur = lim.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

@@ -83,18 +83,24 @@ func readerWorkspace(stateDir string) string {
 // the default agent main on provider "fake", and an agent per other
 // upstream.
 func WriteConfig(stateDir string, u Upstreams) error {
-	providers, agents := u.config(stateDir,
-		func(url string) map[string]any {
-			return map[string]any{"baseUrl": url, "api": "openai-completions", "apiKey": UpstreamKey,
-				"models": []any{map[string]any{"id": "fake-model"}}}
-		},
-		func(ref string) any { return ref })
-	cfg := map[string]any{
-		"gateway": map[string]any{"auth": map[string]any{"mode": "token", "token": Token}},
+	return writeState(stateDir, "talon.json", talonConfig(stateDir, u, Token), u.Tool != "")
+}
+
+// talonConfig is the config WriteConfig writes, with token as the
+// gateway's secret.
+func talonConfig(stateDir string, u Upstreams, token string) map[string]any {
+	providers, agents := u.config(stateDir, talonProvider, func(ref string) any { return ref })
+	return map[string]any{
+		"gateway": map[string]any{"auth": map[string]any{"mode": "token", "token": token}},
 		"models":  map[string]any{"providers": providers},
 		"agents":  map[string]any{"defaults": map[string]any{"model": "fake/fake-model"}, "list": agents},
 	}
-	return writeState(stateDir, "talon.json", cfg, u.Tool != "")
+}
+
+// talonProvider is a models.providers entry for a fake at url.
+func talonProvider(url string) map[string]any {
+	return map[string]any{"baseUrl": url, "api": "openai-completions", "apiKey": UpstreamKey,
+		"models": []any{map[string]any{"id": "fake-model"}}}
 }
 
 // writeState writes a config into a new state dir and, when the reader
@@ -131,11 +137,8 @@ const readMarker = "talon bench: the read tool returned this line"
 // the caller's environment, and waits for /readyz 200, polling every
 // 0.2 ms so that the start time is exact to that.
 func StartTalon(bin, stateDir string) (*talonproc.Proc, error) {
-	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "TALON_") || strings.HasPrefix(kv, "HOME=")
-	}), "HOME="+stateDir)
 	p, err := talonproc.Start(talonproc.Options{
-		Bin: bin, StateDir: stateDir, Env: env, ReadyTimeout: 10 * time.Second, PollEvery: 200 * time.Microsecond,
+		Bin: bin, StateDir: stateDir, Env: talonEnv(stateDir), ReadyTimeout: 10 * time.Second, PollEvery: 200 * time.Microsecond,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting talon serve: %w", err)
@@ -143,10 +146,18 @@ func StartTalon(bin, stateDir string) (*talonproc.Proc, error) {
 	return p, nil
 }
 
+// talonEnv is the environment of a measured talon: the caller's without
+// any TALON_ variable, and HOME the state dir.
+func talonEnv(stateDir string) []string {
+	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "TALON_") || strings.HasPrefix(kv, "HOME=")
+	}), "HOME="+stateDir)
+}
+
 // talonTarget is the talon binary at bin as a target.
 func talonTarget(bin string) *target {
 	return &target{
-		name: "talon", token: Token, turnTimeout: time.Minute, stopTimeout: 30 * time.Second,
+		name: "talon", binary: bin, token: Token, turnTimeout: time.Minute, stopTimeout: 30 * time.Second,
 		start: func(stateDir string, u Upstreams) (*talonproc.Proc, error) {
 			if err := WriteConfig(stateDir, u); err != nil {
 				return nil, err

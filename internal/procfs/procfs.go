@@ -23,6 +23,17 @@ func RSSMB(pid int) (float64, error) {
 	return float64(kb) * 1024 / 1e6, nil
 }
 
+// AnonRSSMB is the process's RssAnon in MB: its resident anonymous
+// memory (for a Go program the heap, stacks and the runtime's free spans
+// not yet returned), without the binary's mapped pages.
+func AnonRSSMB(pid int) (float64, error) {
+	kb, err := statusKB(pid, "RssAnon")
+	if err != nil {
+		return 0, fmt.Errorf("reading the anonymous RSS of %d: %w", pid, err)
+	}
+	return float64(kb) * 1024 / 1e6, nil
+}
+
 // VirtualBytes is the process's VmSize: the address space it has mapped,
 // which RLIMIT_AS bounds (a Go program reserves far more than it uses).
 func VirtualBytes(pid int) (int64, error) {

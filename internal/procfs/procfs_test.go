@@ -16,6 +16,12 @@ func TestSelf(t *testing.T) {
 	if err != nil || rss <= 0 {
 		t.Fatalf("RSSMB = %v, %v", rss, err)
 	}
+	// The anonymous part of what is resident is some of it (read between
+	// two readings of RSS, which may have grown meanwhile).
+	anon, err := AnonRSSMB(pid)
+	if rss2, _ := RSSMB(pid); err != nil || anon <= 0 || anon > max(rss, rss2) {
+		t.Errorf("AnonRSSMB = %v, %v (RSS %v then %v MB)", anon, err, rss, rss2)
+	}
 	// The address space holds at least what is resident.
 	if vm, err := VirtualBytes(pid); err != nil || float64(vm) < rss*1e6 {
 		t.Fatalf("VirtualBytes = %v, %v (RSS %v MB)", vm, err, rss)
@@ -81,6 +87,9 @@ func TestMissingProcess(t *testing.T) {
 	const pid = 1 << 30 // above any pid_max
 	if _, err := RSSMB(pid); err == nil {
 		t.Error("RSSMB succeeded")
+	}
+	if _, err := AnonRSSMB(pid); err == nil {
+		t.Error("AnonRSSMB succeeded")
 	}
 	if _, err := OpenFiles(pid); err == nil {
 		t.Error("OpenFiles succeeded")
