@@ -164,7 +164,13 @@ func (r *tenantRun) fail(phase string, err error) {
 		r.fails[phase] = f
 	}
 	f.n++
-	if msg := err.Error(); len(f.samples) < 3 && !slices.Contains(f.samples, msg) {
+	// The start of a message says what failed (the status and the
+	// error); it is all the report needs.
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = strings.ToValidUTF8(msg[:300], "") + "…"
+	}
+	if len(f.samples) < 3 && !slices.Contains(f.samples, msg) {
 		f.samples = append(f.samples, msg)
 	}
 }
