@@ -45,6 +45,7 @@ func tenantFigures(p Plan) []Figure {
 		{ID: id + "heap_kb.per_active", Group: f, What: "live heap per warm tenant", Unit: "KB"},
 		{ID: id + "heap_mb.idle", Group: f, What: "live heap of all idle tenants (idle − empty)", Unit: "MB"},
 		{ID: id + "heap_kb.per_idle", Group: f, What: "live heap per idle tenant", Unit: "KB"},
+		{ID: id + "disk_kb.per_tenant", Group: f, What: "disk per tenant after its turns (tenants/, allocated)", Unit: "KB"},
 	}
 }
 
@@ -60,7 +61,8 @@ func tenantsMethod(p Plan) string {
 		"compares the percentiles. Footprints are read with the harness's idle connections closed: VmRSS, /proc/PID/fd, "+
 		"and the live heap (heapBytes of GET /debug/runtime?gc=1; RssAnon where the binary does not report it). "+
 		"Per warm tenant divides by the warm count /debug/runtime reports (else the tenants whose first turn succeeded); "+
-		"per idle tenant by all %d. RSS rarely shrinks after idle: Go returns freed memory to the OS slowly",
+		"per idle tenant by all %d. RSS rarely shrinks after idle: Go returns freed memory to the OS slowly. "+
+		"Disk: the blocks allocated to every file under tenants/ once idle, configs included",
 		t.N, t.OpenFiles, tenantIdle(t), t.Clients, min(t.Sample, t.N), t.N)
 }
 
@@ -77,6 +79,8 @@ type tenantLoad struct {
 	// warmAfter is how many tenants were warm after the first turns.
 	warmAfter           int
 	empty, active, idle footprint
+	// diskKB is what the tenants' directories take on disk once idle.
+	diskKB float64
 }
 
 // footprint is the gateway's use of memory and files at one moment.
@@ -133,6 +137,7 @@ func tenantValues(p Plan, l tenantLoad) map[string]float64 {
 		id + "heap_kb.per_active":    perWarm(l.active.heapMB-l.empty.heapMB) * 1000,
 		id + "heap_mb.idle":          l.idle.heapMB - l.empty.heapMB,
 		id + "heap_kb.per_idle":      (l.idle.heapMB - l.empty.heapMB) * 1000 / n,
+		id + "disk_kb.per_tenant":    l.diskKB / n,
 	}
 	if len(warm) > 0 && len(cold) > 0 {
 		v[id+"cold_added_ms.p50"] = Percentile(cold, 50) - Percentile(warm, 50)

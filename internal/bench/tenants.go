@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"talon/internal/fakellm"
@@ -66,7 +68,7 @@ func tenantsRow(e *env) (_ map[string]float64, err error) {
 			err = fmt.Errorf("%w\nthe tenants' gateway log (last 2 KB):\n%s", err, tail(p.Log.String(), 2048))
 		}
 	}()
-	r := &tenantRun{e: e, p: p, tenants: ts, plan: tp,
+	r := &tenantRun{e: e, p: p, dir: dir, tenants: ts, plan: tp,
 		turns: tenantClient(tp.Clients, e.t.turnTimeout), debug: keepAliveClient(30 * time.Second)}
 	defer r.turns.CloseIdleConnections()
 	defer r.debug.CloseIdleConnections()
@@ -77,6 +79,7 @@ func tenantsRow(e *env) (_ map[string]float64, err error) {
 type tenantRun struct {
 	e       *env
 	p       *talonproc.Proc
+	dir     string // the state dir
 	tenants []benchTenant
 	plan    Tenants
 	// turns carries the tenants' turns; debug the /debug/runtime reads,
@@ -125,6 +128,9 @@ func (r *tenantRun) run() (map[string]float64, error) {
 		return nil, err
 	}
 	if l.idle, _, err = r.footprint(); err != nil {
+		return nil, err
+	}
+	if l.diskKB, err = diskKB(filepath.Join(r.dir, "tenants")); err != nil {
 		return nil, err
 	}
 	e.logf("talon: tenants: %d cold turns", len(sample))
@@ -411,6 +417,33 @@ func writeTenants(dir, llm string, n int) ([]benchTenant, error) {
 		out[i] = t
 	}
 	return out, nil
+}
+
+// diskKB is what the regular files under dir take on disk (allocated
+// blocks, so a sparse or preallocated file counts as the disk sees it),
+// in KB.
+func diskKB(dir string) (float64, error) {
+	var blocks int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile (a journal, a temp file)
+		}
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			blocks += st.Blocks
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measuring the tenants' disk use: %w", err)
+	}
+	return float64(blocks) * 512 / 1000, nil
 }
 
 // hasServeFlag says whether bin's `serve` takes flag, from its help.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,13 +42,14 @@ func TestTenantValues(t *testing.T) {
 			load: tenantLoad{
 				direct: time.Millisecond, first: msd(30, 10, 20), warm: msd(2, 3), cold: msd(7, 5), failed: 1, warmAfter: 10,
 				empty: base, active: footprint{rssMB: 50, files: 100, heapMB: 7}, idle: footprint{rssMB: 45, files: 30, heapMB: 5.5},
+				diskKB: 12000,
 			},
 			want: map[string]float64{
 				"failures": 1, "first_ms.p50": 20, "first_ms.p99": 30, "first_added_ms.p50": 19, "first_added_ms.p99": 29,
 				"warm_ms.p50": 2, "warm_ms.p99": 3, "cold_ms.p50": 5, "cold_ms.p99": 7, "cold_added_ms.p50": 3, "cold_added_ms.p99": 4,
 				"rss_mb.empty": 40, "rss_mb.active": 50, "rss_mb.idle": 45, "rss_kb.per_active": 1000, "rss_kb.per_idle": 50,
 				"open_files.empty": 20, "open_files.active": 100, "open_files.idle": 30, "open_files.per_active": 8, "open_files.per_idle": 0.1,
-				"heap_kb.per_active": 200, "heap_mb.idle": 0.5, "heap_kb.per_idle": 5,
+				"heap_kb.per_active": 200, "heap_mb.idle": 0.5, "heap_kb.per_idle": 5, "disk_kb.per_tenant": 120,
 			},
 		},
 		{
@@ -58,7 +60,7 @@ func TestTenantValues(t *testing.T) {
 				"warm_ms.p50": 0, "warm_ms.p99": 0, "cold_ms.p50": 0, "cold_ms.p99": 0, "cold_added_ms.p50": 0, "cold_added_ms.p99": 0,
 				"rss_mb.empty": 40, "rss_mb.active": 40, "rss_mb.idle": 40, "rss_kb.per_active": 0, "rss_kb.per_idle": 0,
 				"open_files.empty": 20, "open_files.active": 20, "open_files.idle": 20, "open_files.per_active": 0, "open_files.per_idle": 0,
-				"heap_kb.per_active": 0, "heap_mb.idle": 0, "heap_kb.per_idle": 0,
+				"heap_kb.per_active": 0, "heap_mb.idle": 0, "heap_kb.per_idle": 0, "disk_kb.per_tenant": 0,
 			},
 		},
 		{
@@ -69,7 +71,7 @@ func TestTenantValues(t *testing.T) {
 				"warm_ms.p50": 0, "warm_ms.p99": 0, "cold_ms.p50": 9, "cold_ms.p99": 9, "cold_added_ms.p50": 0, "cold_added_ms.p99": 0,
 				"rss_mb.empty": 40, "rss_mb.active": 40, "rss_mb.idle": 40, "rss_kb.per_active": 0, "rss_kb.per_idle": 0,
 				"open_files.empty": 20, "open_files.active": 20, "open_files.idle": 20, "open_files.per_active": 0, "open_files.per_idle": 0,
-				"heap_kb.per_active": 0, "heap_mb.idle": 0, "heap_kb.per_idle": 0,
+				"heap_kb.per_active": 0, "heap_mb.idle": 0, "heap_kb.per_idle": 0, "disk_kb.per_tenant": 0,
 			},
 		},
 	}
@@ -245,5 +247,33 @@ func TestReadRuntime(t *testing.T) {
 	defer srv.Close()
 	if _, err := readRuntime(context.Background(), srv.Client(), srv.URL, "tok", false); err == nil || !strings.Contains(err.Error(), "status 404") {
 		t.Errorf("a 404: %v", err)
+	}
+}
+
+// TestDiskKB: the blocks files take, whatever their apparent size.
+func TestDiskKB(t *testing.T) {
+	dir := t.TempDir()
+	if got, err := diskKB(dir); err != nil || got != 0 {
+		t.Fatalf("an empty dir: %v, %v", got, err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a", "b", "data"), make([]byte, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A sparse file takes (almost) nothing.
+	f, err := os.Create(filepath.Join(dir, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1 << 30)
+	f.Close()
+	got, err := diskKB(dir)
+	if err != nil || got < 65.5 || got > 65.5+64 {
+		t.Errorf("64 KiB written and a 1 GiB sparse file: %v KB, %v", got, err)
+	}
+	if _, err := diskKB(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing dir: no error")
 	}
 }
