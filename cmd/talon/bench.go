@@ -38,7 +38,7 @@ one. --budget FILE exits 1 naming every figure above its budget.
 describes the same way and prints it beside talon (adds about 3 minutes with --quick,
 10 without). --tenants N measures only one gateway serving N tenants (a first turn
 each, a warm turn and a cold turn after --tenant-idle for a sample, memory and files
-per tenant); quick and full runs include it with 300 and 1,000 tenants.
+per tenant); quick and full runs include it with 300 tenants.
 See docs/bench.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, f) },

@@ -325,7 +325,7 @@ func TestCatalog(t *testing.T) {
 	}
 	for _, id := range []string{"cold_start.ready_ms.median", "idle.rss_mb.max", "turn.added_ms.p50", "ttft.added_ms.p99",
 		"tool_call.added_ms.p50", "concurrency.100.errors", "concurrency.1000.added_ms.p99", "concurrency.1000.goroutines_after",
-		"tenants.1000.failures", "tenants.1000.cold_added_ms.p50", "tenants.1000.heap_mb.idle"} {
+		"tenants.300.failures", "tenants.300.cold_added_ms.p50", "tenants.300.heap_mb.idle"} {
 		if !seen[id] {
 			t.Errorf("no figure %s", id)
 		}
