@@ -181,8 +181,8 @@ func (s Scale) validate(who string) error {
 // Estimate says roughly how long a plan takes on a 2-core machine, from
 // the per-step costs measured there: for talon a start ≈ 15 ms, a turn
 // pair ≈ 3 ms, a tool pair ≈ 6 ms, a turn of a concurrency round ≈ 10 ms
-// beyond the stream, a tenant's first turn ≈ 30 ms of the gateway's
-// time; for OpenClaw (under load) a start ≈ 30 s, a turn ≈ 0.5 s, a tool
+// beyond the stream, a tenant's first turn ≈ 15 ms of wall time (4 at a
+// time: 10,000 took 141 s); for OpenClaw (under load) a start ≈ 30 s, a turn ≈ 0.5 s, a tool
 // turn ≈ 2.5 s and, as it runs 8 at a time on 2 cores, ≈ 0.9 s per
 // concurrent turn. Each level also waits up to 5 s for counts to settle.
 func Estimate(p Plan, compare bool) string {
@@ -214,7 +214,7 @@ func Estimate(p Plan, compare bool) string {
 	// The tenants: their first turns, two turns and a cold one per
 	// sampled tenant, the idle timeout and 2 s, and three footprints.
 	t := p.Tenants
-	talon["tenants"] = float64(t.N)*0.03 + float64(3*min(t.Sample, t.N))*0.005 + float64(t.IdleMS)/1000 + 2 + 3
+	talon["tenants"] = float64(t.N)*0.015 + float64(3*min(t.Sample, t.N))*0.005 + float64(t.IdleMS)/1000 + 2 + 3
 	msg := fmt.Sprintf("about %.0f s for talon", sum(talon))
 	if compare {
 		msg += fmt.Sprintf(", then about %.0f min for OpenClaw", sum(parts(p.OpenClaw, 30, 0.5, 2.5, 0.9))/60+0.5)
