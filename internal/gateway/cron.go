@@ -126,14 +126,18 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 		t.mu.Unlock()
 		return
 	}
-	first, db := !t.cronOn, t.store
-	t.cronOn = true
+	first, db, boot := !t.cronOn, t.store, !t.booted
+	t.cronOn, t.booted = true, true
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
 	if first {
-		s.boot(t, rt)
+		// The checklist runs when the gateway starts, not each time a
+		// closed tenant opens again (warm.go).
+		if boot {
+			s.boot(t, rt)
+		}
 		s.pruneCron(ctx, t, rt.file.Config)
 		err = s.cron.AddTenant(ctx, cronKey(t), db, cfg)
 	} else {
@@ -249,6 +253,8 @@ func (x cronExec) Execute(ctx context.Context, key string, j automation.Job, run
 	if err != nil {
 		return cron.Outcome{Status: automation.StatusError, Error: "the tenant is gone: " + err.Error()}
 	}
+	release := s.enter(t)
+	defer release()
 	rt, err := t.current(s)
 	if err != nil {
 		return cron.Outcome{Status: automation.StatusError, Error: "loading the tenant's config: " + err.Error()}

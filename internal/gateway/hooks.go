@@ -55,6 +55,8 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 		id, _, _ := strings.Cut(rest, "/")
 		if tenantid.Valid(id) {
 			if t, err := s.lookup(id); err == nil {
+				release := s.enter(t)
+				defer release()
 				if rt, err := t.current(s); err == nil {
 					if h := s.hooksOf(t, rt); h != nil && under(strings.TrimPrefix(p, "/hooks/"+id), h.Path()) {
 						r2 := r.Clone(r.Context())
@@ -136,7 +138,9 @@ func (d hookDispatch) Agent(ctx context.Context, a hooks.AgentTurn) (string, <-c
 		return "", nil, fmt.Errorf("%w: waiting for the session's earlier hook: %v", hooks.ErrUnavailable, err)
 	}
 	done := make(chan hooks.Completion, 1)
+	release := s.enter(t) // the turn outlives the request
 	go func() {
+		defer release()
 		defer unlock()
 		runCtx, cancel := context.WithCancel(context.Background())
 		defer cancel()

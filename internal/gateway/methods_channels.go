@@ -498,6 +498,8 @@ func (s *Server) handleChannelWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errNotFound, "no such channel account")
 		return
 	}
+	release := s.enter(t)
+	defer release()
 	t.mu.Lock()
 	h := t.channels
 	t.mu.Unlock()

@@ -94,10 +94,11 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	t, rt, ok := s.authenticate(w, r)
-	if !ok {
+	t, rt, release := s.authenticate(w, r)
+	if release == nil {
 		return
 	}
+	defer release()
 	ctx, unbind := t.bind(r.Context())
 	defer unbind()
 	r = r.WithContext(ctx)
@@ -255,32 +256,42 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 }
 
 // authenticate finds the tenant and checks the bearer. Every failure is
-// the same 401, so a client cannot probe which tenants exist.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*tenant, *runtime, bool) {
+// the same 401, so a client cannot probe which tenants exist. The tenant
+// is pinned open until release; a nil release is a failure answered.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *tenant, _ *runtime, release func()) {
 	id := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
 	t, err := s.lookup(id)
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant lookup", "err", err)
 	}
 	var rt *runtime
+	release = func() {}
 	if err == nil {
+		release = s.enter(t)
 		rt, err = t.current(s)
-		if err != nil && !errors.Is(err, errNoTenant) {
+		switch {
+		case errors.Is(err, errUnavailable):
+			release()
+			unavailable(w)
+			return nil, nil, nil
+		case err != nil && !errors.Is(err, errNoTenant):
+			release()
 			s.log.Error("tenant load", "tenant", t.id, "err", err)
 			writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
-			return nil, nil, false
+			return nil, nil, nil
 		}
 	}
 	ok, wait := s.checkSecret(authlimit.Addr(r), id, t, rt, bearer(r))
-	if wait > 0 {
-		rateLimited(w, wait)
-		return nil, nil, false
+	if wait > 0 || !ok {
+		release()
+		if wait > 0 {
+			rateLimited(w, wait)
+		} else {
+			writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
+		}
+		return nil, nil, nil
 	}
-	if !ok {
-		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
-		return nil, nil, false
-	}
-	return t, rt, true
+	return t, rt, release
 }
 
 func bearer(r *http.Request) string {
@@ -679,18 +690,20 @@ func chatEnabled(cfg *config.Config) bool {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	_, rt, ok := s.authenticate(w, r)
-	if !ok {
+	_, rt, release := s.authenticate(w, r)
+	if release == nil {
 		return
 	}
+	release()
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": modelList(rt.file.Config)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	_, rt, ok := s.authenticate(w, r)
-	if !ok {
+	_, rt, release := s.authenticate(w, r)
+	if release == nil {
 		return
 	}
+	release()
 	id := r.PathValue("id")
 	for _, m := range modelList(rt.file.Config) {
 		if m["id"] == id {

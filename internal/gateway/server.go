@@ -63,6 +63,13 @@ type Options struct {
 	// serve` passes the token it keeps in STATE/gateway.token when nothing
 	// else sets one. Empty leaves such a gateway open on loopback.
 	DefaultToken string
+	// TenantIdle is how long a tenant goes unused before its handles
+	// close (warm.go); 0 never closes an idle one (the bound below still
+	// closes the least recently used for room).
+	TenantIdle time.Duration
+	// MaxWarmTenants bounds the tenants open at once; 0 means as many as
+	// the process's RLIMIT_NOFILE allows beside a reserve for sockets.
+	MaxWarmTenants int
 	// AuthLimit throttles failed bearer and WebSocket authentication;
 	// `talon serve` shares one with the platform API and Studio. Nil
 	// means one of the server's own.
@@ -80,6 +87,7 @@ type Server struct {
 	loopback      bool
 	bindIP        net.IP // the listening IP; nil before Listen or for "localhost"
 	limit         *authlimit.Guard
+	warm          warmSet     // the tenants whose handles are open (warm.go)
 	hubs          hubs        // WebSocket clients per tenant
 	runs          runRegistry // chat.send and agent runs, idempotency caches
 	// channelTokens is the process's registry of channel bot tokens: one
@@ -155,6 +163,7 @@ func New(opts Options) (*Server, error) {
 		started:       time.Now(),
 		channelTokens: hub.NewTokens(),
 	}
+	s.warm.init(opts.MaxWarmTenants)
 	return s, nil
 }
 
@@ -241,6 +250,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.srvMu.Unlock()
 	s.startChannels(ctx)
 	s.startCron()
+	s.startSweeper()
 	s.once.Do(func() { close(s.ready) })
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -261,6 +271,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.srvMu.Lock()
 	s.shut = true
 	hs := s.httpSrv
+	s.stopSweeper()
 	if s.stopChannels != nil {
 		s.stopChannels()
 	}

@@ -55,6 +55,20 @@ type tenant struct {
 
 	mu     sync.Mutex
 	closed bool // dropped: nothing opens again
+	// pins counts the uses of its handles in progress (enter); gen counts
+	// every use begun, and used is when the last began or ended: a
+	// tenant is closed only when none is in progress (warm.go).
+	pins int
+	gen  uint64
+	used time.Time
+	// cooling is set while its handles close (cool): nothing opens them
+	// until it is closed.
+	cooling chan struct{}
+	// wake opens it again before its next cron job or heartbeat, while
+	// it is closed; booted says its startup checklist ran (once a
+	// process, not once an opening).
+	wake   *time.Timer
+	booted bool
 	stamp  fileStamp
 	rt     *runtime // current config and everything built from it
 	store  *store.DB
@@ -162,15 +176,36 @@ func (t *tenant) load(s *Server) (_ *runtime, fresh bool, _ error) {
 			return nil, false, fmt.Errorf("loading the root config, whose ceiling tenant %q is held to: %w", t.id, err)
 		}
 	}
-	t.mu.Lock()
+	if err := s.lockWarm(t); err != nil {
+		return nil, false, err
+	}
 	defer t.mu.Unlock()
 	if t.closed {
+		s.warm.leave(t)
 		return nil, false, errNoTenant
 	}
 	st := stampOf(t.configPath)
 	if t.rt != nil && st == t.stamp && t.rt.root == root {
 		return t.rt, false, nil
 	}
+	rt, fresh, err := s.build(t, root, st)
+	if err != nil && t.rt == nil {
+		// A tenant is open whole or not at all: the next use retries.
+		s.closeHandles(t)
+		if t.id != "" {
+			s.warm.leave(t)
+		}
+		if s.outOfFiles(err) {
+			s.log.Warn("tenant refused: out of file descriptors", "tenant", t.id, "err", err)
+			return nil, false, fmt.Errorf("%w: %w", errUnavailable, err)
+		}
+	}
+	return rt, fresh, err
+}
+
+// build opens what t lacks of its handles and builds its runtime from the
+// config file, stamped st. t.mu is held.
+func (s *Server) build(t *tenant, root *runtime, st fileStamp) (_ *runtime, fresh bool, _ error) {
 	if t.store == nil {
 		db, err := s.openStore(t.dir)
 		if err != nil {
@@ -458,8 +493,22 @@ func (s *Server) closeTenant(t *tenant) {
 	s.closeCron(t)
 	s.closeChannels(t)
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.waitCooled()
 	t.closed = true
+	if t.wake != nil {
+		t.wake.Stop()
+		t.wake = nil
+	}
+	s.closeHandles(t)
+	t.mu.Unlock()
+	if t.id != "" {
+		s.warm.leave(t)
+	}
+}
+
+// closeHandles closes t's handles and forgets its runtime; they open
+// again on its next use unless it is closed. t.mu is held.
+func (s *Server) closeHandles(t *tenant) {
 	// Approvals first: their background commands run in the sandboxes
 	// and write their outcome to the store.
 	if t.approvals != nil {

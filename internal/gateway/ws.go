@@ -53,6 +53,7 @@ type conn struct {
 	cancel context.CancelFunc
 
 	// Set once by the handshake, read-only afterwards.
+	release   func() // unpins t, which the connection keeps warm
 	role      string
 	scopes    map[string]bool
 	client    protocol.ClientInfo
@@ -124,6 +125,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(defaultMaxPayload)
+	defer c.release()
 	defer s.hubs.remove(c)
 	s.startTicker()
 	c.readLoop()
@@ -161,15 +163,17 @@ func (s *Server) handshake(c *conn, tenantID, nonce string, r *http.Request, dat
 	if p.Role != "" && p.Role != protocol.RoleOperator {
 		return fail(protocol.ClosePolicy, protocol.Errorf("unauthorized role: %s (Talon serves operator clients only; it has no node hosts)", p.Role))
 	}
-	t, rt, e := s.authorizeWS(authlimit.Addr(r), tenantID, &p)
+	t, rt, release, e := s.authorizeWS(authlimit.Addr(r), tenantID, &p)
 	if e != nil {
 		return fail(protocol.ClosePolicy, e)
 	}
 	if p.Device != nil {
 		if e := verifyDevice(p.Device, &p, nonce, time.Now()); e != nil {
+			release()
 			return fail(protocol.ClosePolicy, e)
 		}
 	}
+	c.release = release
 	c.t = t
 	c.role = protocol.RoleOperator
 	c.client = p.Client
@@ -220,15 +224,28 @@ func grantScopes(asked []string) map[string]bool {
 // authorizeWS finds the tenant and checks the shared secret of a client
 // at addr, under the failed-auth throttle. Every failure reads the same,
 // so a client cannot probe which tenants exist.
-func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (*tenant, *runtime, *protocol.Error) {
+//
+// The tenant is pinned open until release: a connection keeps it warm
+// while it lasts (warm.go).
+func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (_ *tenant, _ *runtime, release func(), e *protocol.Error) {
 	t, err := s.lookup(tenantID)
 	var rt *runtime
 	if err == nil {
+		unpin := s.enter(t)
+		release = unpin
+		defer func() {
+			if e != nil {
+				unpin()
+			}
+		}()
 		rt, err = t.current(s)
+	}
+	if errors.Is(err, errUnavailable) {
+		return nil, nil, nil, unavailableWS()
 	}
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant load", "tenant", tenantID, "err", err)
-		return nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
+		return nil, nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
 	}
 	secret := ""
 	if p.Auth != nil {
@@ -242,18 +259,18 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 	}
 	ok, wait := s.checkSecret(addr, tenantID, t, rt, secret) // rt is nil for a tenant not found
 	if wait > 0 {
-		return nil, nil, rateLimitedWS(wait)
+		return nil, nil, nil, rateLimitedWS(wait)
 	}
-	if ok {
-		return t, rt, nil
+	if ok && release != nil {
+		return t, rt, release, nil
 	}
 	code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
 	if secret == "" {
 		code, msg = "AUTH_TOKEN_MISSING", "unauthorized: gateway token missing (set auth.token or auth.password)"
 	}
-	e := protocol.Errorf("%s", msg)
+	e = protocol.Errorf("%s", msg)
 	e.Details = map[string]any{"code": code, "canRetryWithDeviceToken": false}
-	return nil, nil, e
+	return nil, nil, nil, e
 }
 
 // readLoop reads requests until the connection ends; each runs on its own
