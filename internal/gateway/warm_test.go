@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -312,3 +313,47 @@ func unpinned(t *testing.T, ts *testServer, id string) {
 
 // wsURL is the server's WebSocket URL.
 func wsURL(ts *testServer) string { return "ws" + strings.TrimPrefix(ts.url, "http") }
+
+// TestWarmFigures holds filesPerTenant to what a tenant that has talked
+// really keeps open, and that an idle one keeps none; it logs the heap
+// of each (go test -v -run TestWarmFigures).
+func TestWarmFigures(t *testing.T) {
+	const n = 50
+	ts, model := denseServer(t, n, func(o *Options) { o.TenantIdle = time.Hour })
+	heap := func() float64 {
+		goruntime.GC()
+		var m goruntime.MemStats
+		goruntime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	files := func() float64 {
+		n, err := openFiles()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(n)
+	}
+	if rep := ts.post(map[string]string{"Authorization": "Bearer root-token"}, `{"model":"openclaw","messages":[{"role":"user","content":"x"}]}`); rep.status == 0 {
+		t.Fatal("no answer")
+	}
+	f0, h0 := files(), heap()
+	for i := range n {
+		if rep := ts.turn(model, fmt.Sprintf("t%d", i), "hi"); rep.status != 200 {
+			t.Fatalf("t%d: %d %s", i, rep.status, rep.body)
+		}
+	}
+	f1, h1 := files(), heap()
+	ts.srv.sweep(time.Now().Add(2 * time.Hour))
+	model.mu.Lock()
+	model.requests = nil // the fake model's log is not the gateway's
+	model.mu.Unlock()
+	f2, h2 := files(), heap()
+	warmFiles, idleFiles := (f1-f0)/n, (f2-f0)/n
+	t.Logf("a warm tenant: %.2f files, %.1f KB of heap; an idle one: %.2f files, %.2f KB", warmFiles, (h1-h0)/n/1024, idleFiles, (h2-h0)/n/1024)
+	if warmFiles > filesPerTenant+0.5 {
+		t.Errorf("a warm tenant holds %.2f files, filesPerTenant says %d", warmFiles, filesPerTenant)
+	}
+	if idleFiles > 0.1 {
+		t.Errorf("an idle tenant holds %.2f files, want none", idleFiles)
+	}
+}
