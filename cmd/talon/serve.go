@@ -38,6 +38,9 @@ const defaultFsyncWindow = 100 * time.Millisecond
 // maxFsyncWindow keeps a typo from leaving commits unsynced for hours.
 const maxFsyncWindow = time.Minute
 
+// defaultTenantIdle is how long an unused tenant keeps its files open.
+const defaultTenantIdle = 10 * time.Minute
+
 type serveFlags struct {
 	stateDir, configPath, bind, logLevel string
 	port                                 int
@@ -45,6 +48,10 @@ type serveFlags struct {
 	fsyncWindow time.Duration
 	// model, when set, is every run's model (--model, $TALON_MODEL).
 	model string
+	// tenantIdle and maxWarm bound the tenants open at once
+	// (gateway.Options.TenantIdle, MaxWarmTenants).
+	tenantIdle time.Duration
+	maxWarm    int
 	// platform runs the workforce platform beside the gateway (serve).
 	platform            bool
 	templates, database string
@@ -80,6 +87,10 @@ gateway.auth.mode "none" keeps a tokenless gateway on loopback instead.`,
 	fl.StringVar(&f.model, "model", os.Getenv(modelEnv), "run every agent of every tenant on this model, whatever configs, sessions and requests name: inspect (offline) or provider/model, resolved in each tenant's own config ($"+modelEnv+")")
 	fl.DurationVar(&f.fsyncWindow, "fsync-window", defaultFsyncWindow,
 		"how long an answered turn's transcript may wait for its fsync: a power cut can lose at most this much (a killed process loses nothing); 0 fsyncs every commit before answering")
+	fl.DurationVar(&f.tenantIdle, "tenant-idle", defaultTenantIdle,
+		"close a tenant's databases and handles after it has been unused this long (it opens again on its next use); 0 never closes an idle one")
+	fl.IntVar(&f.maxWarm, "max-warm-tenants", 0,
+		"most tenants open at once; the least recently used idle one closes for the next (default: what the process's open-file limit allows, keeping a reserve for connections)")
 	if use == "serve" {
 		cmd.Long += `
 
@@ -100,6 +111,12 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	if f.fsyncWindow < 0 || f.fsyncWindow > maxFsyncWindow {
 		return fmt.Errorf("--fsync-window %s: want 0 (fsync every commit) up to %s", f.fsyncWindow, maxFsyncWindow)
+	}
+	if f.tenantIdle < 0 {
+		return fmt.Errorf("--tenant-idle %s: want 0 (never close an idle tenant) or a positive duration", f.tenantIdle)
+	}
+	if f.maxWarm < 0 {
+		return fmt.Errorf("--max-warm-tenants %d: want 0 (from the open-file limit) or a positive count", f.maxWarm)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	stateDir, err := resolveStateDir(f.stateDir)
@@ -137,7 +154,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		log.Info("every agent of every tenant runs on one model (--model)", "model", model)
 	}
 	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log, SyncWindow: f.fsyncWindow,
-		DefaultToken: kept, AuthLimit: limit, Model: model}
+		DefaultToken: kept, AuthLimit: limit, Model: model, TenantIdle: f.tenantIdle, MaxWarmTenants: f.maxWarm}
 	var (
 		late      *lateAPI
 		studioURL atomic.Pointer[string]
