@@ -18,6 +18,7 @@ import (
 	"talon/internal/automation/cron"
 	"talon/internal/channel/hub"
 	"talon/internal/config"
+	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
 
@@ -87,9 +88,12 @@ type Server struct {
 	loopback      bool
 	bindIP        net.IP // the listening IP; nil before Listen or for "localhost"
 	limit         *authlimit.Guard
-	warm          warmSet     // the tenants whose handles are open (warm.go)
-	hubs          hubs        // WebSocket clients per tenant
-	runs          runRegistry // chat.send and agent runs, idempotency caches
+	warm          warmSet // the tenants whose handles are open (warm.go)
+	// checks are the sandbox backends' passed checks, shared by every
+	// tenant's sandbox manager: a tenant opening again does not probe.
+	checks *sandbox.Checks
+	hubs   hubs        // WebSocket clients per tenant
+	runs   runRegistry // chat.send and agent runs, idempotency caches
 	// channelTokens is the process's registry of channel bot tokens: one
 	// connection per token, whichever tenant configures it.
 	channelTokens *hub.Tokens
@@ -162,6 +166,7 @@ func New(opts Options) (*Server, error) {
 		ready:         make(chan struct{}),
 		started:       time.Now(),
 		channelTokens: hub.NewTokens(),
+		checks:        sandbox.NewChecks(),
 	}
 	s.warm.init(opts.MaxWarmTenants)
 	return s, nil

@@ -215,6 +215,7 @@ func (s *Server) build(t *tenant, root *runtime, st fileStamp) (_ *runtime, fres
 	}
 	if t.sandboxes == nil {
 		t.sandboxes = sandbox.NewManager()
+		t.sandboxes.Checks = s.checks // one probe of a backend for all tenants
 		if t.id != "" {
 			t.sandboxes.Confine = t.dir
 		}
