@@ -8,9 +8,13 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"talon/protocol"
+	"talon/protocol/client"
 )
 
 // denseServer starts a gateway over n tenants t0…t{n-1}, each with its
@@ -201,6 +205,11 @@ func TestWarmKeeps(t *testing.T) {
 			model.mu.Lock()
 			model.queue = nil // the refused turn's answer was never asked for
 			model.mu.Unlock()
+			// Over WebSocket the refusal is UNAVAILABLE, retryable.
+			if _, err := client.Dial(context.Background(), wsURL(ts), client.Options{Tenant: "t1", Token: "tok-t1"}); err == nil ||
+				!strings.Contains(err.Error(), protocol.CodeUnavailable) || !strings.Contains(err.Error(), "retry") {
+				t.Fatalf("a WebSocket client of t1 while t0 holds the only place: %v, want UNAVAILABLE", err)
+			}
 			end()
 			unpinned(t, ts, "t0")
 			ts.srv.sweep(time.Now().Add(2 * time.Hour))
@@ -355,5 +364,37 @@ func TestWarmFigures(t *testing.T) {
 	}
 	if idleFiles > 0.1 {
 		t.Errorf("an idle tenant holds %.2f files, want none", idleFiles)
+	}
+}
+
+// TestWarmBoundConcurrent: many clients over more tenants than may be
+// warm; every turn is served and the bound holds (run it with -race).
+func TestWarmBoundConcurrent(t *testing.T) {
+	const tenants, clients, turns = 10, 8, 12
+	ts, model := denseServer(t, tenants, func(o *Options) { o.MaxWarmTenants = 3 })
+	for range clients * turns {
+		model.push(scripted{Content: "ok"})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, clients*turns)
+	for c := range clients {
+		wg.Go(func() {
+			for i := range turns {
+				id := fmt.Sprintf("t%d", (c*turns+i)%tenants)
+				rep := ts.post(map[string]string{"Authorization": "Bearer tok-" + id, "X-Tenant-ID": id},
+					`{"model":"openclaw","user":"u","messages":[{"role":"user","content":"hi"}]}`)
+				if rep.status != 200 {
+					errs <- fmt.Sprintf("%s: %d %s", id, rep.status, rep.body)
+				}
+				if n := ts.srv.warm.len(); n > 3 {
+					errs <- fmt.Sprintf("%d warm, bound 3", n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
