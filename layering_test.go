@@ -16,7 +16,7 @@ var layers = []struct {
 	layer int
 	pkgs  []string
 }{
-	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml", "tools/tts/ttstest"}},
+	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml", "tools/tts/ttstest", "warm"}},
 	{1, []string{"plugin/yamltool", "authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
 	{2, []string{"policy", "budget", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
 	{3, []string{"session", "compaction", "channel", "automation"}},
@@ -76,6 +76,13 @@ var pure = map[string]struct{ std, ours []string }{
 	"budget": {
 		std:  []string{"fmt", "math", "strconv", "strings", "time"},
 		ours: []string{"config"},
+	},
+	// time for the times and durations the caller passes, never
+	// time.Now: which tenants to close is a function of what the
+	// gateway says they do.
+	"warm": {
+		std:  []string{"slices", "time"},
+		ours: []string{},
 	},
 	"channel/format": {
 		std:  []string{"fmt", "html", "slices", "strconv", "strings", "unicode", "unicode/utf16", "unicode/utf8"},
