@@ -28,7 +28,7 @@ func (s *Server) handleDebugRuntime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Throttled like any bearer auth, and a throttled try is the same 404.
-	if ok, _ := s.checkSecret(authlimit.Addr(r), "", s.defaultTenant, rt, bearer(r)); !ok {
+	if ok, _ := s.checkSecret(authlimit.Addr(r), "", s.defaultTenant, rt.file.Config, bearer(r)); !ok {
 		writeError(w, http.StatusNotFound, errNotFound, "not found")
 		return
 	}

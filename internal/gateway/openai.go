@@ -264,31 +264,41 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *tenant
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant lookup", "err", err)
 	}
-	var rt *runtime
-	release = func() {}
+	var cfg *config.Config
 	if err == nil {
-		release = s.enter(t)
-		rt, err = t.current(s)
-		switch {
-		case errors.Is(err, errUnavailable):
-			release()
-			unavailable(w)
-			return nil, nil, nil
-		case err != nil && !errors.Is(err, errNoTenant):
-			release()
-			s.log.Error("tenant load", "tenant", t.id, "err", err)
-			writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
-			return nil, nil, nil
-		}
+		// The secret is checked before the tenant opens: a client without
+		// it must not make the gateway open tenants, closing others.
+		cfg, err = s.authConfig(t)
 	}
-	ok, wait := s.checkSecret(authlimit.Addr(r), id, t, rt, bearer(r))
-	if wait > 0 || !ok {
+	if err != nil && !errors.Is(err, errNoTenant) {
+		s.log.Error("tenant load", "tenant", id, "err", err)
+		writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
+		return nil, nil, nil
+	}
+	ok, wait := s.checkSecret(authlimit.Addr(r), id, t, cfg, bearer(r))
+	if wait > 0 {
+		rateLimited(w, wait)
+		return nil, nil, nil
+	}
+	if !ok {
+		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
+		return nil, nil, nil
+	}
+	release = s.enter(t)
+	rt, err := t.current(s)
+	switch {
+	case errors.Is(err, errUnavailable):
 		release()
-		if wait > 0 {
-			rateLimited(w, wait)
-		} else {
-			writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
-		}
+		noRoom(w)
+		return nil, nil, nil
+	case errors.Is(err, errNoTenant): // deleted since its secret was checked
+		release()
+		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
+		return nil, nil, nil
+	case err != nil:
+		release()
+		s.log.Error("tenant load", "tenant", t.id, "err", err)
+		writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
 		return nil, nil, nil
 	}
 	return t, rt, release

@@ -333,6 +333,39 @@ func pluginIDs() []string {
 	return ids
 }
 
+// authConfig is the config a client's secret is checked against, read
+// without opening t: its runtime's while it is open and its file has not
+// changed, else the file's (the last good runtime's when the file does
+// not load, as current keeps it). The operator's tenant is always open.
+func (s *Server) authConfig(t *tenant) (*config.Config, error) {
+	if t.id == "" {
+		rt, err := t.current(s)
+		if err != nil {
+			return nil, err
+		}
+		return rt.file.Config, nil
+	}
+	t.mu.Lock()
+	rt, st, closed := t.rt, t.stamp, t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, errNoTenant
+	}
+	if rt != nil && stampOf(t.configPath) == st {
+		return rt.file.Config, nil
+	}
+	f, err := config.Load(t.configPath)
+	switch {
+	case err != nil && rt != nil:
+		return rt.file.Config, nil
+	case err != nil:
+		return nil, fmt.Errorf("loading config of tenant %q: %w", t.id, err)
+	case !f.Exists:
+		return nil, errNoTenant
+	}
+	return f.Config, nil
+}
+
 // approvalService is the tenant's exec approvals, opened with its store.
 func (t *tenant) approvalService(s *Server) (*approval.Service, error) {
 	if _, err := t.current(s); err != nil {

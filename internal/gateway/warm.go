@@ -462,15 +462,15 @@ func (s *Server) outOfFiles(err error) bool {
 	return syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil && uint64(n+filesPerTenant) >= lim.Cur
 }
 
-// unavailable answers a request refused for want of room: 503 with
+// noRoom answers a request refused for want of room: 503 with
 // Retry-After.
-func unavailable(w http.ResponseWriter) {
+func noRoom(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
 	writeError(w, http.StatusServiceUnavailable, errAPI, errUnavailable.Error())
 }
 
-// unavailableWS is the WebSocket error of a connect refused for want of
+// noRoomWS is the WebSocket error of a connect refused for want of
 // room.
-func unavailableWS() *protocol.Error {
+func noRoomWS() *protocol.Error {
 	return &protocol.Error{Code: protocol.CodeUnavailable, Message: errUnavailable.Error(), Retryable: true, RetryAfterMs: retryAfter.Milliseconds()}
 }

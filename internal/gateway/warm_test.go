@@ -398,3 +398,20 @@ func TestWarmBoundConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestWarmWrongSecretOpensNothing: a client without a tenant's secret
+// does not make the gateway open it (and close another for room).
+func TestWarmWrongSecretOpensNothing(t *testing.T) {
+	ts, _ := denseServer(t, 1, nil)
+	rep := ts.post(map[string]string{"Authorization": "Bearer tok-wrong", "X-Tenant-ID": "t0"},
+		`{"model":"openclaw","user":"u","messages":[{"role":"user","content":"hi"}]}`)
+	if rep.status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d %s", rep.status, rep.body)
+	}
+	if _, err := client.Dial(context.Background(), wsURL(ts), client.Options{Tenant: "t0", Token: "tok-wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+		t.Fatalf("WebSocket with a wrong token: %v", err)
+	}
+	if n, files := ts.srv.warm.len(), ts.tenantFiles(t, "t0"); n != 0 || files != 0 {
+		t.Errorf("after refused clients: %d warm, %d of t0's files open; want none", n, files)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"talon/internal/authlimit"
+	"talon/internal/config"
 	"talon/protocol"
 )
 
@@ -229,19 +230,9 @@ func grantScopes(asked []string) map[string]bool {
 // while it lasts (warm.go).
 func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (_ *tenant, _ *runtime, release func(), e *protocol.Error) {
 	t, err := s.lookup(tenantID)
-	var rt *runtime
+	var cfg *config.Config
 	if err == nil {
-		unpin := s.enter(t)
-		release = unpin
-		defer func() {
-			if e != nil {
-				unpin()
-			}
-		}()
-		rt, err = t.current(s)
-	}
-	if errors.Is(err, errUnavailable) {
-		return nil, nil, nil, unavailableWS()
+		cfg, err = s.authConfig(t) // the secret first: see authenticate
 	}
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant load", "tenant", tenantID, "err", err)
@@ -257,20 +248,30 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 			secret = p.Auth.DeviceToken
 		}
 	}
-	ok, wait := s.checkSecret(addr, tenantID, t, rt, secret) // rt is nil for a tenant not found
+	ok, wait := s.checkSecret(addr, tenantID, t, cfg, secret) // cfg is nil for a tenant not found
 	if wait > 0 {
 		return nil, nil, nil, rateLimitedWS(wait)
 	}
-	if ok && release != nil {
-		return t, rt, release, nil
+	if !ok {
+		code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
+		if secret == "" {
+			code, msg = "AUTH_TOKEN_MISSING", "unauthorized: gateway token missing (set auth.token or auth.password)"
+		}
+		e = protocol.Errorf("%s", msg)
+		e.Details = map[string]any{"code": code, "canRetryWithDeviceToken": false}
+		return nil, nil, nil, e
 	}
-	code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
-	if secret == "" {
-		code, msg = "AUTH_TOKEN_MISSING", "unauthorized: gateway token missing (set auth.token or auth.password)"
+	release = s.enter(t)
+	rt, err := t.current(s)
+	if err != nil {
+		release()
+		if errors.Is(err, errUnavailable) {
+			return nil, nil, nil, noRoomWS()
+		}
+		s.log.Error("tenant load", "tenant", tenantID, "err", err)
+		return nil, nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
 	}
-	e = protocol.Errorf("%s", msg)
-	e.Details = map[string]any{"code": code, "canRetryWithDeviceToken": false}
-	return nil, nil, nil, e
+	return t, rt, release, nil
 }
 
 // readLoop reads requests until the connection ends; each runs on its own
