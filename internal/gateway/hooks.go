@@ -15,6 +15,7 @@ import (
 	"talon/internal/automation"
 	"talon/internal/automation/cron"
 	"talon/internal/automation/hooks"
+	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/policy"
 	"talon/internal/store"
@@ -54,7 +55,7 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 	if rest, ok := strings.CutPrefix(p, "/hooks/"); ok {
 		id, _, _ := strings.Cut(rest, "/")
 		if tenantid.Valid(id) {
-			if t, err := s.lookup(id); err == nil {
+			if t, err := s.lookup(id); err == nil && s.hooksOn(t, strings.TrimPrefix(p, "/hooks/"+id)) {
 				release := s.enter(t)
 				defer release()
 				if rt, err := t.current(s); err == nil {
@@ -78,6 +79,13 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// hooksOn says t's config, read without opening t, takes hook requests
+// at path: a request to a tenant without hooks opens nothing.
+func (s *Server) hooksOn(t *tenant, path string) bool {
+	cfg, err := s.authConfig(t)
+	return err == nil && cfg.Hooks.Active() && under(path, config.HooksPath(cfg.Hooks.Path))
 }
 
 // under says path is base or below it.

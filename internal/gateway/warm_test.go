@@ -399,8 +399,9 @@ func TestWarmBoundConcurrent(t *testing.T) {
 	}
 }
 
-// TestWarmWrongSecretOpensNothing: a client without a tenant's secret
-// does not make the gateway open it (and close another for room).
+// TestWarmWrongSecretOpensNothing: a client without a tenant's secret,
+// or knocking where the tenant takes nothing, does not make the gateway
+// open it (and close another for room).
 func TestWarmWrongSecretOpensNothing(t *testing.T) {
 	ts, _ := denseServer(t, 1, nil)
 	rep := ts.post(map[string]string{"Authorization": "Bearer tok-wrong", "X-Tenant-ID": "t0"},
@@ -410,6 +411,16 @@ func TestWarmWrongSecretOpensNothing(t *testing.T) {
 	}
 	if _, err := client.Dial(context.Background(), wsURL(ts), client.Options{Tenant: "t0", Token: "tok-wrong"}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
 		t.Fatalf("WebSocket with a wrong token: %v", err)
+	}
+	// Nor does a hook request to a tenant whose hooks are off.
+	req, _ := http.NewRequest(http.MethodPost, ts.url+"/hooks/t0/hooks/wake", strings.NewReader(`{"text":"x"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := readBody(resp); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a hook of a tenant without hooks: %d %s", resp.StatusCode, body)
 	}
 	if n, files := ts.srv.warm.len(), ts.tenantFiles(t, "t0"); n != 0 || files != 0 {
 		t.Errorf("after refused clients: %d warm, %d of t0's files open; want none", n, files)
