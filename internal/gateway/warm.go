@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"talon/internal/authlimit"
 	"talon/internal/tools"
 	"talon/internal/warm"
 	"talon/protocol"
@@ -86,7 +87,8 @@ func (w *warmSet) init(maxWarm int) {
 }
 
 // join makes t a member when it is one or there is room; otherwise it
-// returns the channel closed when room may have come.
+// counts the caller as waiting (unwait) and returns the channel closed
+// when room may have come.
 func (w *warmSet) join(t *tenant) (bool, <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -97,7 +99,15 @@ func (w *warmSet) join(t *tenant) (bool, <-chan struct{}) {
 		w.members[t] = struct{}{}
 		return true, nil
 	}
+	w.waiting++
 	return false, w.changed
+}
+
+// unwait counts out an admission that join counted as waiting.
+func (w *warmSet) unwait() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting--
 }
 
 // roomForFiles says one more tenant leaves the reserve of descriptors
@@ -227,30 +237,37 @@ func (s *Server) admit(t *tenant) error {
 		if ok {
 			return nil
 		}
-		if v, found := warm.LRU(s.warmEntries(time.Now(), t)); found && s.cool(v, "making room for another tenant") {
+		if s.makeRoom(t, changed, &deadline) {
 			continue
 		}
-		now := time.Now()
-		if deadline.IsZero() {
-			deadline = now.Add(s.warm.wait)
-		}
-		if !now.Before(deadline) {
-			s.log.Warn("tenant refused: every warm tenant is busy", "tenant", t.id, "warm", s.warm.len())
-			return errUnavailable
-		}
-		s.warm.mu.Lock()
-		s.warm.waiting++
-		s.warm.mu.Unlock()
-		timer := time.NewTimer(deadline.Sub(now))
-		select {
-		case <-changed:
-		case <-timer.C:
-		}
-		timer.Stop()
-		s.warm.mu.Lock()
-		s.warm.waiting--
-		s.warm.mu.Unlock()
+		s.log.Warn("tenant refused: every warm tenant is busy", "tenant", t.id, "warm", s.warm.len())
+		return errUnavailable
 	}
+}
+
+// makeRoom closes the least recently used warm tenant but t that is not
+// busy, or waits for room to come (changed) until deadline, set on the
+// first wait; false is the deadline passed. join counted the caller as
+// waiting, so that no release between join and the wait is missed.
+func (s *Server) makeRoom(t *tenant, changed <-chan struct{}, deadline *time.Time) bool {
+	defer s.warm.unwait()
+	if v, found := warm.LRU(s.warmEntries(time.Now(), t)); found && s.cool(v, "making room for another tenant") {
+		return true
+	}
+	now := time.Now()
+	if deadline.IsZero() {
+		*deadline = now.Add(s.warm.wait)
+	}
+	if !now.Before(*deadline) {
+		return false
+	}
+	timer := time.NewTimer(deadline.Sub(now))
+	defer timer.Stop()
+	select {
+	case <-changed:
+	case <-timer.C:
+	}
+	return true
 }
 
 // warmEntries are the warm tenants but skip as the policy sees them.
@@ -465,7 +482,7 @@ func (s *Server) outOfFiles(err error) bool {
 // noRoom answers a request refused for want of room: 503 with
 // Retry-After.
 func noRoom(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Retry-After", authlimit.RetryAfter(retryAfter))
 	writeError(w, http.StatusServiceUnavailable, errAPI, errUnavailable.Error())
 }
 
