@@ -195,7 +195,7 @@ func (t *tenant) load(s *Server) (_ *runtime, fresh bool, _ error) {
 		if t.id != "" {
 			s.warm.leave(t)
 		}
-		if s.outOfFiles(err) {
+		if !errors.Is(err, errNoTenant) && s.outOfFiles(err) {
 			s.log.Warn("tenant refused: out of file descriptors", "tenant", t.id, "err", err)
 			return nil, false, fmt.Errorf("%w: %w", errUnavailable, err)
 		}
