@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/tools"
 	"talon/protocol"
 	"talon/protocol/client"
 )
@@ -169,6 +171,26 @@ func TestWarmKeeps(t *testing.T) {
 			}()
 			<-started
 			return func() { cancel(); <-done }
+		}},
+		{"a background command", func(t *testing.T, ts *testServer, model *scriptedLLM) func() {
+			needBwrap(t)
+			var call scripted
+			call.ToolCalls = append(call.ToolCalls, struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}{"exec", json.RawMessage(`{"command":"sleep 300","background":true}`)})
+			model.push(call)
+			if rep := ts.turn(model, "t0", "start it"); rep.status != 200 {
+				t.Fatalf("starting the command: %d %s", rep.status, rep.body)
+			}
+			unpinned(t, ts, "t0")
+			return func() {
+				for _, tool := range ts.srv.tools.All() {
+					if f, ok := tool.(tools.Forgetter); ok {
+						f.Forget(filepath.Join(ts.dir, "tenants", "t0"))
+					}
+				}
+			}
 		}},
 		{"a cron job due within the timeout", func(t *testing.T, ts *testServer, _ *scriptedLLM) func() {
 			c := dialTenant(t, wsURL(ts), "t0", "tok-t0")
