@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -374,19 +375,37 @@ func TestWarmFigures(t *testing.T) {
 		}
 	}
 	f1, h1 := files(), heap()
+	warmTurn := medianTurn(t, ts, model, n)
 	ts.srv.sweep(time.Now().Add(2 * time.Hour))
 	model.mu.Lock()
 	model.requests = nil // the fake model's log is not the gateway's
 	model.mu.Unlock()
 	f2, h2 := files(), heap()
+	coldTurn := medianTurn(t, ts, model, n)
 	warmFiles, idleFiles := (f1-f0)/n, (f2-f0)/n
 	t.Logf("a warm tenant: %.2f files, %.1f KB of heap; an idle one: %.2f files, %.2f KB", warmFiles, (h1-h0)/n/1024, idleFiles, (h2-h0)/n/1024)
+	t.Logf("a turn: %v warm, %v the first after closing (p50)", warmTurn, coldTurn)
 	if warmFiles > filesPerTenant+0.5 {
 		t.Errorf("a warm tenant holds %.2f files, filesPerTenant says %d", warmFiles, filesPerTenant)
 	}
 	if idleFiles > 0.1 {
 		t.Errorf("an idle tenant holds %.2f files, want none", idleFiles)
 	}
+}
+
+// medianTurn is the median time of a turn of each of tenants t0… in turn.
+func medianTurn(t *testing.T, ts *testServer, model *scriptedLLM, n int) time.Duration {
+	t.Helper()
+	took := make([]time.Duration, n)
+	for i := range n {
+		start := time.Now()
+		if rep := ts.turn(model, fmt.Sprintf("t%d", i), "again"); rep.status != 200 {
+			t.Fatalf("t%d: %d %s", i, rep.status, rep.body)
+		}
+		took[i] = time.Since(start)
+	}
+	slices.Sort(took)
+	return took[n/2]
 }
 
 // TestWarmBoundConcurrent: many clients over more tenants than may be
