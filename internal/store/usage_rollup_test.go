@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"sync/atomic"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/compaction"
+	"talon/internal/llm"
 	"talon/internal/sqlitedb"
 )
 
@@ -315,5 +319,67 @@ func TestUsageDuringRollUps(t *testing.T) {
 		if tot.Input != tot.Calls || tot.Calls > after || (tot.Calls+30)%size != 0 && tot.Calls != 0 {
 			t.Fatalf("a query saw %d calls (%d input) with %d recorded: a batch counted twice or in part", tot.Calls, tot.Input, after)
 		}
+	}
+}
+
+// TestCallsCommitWithTheirEffect: the model calls behind a compaction, a
+// memory flush and a tool's result go into the ledger in the commit that
+// stores what they produced, under the session's transcript; a commit
+// that fails writes none of them.
+func TestCallsCommitWithTheirEffect(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	const key = "agent:main:c"
+	sid, err := db.BeginTurn(ctx, "main", key, llm.Message{Role: llm.RoleUser, Content: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(kind string) *Call { return &Call{Kind: kind, Provider: "p", Model: "m", Input: 7, Output: 1} }
+	rows := func() map[string]int {
+		t.Helper()
+		got := map[string]int{}
+		rs, err := db.r.QueryContext(ctx, `SELECT kind, session_key, session_id FROM usage`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var kind, k, id string
+			if err := rs.Scan(&kind, &k, &id); err != nil {
+				t.Fatal(err)
+			}
+			if k != key || id != sid {
+				t.Errorf("a %s row under %q/%q, want the session's %q/%q", kind, k, id, key, sid)
+			}
+			got[kind]++
+		}
+		return got
+	}
+
+	testHookCompacting = func() error { return errors.New("killed") }
+	_, _, err = db.AppendCompaction(ctx, "main", key, sid, compaction.Compaction{Summary: "s"}, 10, call(CallSummary))
+	testHookCompacting = nil
+	if err == nil {
+		t.Fatal("a compaction whose commit fails: no error")
+	}
+	if got := rows(); len(got) != 0 {
+		t.Fatalf("after a failed compaction commit the ledger has %v, want nothing", got)
+	}
+	if _, _, err := db.AppendCompaction(ctx, "main", key, sid, compaction.Compaction{Summary: "s"}, 10, call(CallSummary), call(CallSummary)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordFlush(ctx, "main", key, sid, time.Now(), call(CallMemoryFlush)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordFlush(ctx, "main", key, "another-transcript", time.Now(), call(CallMemoryFlush)); !errors.Is(err, ErrSessionChanged) {
+		t.Fatalf("a flush of a replaced transcript: %v, want ErrSessionChanged", err)
+	}
+	result := Item{Message: llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Name: "image", Content: "a cat"}, Also: []*Call{call(CallImage), call(CallPDF)}}
+	if err := db.ContinueTurn(ctx, "main", key, sid, nil, []Item{result}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{CallSummary: 2, CallMemoryFlush: 1, CallImage: 1, CallPDF: 1}
+	if got := rows(); !maps.Equal(got, want) {
+		t.Errorf("ledger rows by kind %v, want %v", got, want)
 	}
 }
