@@ -218,6 +218,10 @@ const streamDone = "[DONE]"
 // events, ending with [DONE]. A write that fails (the client left) ends
 // the stream; the run goes on to its end.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request) {
+	// The model that answers is known only at the end: it goes in a
+	// trailer, which every HTTP/1.1 chunked or HTTP/2 client may read and
+	// the others ignore.
+	w.Header().Set("Trailer", answeredHeader)
 	out := sse.Start(w)
 	id, created, model := completionID(), time.Now().Unix(), modelEcho(req)
 	chunk := func(delta map[string]any, finish any) map[string]any {
@@ -247,6 +251,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 		out.JSON("", chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
 	}
 	out.JSON("", chunk(map[string]any{}, res.FinishReason))
+	if res.Model != "" {
+		w.Header().Set(answeredHeader, res.Model)
+	}
 	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
 		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{}, "usage": res.Usage})
