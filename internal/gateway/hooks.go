@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -54,7 +55,12 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 	if rest, ok := strings.CutPrefix(p, "/hooks/"); ok {
 		id, _, _ := strings.Cut(rest, "/")
 		if tenantid.Valid(id) {
-			if t, err := s.lookup(id); err == nil {
+			t, err := s.lookup(id)
+			if errors.Is(err, errMoving) {
+				unavailable(w)
+				return true
+			}
+			if err == nil {
 				if rt, err := t.current(s); err == nil {
 					if h := s.hooksOf(t, rt); h != nil && under(strings.TrimPrefix(p, "/hooks/"+id), h.Path()) {
 						r2 := r.Clone(r.Context())

@@ -266,6 +266,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*tenant, *runtime, bool) {
 	id := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
 	t, err := s.lookup(id)
+	if errors.Is(err, errMoving) {
+		s.refuseMoving(w, r, id)
+		return nil, nil, false
+	}
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant lookup", "err", err)
 	}

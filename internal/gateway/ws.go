@@ -226,7 +226,7 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 	if err == nil {
 		rt, err = t.current(s)
 	}
-	if err != nil && !errors.Is(err, errNoTenant) {
+	if err != nil && !errors.Is(err, errNoTenant) && !errors.Is(err, errMoving) {
 		s.log.Error("tenant load", "tenant", tenantID, "err", err)
 		return nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
 	}
@@ -240,7 +240,16 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 			secret = p.Auth.DeviceToken
 		}
 	}
-	ok, wait := s.checkSecret(addr, tenantID, t, rt, secret) // rt is nil for a tenant not found
+	var ok bool
+	var wait time.Duration
+	if errors.Is(err, errMoving) {
+		ok, wait = s.movingAuthorized(addr, tenantID, secret)
+		if ok {
+			return nil, nil, movingWS()
+		}
+	} else {
+		ok, wait = s.checkSecret(addr, tenantID, t, rt, secret) // rt is nil for a tenant not found
+	}
 	if wait > 0 {
 		return nil, nil, rateLimitedWS(wait)
 	}
