@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -569,6 +570,9 @@ func (s *Server) clientTools(body chatRequest, rt *runtime) ([]llm.ToolSpec, str
 
 func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request, err error) {
 	if r.Context().Err() != nil {
+		if errors.Is(context.Cause(r.Context()), errMoving) {
+			unavailable(w) // drained at its bound: the client retries on the tenant's new node
+		}
 		return // the client went away; nobody to answer
 	}
 	if e := budgetRefusal(err); e != nil {

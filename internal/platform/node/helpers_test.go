@@ -96,7 +96,7 @@ func modelConfig(tok, llm string) string {
 // the status, the Retry-After header and the body.
 func (n *testNode) chat(t *testing.T, tenant, tok, user, text string) (int, string, string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"model":"talon","user":%q,"messages":[{"role":"user","content":%q}]}`, user, text)
+	body := fmt.Sprintf(`{"model":"openclaw","user":%q,"messages":[{"role":"user","content":%q}]}`, user, text)
 	req, err := http.NewRequest(http.MethodPost, n.url+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
