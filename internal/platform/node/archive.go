@@ -316,9 +316,10 @@ func packDir(w io.Writer, dir string) (skipped []string, err error) {
 }
 
 // packFile adds the regular file p as rel. It is opened without
-// following a symlink swapped in since the walk saw it.
+// following a symlink, or waiting on a FIFO, swapped in since the walk
+// saw it.
 func packFile(tw *tar.Writer, p, rel string) (int64, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -198,7 +198,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	}
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxReply))
 	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("node %s: %s %s: reading the answer: %w", c.base, method, path, errors.Join(ErrUnreachable, err))
+		return fmt.Errorf("node %s: %s %s: reading the answer: %w: %w", c.base, method, path, ErrUnreachable, err)
 	}
 	return nil
 }
@@ -223,7 +223,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("node %s: %s %s: %w", c.base, method, path, ctx.Err())
 		}
-		return nil, fmt.Errorf("node %s: %s %s: %w", c.base, method, path, errors.Join(ErrUnreachable, err))
+		return nil, fmt.Errorf("node %s: %s %s: %w: %w", c.base, method, path, ErrUnreachable, err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -157,7 +156,7 @@ func (c *Client) Export(ctx context.Context, tenant string, w io.Writer) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("node %s: exporting tenant %q: %w", c.base, tenant, ctx.Err())
 		}
-		return fmt.Errorf("node %s: exporting tenant %q: %w", c.base, tenant, errors.Join(ErrUnreachable, err))
+		return fmt.Errorf("node %s: exporting tenant %q: %w: %w", c.base, tenant, ErrUnreachable, err)
 	}
 	if msg := resp.Trailer.Get(exportErrorTrailer); msg != "" {
 		return fmt.Errorf("node %s: exporting tenant %q: %s", c.base, tenant, msg)

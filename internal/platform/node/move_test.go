@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,20 @@ func TestMove(t *testing.T) {
 	tok := movingTenant(t, a, llm)
 	memory := filepath.Join("agents", "main", "memory", "notes.md")
 	writeFile(t, filepath.Join(a.dir, "tenants", "acme", memory), "acme's notes\n")
+	// What an agent could leave in its workspace to reach the host
+	// through an export: links to a file and a directory outside it, and
+	// a FIFO that would block a reader.
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "secret.txt"), "the host's secret")
+	workspace := filepath.Join(a.dir, "tenants", "acme", "agents", "main")
+	for name, target := range map[string]string{"file-link": filepath.Join(outside, "secret.txt"), "dir-link": outside} {
+		if err := os.Symlink(target, filepath.Join(workspace, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(workspace, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ws, err := client.Dial(ctx, "ws"+strings.TrimPrefix(a.url, "http"), client.Options{Token: tok, Tenant: "acme", ClientID: "test", Mode: "backend"})
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +140,14 @@ func TestMove(t *testing.T) {
 	if err := a.client.Export(ctx, "acme", &tarball); err != nil {
 		t.Fatal(err)
 	}
+	if bytes.Contains(tarball.Bytes(), []byte("the host's secret")) {
+		t.Fatal("the export followed a link out of the tenant's directory")
+	}
 	if err := b.client.Import(ctx, "acme", bytes.NewReader(tarball.Bytes())); err != nil {
 		t.Fatal(err)
+	}
+	if got := entries(t, filepath.Join(b.dir, "tenants", "acme", "agents", "main")); slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "link") || n == "fifo" }) {
+		t.Fatalf("links or FIFOs arrived on the new node: %v", got)
 	}
 	if err := b.client.Import(ctx, "acme", bytes.NewReader(tarball.Bytes())); !errors.Is(err, install.ErrExists) {
 		t.Fatalf("a second Import: %v, want ErrExists", err)
