@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"talon/internal/atomicfile"
 	"talon/internal/platform/template"
 )
 
@@ -154,6 +155,18 @@ func archiveErr(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// syncDirs fsyncs every directory under dir, dir included, so that the
+// entries of an unpacked tree survive a crash once it is renamed into
+// place.
+func syncDirs(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return atomicfile.SyncDir(p)
+	})
+}
+
 // checkEnd reads the end entry and what follows it: nothing, and counts
 // equal to got.
 func checkEnd(tr *tar.Reader, hdr *tar.Header, got archiveEnd) error {
@@ -191,6 +204,11 @@ func writeEntry(root *os.Root, name string, hdr *tar.Header, r io.Reader) error 
 		return err
 	}
 	n, err := io.Copy(f, io.LimitReader(r, hdr.Size))
+	if err == nil {
+		// The source deletes its copy once the import is answered: what
+		// is answered must be on the disk.
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -35,7 +35,7 @@ type testNode struct {
 // startNode serves a gateway over a new state dir whose root config lets
 // tenants reach the model at llm (empty: no model) and caps drains at
 // drain (0: the default).
-func startNode(t *testing.T, llm string, drain time.Duration) *testNode {
+func startNode(t testing.TB, llm string, drain time.Duration) *testNode {
 	t.Helper()
 	dir := t.TempDir()
 	root := `{gateway:{auth:{token:"root-token-0123456789"}}}`

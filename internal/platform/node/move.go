@@ -104,6 +104,9 @@ func (h *Handler) importTenant(w http.ResponseWriter, r *http.Request, id string
 	if _, ok := config.Find(tmp); !ok {
 		return fmt.Errorf("%w: importing tenant %q: the archive has no config at its top; it is not a tenant's", ErrInvalid, id)
 	}
+	if err := syncDirs(tmp); err != nil {
+		return fmt.Errorf("importing tenant %q: %w", id, err)
+	}
 	if _, err := os.Lstat(dst); err == nil {
 		return fmt.Errorf("importing tenant %q: %w", id, install.ErrExists)
 	}
