@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"talon/internal/authlimit"
 	"talon/internal/gateway"
 	"talon/internal/platform/template"
 	_ "talon/internal/standard" // the modules talon serve ships
@@ -37,6 +38,13 @@ type testNode struct {
 // drain (0: the default).
 func startNode(t testing.TB, llm string, drain time.Duration) *testNode {
 	t.Helper()
+	return startNodeGuard(t, llm, drain, nil)
+}
+
+// startNodeGuard is startNode with the failed-auth throttle limit (nil:
+// the handler's own).
+func startNodeGuard(t testing.TB, llm string, drain time.Duration, limit *authlimit.Guard) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	root := `{gateway:{auth:{token:"root-token-0123456789"}}}`
 	if llm != "" {
@@ -48,7 +56,7 @@ func startNode(t testing.TB, llm string, drain time.Duration) *testNode {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := NewHandler(Options{StateDir: dir, Token: testToken, Version: "test", Log: log})
+	h, err := NewHandler(Options{StateDir: dir, Token: testToken, Version: "test", Log: log, AuthLimit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,16 +125,16 @@ func (n *testNode) chat(t *testing.T, tenant, tok, user, text string) (int, stri
 // last user message>"; while gated, each call signals started and waits
 // for release (or for the caller to go away, which it counts).
 type gatedLLM struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	gate     chan struct{} // nil: answer at once
-	started  chan struct{}
-	bodies   []string
-	canceled int
+	srv     *httptest.Server
+	mu      sync.Mutex
+	gate    chan struct{} // nil: answer at once
+	started chan struct{}
+	gaveUp  chan struct{} // a call the caller went away from
+	bodies  []string
 }
 
 func newGatedLLM(t *testing.T) *gatedLLM {
-	l := &gatedLLM{started: make(chan struct{}, 16)}
+	l := &gatedLLM{started: make(chan struct{}, 16), gaveUp: make(chan struct{}, 16)}
 	l.srv = httptest.NewServer(http.HandlerFunc(l.serve))
 	t.Cleanup(l.srv.Close)
 	return l
@@ -168,9 +176,7 @@ func (l *gatedLLM) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-gate:
 		case <-r.Context().Done():
-			l.mu.Lock()
-			l.canceled++
-			l.mu.Unlock()
+			l.gaveUp <- struct{}{}
 			return
 		}
 	}
@@ -208,12 +214,6 @@ func (l *gatedLLM) last() string {
 		return ""
 	}
 	return l.bodies[len(l.bodies)-1]
-}
-
-func (l *gatedLLM) cancels() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.canceled
 }
 
 // v1 and v2 are two versions of the template "demo".

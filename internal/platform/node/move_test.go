@@ -202,9 +202,7 @@ func TestDrainAborts(t *testing.T) {
 	if got := <-done; !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "moving") {
 		t.Fatalf("the run still going at the bound: %s; want it aborted, answered 503 moving", got)
 	}
-	if llm.cancels() != 1 {
-		t.Fatalf("the model saw %d calls given up, want 1", llm.cancels())
-	}
+	<-llm.gaveUp // the model call was given up, not left running
 	release()
 	if err := a.client.Resume(ctx, "acme"); err != nil {
 		t.Fatal(err)

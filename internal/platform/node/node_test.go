@@ -71,7 +71,12 @@ func TestAuth(t *testing.T) {
 		})
 	}
 	t.Run("throttled after repeated wrong tokens", func(t *testing.T) {
-		m := startNode(t, "", 0)
+		// A clock that stands still: the failures fall in one window
+		// however slowly the test runs.
+		limit := authlimit.NewGuard()
+		now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+		limit.Now = func() time.Time { return now }
+		m := startNodeGuard(t, "", 0, limit)
 		for range authlimit.PerAddress {
 			if got, _ := get2(t, m.url+"/node/health", "Bearer wrong-token-0123456789"); got != http.StatusUnauthorized {
 				t.Fatalf("wrong token: %d", got)
