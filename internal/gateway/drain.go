@@ -48,7 +48,11 @@ type drain struct {
 	// client is told that the tenant is moving only once it proves it is
 	// the tenant's, as it would be told anything else.
 	secrets []string
-	done    chan struct{} // closed when the handles are closed
+	// hooks and channels say the tenant served HTTP hooks and channel
+	// accounts: only then do their paths answer 503 while it moves, as
+	// only then did they answer anything but 404 before.
+	hooks, channels bool
+	done            chan struct{} // closed when the handles are closed
 }
 
 func (d *drains) get(id string) *drain {
@@ -102,7 +106,11 @@ func (s *Server) DrainTenant(ctx context.Context, id string) error {
 	dr := &drain{done: make(chan struct{})}
 	if rt, err := t.current(s); err == nil {
 		dr.secrets = t.token(rt.file.Config)
+		dr.hooks = rt.file.Config.Hooks.Active()
 	}
+	t.mu.Lock()
+	dr.channels = t.channels != nil
+	t.mu.Unlock()
 	if got, ok := s.drains.put(id, dr); !ok {
 		return waitDrain(ctx, got)
 	}
@@ -269,6 +277,19 @@ func (s *Server) refuseMoving(w http.ResponseWriter, r *http.Request, id string)
 	default:
 		unavailable(w)
 	}
+}
+
+// movingServes reports whether drained tenant id served hooks (or, with
+// channels, channel accounts) when its drain began.
+func (s *Server) movingServes(id string, channels bool) bool {
+	dr := s.drains.get(id)
+	if dr == nil {
+		return false
+	}
+	if channels {
+		return dr.channels
+	}
+	return dr.hooks
 }
 
 // unavailable is a drained tenant's 503.

@@ -56,7 +56,7 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 		id, _, _ := strings.Cut(rest, "/")
 		if tenantid.Valid(id) {
 			t, err := s.lookup(id)
-			if errors.Is(err, errMoving) {
+			if errors.Is(err, errMoving) && s.movingServes(id, false) {
 				unavailable(w)
 				return true
 			}

@@ -494,7 +494,7 @@ func (s *Server) handleChannelWebhook(w http.ResponseWriter, r *http.Request) {
 		id = ""
 	}
 	t, err := s.lookup(id)
-	if errors.Is(err, errMoving) {
+	if errors.Is(err, errMoving) && s.movingServes(id, true) {
 		unavailable(w) // the platform retries; the tenant's new node takes it
 		return
 	}

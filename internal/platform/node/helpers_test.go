@@ -96,8 +96,10 @@ func writeFile(t testing.TB, path, body string) {
 
 // modelConfig is a tenant config with token tok whose agents run on the
 // model at llm.
+// Its HTTP hooks are on (hook token "hooks-token-0123456789").
 func modelConfig(tok, llm string) string {
-	return `{gateway:{auth:{mode:"token",token:"` + tok + `"}},models:{providers:{fake:{baseUrl:"` + llm + `/v1"}}},agents:{defaults:{model:"fake/scripted"}}}`
+	return `{gateway:{auth:{mode:"token",token:"` + tok + `"}},models:{providers:{fake:{baseUrl:"` + llm + `/v1"}}},agents:{defaults:{model:"fake/scripted"}},
+		hooks:{enabled:true,token:"hooks-token-0123456789"}}`
 }
 
 // chat posts a non-streamed turn of user on tenant's session and returns
