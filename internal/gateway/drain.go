@@ -3,15 +3,19 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"talon/internal/atomicfile"
 	"talon/internal/authlimit"
+	"talon/internal/config"
 	"talon/internal/tenantid"
 	"talon/internal/tools"
 	"talon/protocol"
@@ -21,7 +25,9 @@ import (
 // its runs finished (or aborted at a bound), its handles closed, so that
 // its directory is a consistent copy (package node exports it). It stays
 // drained — every way in answers "the tenant is moving" — until it is
-// resumed (the move failed) or deleted (the move succeeded).
+// resumed (the move failed) or deleted (the move succeeded), across a
+// restart of the gateway too (DrainMarker): a tenant that served again
+// after its copy was taken would take turns its new node never sees.
 
 // errMoving is a drained tenant's lookup.
 var errMoving = errors.New("the tenant is moving")
@@ -36,10 +42,15 @@ const movingRetry = 5 * time.Second
 // drainPoll is how often a drain looks whether the tenant's runs ended.
 const drainPoll = 20 * time.Millisecond
 
+// DrainMarker is the file in a drained tenant's directory that keeps it
+// drained when the gateway starts again; an export leaves it out.
+const DrainMarker = ".draining"
+
 // drains are the tenants drained or being drained, by id.
 type drains struct {
-	mu sync.Mutex
-	m  map[string]*drain
+	once sync.Once // the markers read (loadDrains)
+	mu   sync.Mutex
+	m    map[string]*drain
 }
 
 // drain is one tenant's.
@@ -48,11 +59,13 @@ type drain struct {
 	// client is told that the tenant is moving only once it proves it is
 	// the tenant's, as it would be told anything else.
 	secrets []string
-	// hooks and channels say the tenant served HTTP hooks and channel
+	// Hooks and Channels say the tenant served HTTP hooks and channel
 	// accounts: only then do their paths answer 503 while it moves, as
-	// only then did they answer anything but 404 before.
-	hooks, channels bool
-	done            chan struct{} // closed when the handles are closed
+	// only then did they answer anything but 404 before. They are
+	// DrainMarker's content.
+	Hooks    bool          `json:"hooks"`
+	Channels bool          `json:"channels"`
+	done     chan struct{} // closed when the handles are closed
 }
 
 func (d *drains) get(id string) *drain {
@@ -81,8 +94,15 @@ func (d *drains) forget(id string) {
 	delete(d.m, id)
 }
 
+// drainOf is tenant id's drain, nil when it has none; the first call
+// reads the markers a previous run of the gateway left.
+func (s *Server) drainOf(id string) *drain {
+	s.drains.once.Do(s.loadDrains)
+	return s.drains.get(id)
+}
+
 // Draining reports whether tenant id is drained or being drained.
-func (s *Server) Draining(id string) bool { return id != "" && s.drains.get(id) != nil }
+func (s *Server) Draining(id string) bool { return id != "" && s.drainOf(id) != nil }
 
 // DrainTenant drains tenant id: from now on its HTTP requests, WebSocket
 // connects and methods, channel webhooks and hooks are refused (503 with
@@ -96,7 +116,7 @@ func (s *Server) DrainTenant(ctx context.Context, id string) error {
 	if !tenantid.Valid(id) {
 		return fmt.Errorf("draining: %q is not a tenant id", id)
 	}
-	if dr := s.drains.get(id); dr != nil {
+	if dr := s.drainOf(id); dr != nil {
 		return waitDrain(ctx, dr)
 	}
 	t, err := s.lookup(id)
@@ -106,13 +126,18 @@ func (s *Server) DrainTenant(ctx context.Context, id string) error {
 	dr := &drain{done: make(chan struct{})}
 	if rt, err := t.current(s); err == nil {
 		dr.secrets = t.token(rt.file.Config)
-		dr.hooks = rt.file.Config.Hooks.Active()
+		dr.Hooks = rt.file.Config.Hooks.Active()
 	}
 	t.mu.Lock()
-	dr.channels = t.channels != nil
+	dr.Channels = t.channels != nil
 	t.mu.Unlock()
 	if got, ok := s.drains.put(id, dr); !ok {
 		return waitDrain(ctx, got)
+	}
+	if err := writeMarker(t.dir, dr); err != nil {
+		s.drains.forget(id)
+		close(dr.done)
+		return fmt.Errorf("draining tenant %q: %w", id, err)
 	}
 	s.log.Info("draining tenant", "tenant", id)
 	// No new work from the sources that need no client: a channel's
@@ -134,6 +159,51 @@ func (s *Server) DrainTenant(ctx context.Context, id string) error {
 	close(dr.done)
 	s.log.Info("tenant drained", "tenant", id)
 	return nil
+}
+
+// writeMarker records the drain in dir, durably.
+func writeMarker(dir string, dr *drain) error {
+	b, err := json.Marshal(dr)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, DrainMarker), b, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", DrainMarker, err)
+	}
+	return nil
+}
+
+// loadDrains drains again the tenants whose directories have
+// DrainMarker, at the first look at any drain (a tenant's first lookup,
+// before its channels and cron jobs start): a gateway restarted in the
+// middle of a move keeps them drained. Their secrets are read from their
+// configs.
+func (s *Server) loadDrains() {
+	dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
+	for _, d := range dirs {
+		id := d.Name()
+		if !d.IsDir() || !tenantid.Valid(id) {
+			continue
+		}
+		dir := filepath.Join(s.opts.StateDir, "tenants", id)
+		b, err := os.ReadFile(filepath.Join(dir, DrainMarker))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		dr := &drain{done: make(chan struct{})}
+		close(dr.done)
+		if err != nil || json.Unmarshal(b, dr) != nil {
+			// Unreadable: drained all the same, every path refused.
+			s.log.Error("reading a drained tenant's marker", "tenant", id, "err", err)
+		}
+		if path, ok := config.Find(dir); ok {
+			if f, err := config.Load(path); err == nil {
+				dr.secrets = (&tenant{id: id}).token(f.Config)
+			}
+		}
+		s.drains.put(id, dr)
+		s.log.Info("tenant still drained (a move was under way)", "tenant", id)
+	}
 }
 
 func waitDrain(ctx context.Context, dr *drain) error {
@@ -201,8 +271,12 @@ func (s *Server) ResumeTenant(id string) error {
 	if !tenantid.Valid(id) {
 		return fmt.Errorf("resuming: %q is not a tenant id", id)
 	}
-	if dr := s.drains.get(id); dr != nil {
+	if dr := s.drainOf(id); dr != nil {
 		<-dr.done // a drain under way ends first; it is bounded
+		err := os.Remove(filepath.Join(s.opts.StateDir, "tenants", id, DrainMarker))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("resuming tenant %q: %w", id, err)
+		}
 		s.drains.forget(id)
 		s.log.Info("tenant resumed", "tenant", id)
 	}
@@ -251,7 +325,7 @@ func (s *Server) movingAuthorized(addr, id, secret string) (ok bool, wait time.D
 	if wait := s.limit.Wait(addr, scope); wait > 0 {
 		return false, wait
 	}
-	if dr := s.drains.get(id); dr != nil {
+	if dr := s.drainOf(id); dr != nil {
 		for _, want := range dr.secrets {
 			if subtle.ConstantTimeCompare([]byte(want), []byte(secret)) == 1 {
 				ok = true
@@ -282,14 +356,14 @@ func (s *Server) refuseMoving(w http.ResponseWriter, r *http.Request, id string)
 // movingServes reports whether drained tenant id served hooks (or, with
 // channels, channel accounts) when its drain began.
 func (s *Server) movingServes(id string, channels bool) bool {
-	dr := s.drains.get(id)
+	dr := s.drainOf(id)
 	if dr == nil {
 		return false
 	}
 	if channels {
-		return dr.channels
+		return dr.Channels
 	}
-	return dr.hooks
+	return dr.Hooks
 }
 
 // unavailable is a drained tenant's 503.

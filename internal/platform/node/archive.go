@@ -291,8 +291,13 @@ func loadTemplate(archive []byte, slug string) (*template.Template, error) {
 	return tp, nil
 }
 
+// drainMarker is gateway.DrainMarker (which this package may not import;
+// a test holds them equal): the source's, never the copy's.
+const drainMarker = ".draining"
+
 // packDir writes the tree at dir as an archive of its directories and
-// regular files, names relative to dir, closed by endEntry. Symlinks and
+// regular files, names relative to dir, closed by endEntry; a drained
+// tenant's drainMarker is left out. Symlinks and
 // special files are left out (a tenant's agent may have made one in its
 // workspace; unpack refuses them) and returned.
 func packDir(w io.Writer, dir string) (skipped []string, err error) {
@@ -308,7 +313,7 @@ func packDir(w io.Writer, dir string) (skipped []string, err error) {
 		}
 		rel = filepath.ToSlash(rel)
 		switch {
-		case rel == endEntry:
+		case rel == endEntry || rel == drainMarker:
 			skipped = append(skipped, rel)
 			return nil
 		case d.IsDir():

@@ -101,6 +101,11 @@ func (h *Handler) importTenant(w http.ResponseWriter, r *http.Request, id string
 	if err := unpack(r.Body, tmp, lim, true); err != nil {
 		return fmt.Errorf("importing tenant %q: %w", id, err)
 	}
+	// A marker is the source's: the copy is not drained. Export leaves it
+	// out; an archive from elsewhere may not.
+	if err := os.RemoveAll(filepath.Join(tmp, drainMarker)); err != nil {
+		return fmt.Errorf("importing tenant %q: %w", id, err)
+	}
 	if _, ok := config.Find(tmp); !ok {
 		return fmt.Errorf("%w: importing tenant %q: the archive has no config at its top; it is not a tenant's", ErrInvalid, id)
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/gateway"
 	"talon/internal/platform/install"
 	"talon/protocol"
 	"talon/protocol/client"
@@ -142,11 +144,20 @@ func TestMove(t *testing.T) {
 	if err := a.client.Export(ctx, "acme", &tarball); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(a.dir, "tenants", "acme", gateway.DrainMarker)); err != nil {
+		t.Fatalf("the drained tenant has no marker to outlive a restart: %v", err)
+	}
+	if drainMarker != gateway.DrainMarker {
+		t.Fatalf("the export leaves out %q, the gateway writes %q", drainMarker, gateway.DrainMarker)
+	}
 	if bytes.Contains(tarball.Bytes(), []byte("the host's secret")) {
 		t.Fatal("the export followed a link out of the tenant's directory")
 	}
 	if err := b.client.Import(ctx, "acme", bytes.NewReader(tarball.Bytes())); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "tenants", "acme", gateway.DrainMarker)); !os.IsNotExist(err) {
+		t.Fatalf("the copy arrived drained: %v", err)
 	}
 	if got := entries(t, filepath.Join(b.dir, "tenants", "acme", "agents", "main")); slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "link") || n == "fifo" }) {
 		t.Fatalf("links or FIFOs arrived on the new node: %v", got)
@@ -266,6 +277,21 @@ func TestImportRefuses(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a drain marker from elsewhere", func(t *testing.T) {
+		marked := archive(t, true, cfg, entry{name: drainMarker + "/", typ: tar.TypeDir}, entry{name: drainMarker + "/x", body: "{}"})
+		if err := n.client.Import(ctx, "marked", bytes.NewReader(marked)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(n.dir, "tenants", "marked", drainMarker)); !os.IsNotExist(err) {
+			t.Fatalf("the imported tenant kept a drain marker: %v", err)
+		}
+		if n.srv.Draining("marked") {
+			t.Fatal("the imported tenant is drained")
+		}
+		if err := n.client.DeleteTenant(ctx, "marked"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("an existing tenant", func(t *testing.T) {
 		err := n.client.Import(ctx, "existing", bytes.NewReader(archive(t, true, cfg)))
 		if !errors.Is(err, install.ErrExists) {
