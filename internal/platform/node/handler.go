@@ -104,7 +104,22 @@ func NewHandler(o Options) (*Handler, error) {
 	}
 	h := &Handler{o: o, mux: http.NewServeMux()}
 	h.routes()
+	h.cleanImports()
 	return h, nil
+}
+
+// cleanImports removes what imports a killed process left: hidden
+// directories beside the tenants, never served, which only an import of
+// this state dir's one gateway writes.
+func (h *Handler) cleanImports() {
+	left, _ := filepath.Glob(filepath.Join(h.o.StateDir, install.TenantsDir, importPrefix+"*"))
+	for _, dir := range left {
+		if err := os.RemoveAll(dir); err != nil {
+			h.o.Log.Warn("node api: removing an interrupted import", "dir", dir, "err", err)
+		} else {
+			h.o.Log.Info("node api: removed an interrupted import", "dir", dir)
+		}
+	}
 }
 
 // Attach gives the handler the gateway it serves beside: the gateway is

@@ -76,6 +76,9 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, id string) erro
 	return nil
 }
 
+// importPrefix starts the hidden directory an import unpacks into.
+const importPrefix = ".import-"
+
 // importTenant unpacks an archive beside tenants/ and renames it into
 // place whole: a tenant never exists half-imported, an existing one is
 // never overwritten, and a refused archive leaves nothing behind.
@@ -92,7 +95,7 @@ func (h *Handler) importTenant(w http.ResponseWriter, r *http.Request, id string
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return fmt.Errorf("importing tenant %q: %w", id, err)
 	}
-	tmp, err := os.MkdirTemp(parent, ".import-"+id+"-")
+	tmp, err := os.MkdirTemp(parent, importPrefix+id+"-")
 	if err != nil {
 		return fmt.Errorf("importing tenant %q: %w", id, err)
 	}

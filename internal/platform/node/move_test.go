@@ -302,3 +302,18 @@ func TestImportRefuses(t *testing.T) {
 		t.Fatal(d)
 	}
 }
+
+// TestCleanImports: what an import killed part way left is removed when
+// the node API starts again; tenants and other entries are not touched.
+func TestCleanImports(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tenants", importPrefix+"acme-123", "talon.json"), "{}")
+	writeFile(t, filepath.Join(dir, "tenants", "acme", "talon.json"), "{}")
+	writeFile(t, filepath.Join(dir, "tenants", ".new-beta-1", "talon.json"), "{}")
+	if _, err := NewHandler(Options{StateDir: dir, Token: testToken}); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, filepath.Join(dir, "tenants")); !slices.Equal(got, []string{".new-beta-1", "acme"}) {
+		t.Fatalf("tenants/ after a start: %v", got)
+	}
+}
