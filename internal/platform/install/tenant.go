@@ -36,6 +36,10 @@ var (
 	ErrNoTenant = errors.New("no such tenant")
 	// ErrExists is a tenant created (or imported) under an id in use.
 	ErrExists = errors.New("it already exists")
+	// ErrInstalled is an install of an employee the config lists.
+	ErrInstalled = errors.New("already installed")
+	// ErrNotInstalled is an update or uninstall of one it does not.
+	ErrNotInstalled = errors.New("not installed")
 )
 
 // envNameRE is the rule for env var names a tenant may be given.

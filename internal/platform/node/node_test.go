@@ -168,8 +168,8 @@ func TestTenantLifecycle(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(tn.Dir, "agents", "demo", "skills", "s", "x.sh")); err != nil || fi.Mode()&0o100 == 0 {
 		t.Fatalf("x.sh lost its execute bit on the way: %v %v", fi.Mode(), err)
 	}
-	if _, err := c.Install(ctx, "acme", v1t); err == nil || !strings.Contains(err.Error(), "already installed") {
-		t.Fatalf("second install: %v", err)
+	if _, err := c.Install(ctx, "acme", v1t); !errors.Is(err, install.ErrInstalled) || !strings.Contains(err.Error(), "already installed") {
+		t.Fatalf("second install: %v, want ErrInstalled", err)
 	}
 
 	plan, err := c.Plan(ctx, "acme", v2t, res.Files)
@@ -243,6 +243,8 @@ func TestTenantLifecycle(t *testing.T) {
 		{"create with a bad env name", func() error { _, err := c.CreateTenant(ctx, "gamma", map[string]string{"A B": "x"}); return err }, ErrInvalid},
 		{"a bad tenant id in a path", func() error { _, err := c.Token(ctx, ".hidden"); return err }, ErrInvalid},
 		{"a bad slug", func() error { return c.Uninstall(ctx, "beta", "Not A Slug") }, ErrInvalid},
+		{"uninstall an employee not installed", func() error { return c.Uninstall(ctx, "beta", "demo") }, install.ErrNotInstalled},
+		{"update an employee not installed", func() error { _, err := c.Update(ctx, "beta", v2t, nil); return err }, install.ErrNotInstalled},
 		{"usage by a bad grouping", func() error { _, err := c.Usage(ctx, "beta", usage.Query{By: "week"}); return err }, ErrInvalid},
 		{"export of a tenant not drained", func() error { return c.Export(ctx, "beta", io.Discard) }, ErrNotDrained},
 		{"a node that is not there", func() error { _, err := New("http://127.0.0.1:1", testToken).Health(ctx); return err }, ErrUnreachable},

@@ -40,6 +40,8 @@ var codes = []struct {
 }{
 	{"no_tenant", install.ErrNoTenant, http.StatusNotFound},
 	{"exists", install.ErrExists, http.StatusConflict},
+	{"installed", install.ErrInstalled, http.StatusConflict},
+	{"not_installed", install.ErrNotInstalled, http.StatusNotFound},
 	{"invalid", ErrInvalid, http.StatusBadRequest},
 	{"moving", ErrMoving, http.StatusConflict},
 	{"not_drained", ErrNotDrained, http.StatusConflict},
