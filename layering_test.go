@@ -31,10 +31,11 @@ var layers = []struct {
 	{12, []string{"gateway"}},
 	{13, []string{"gateway/gatewaytest", "platform/template", "platform/relay"}},
 	{14, []string{"platform/install"}},
-	{15, []string{"platform"}},
-	{16, []string{"platform/api"}},
-	{17, []string{"studio", "bench"}},
-	{18, []string{"cmd/talon"}},
+	{15, []string{"platform/node"}},
+	{16, []string{"platform"}},
+	{17, []string{"platform/api"}},
+	{18, []string{"studio", "bench"}},
+	{19, []string{"cmd/talon"}},
 }
 
 // apart are imports the layers would allow but the design forbids: the
@@ -45,6 +46,7 @@ var apart = map[string][]string{
 	"platform":          {"gateway", "agent"},
 	"platform/api":      {"gateway", "agent"},
 	"platform/install":  {"gateway", "agent"},
+	"platform/node":     {"gateway", "agent"},
 	"platform/template": {"gateway", "agent"},
 	"platform/relay":    {"gateway", "agent"},
 	"studio":            {"gateway", "agent"},

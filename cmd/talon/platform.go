@@ -8,15 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"talon/internal/authlimit"
-	"talon/internal/config"
 	"talon/internal/platform"
 	"talon/internal/platform/api"
+	"talon/internal/platform/install"
 	"talon/internal/platform/relay"
-	"talon/internal/tenantid"
 	"talon/protocol/client"
 )
 
@@ -111,21 +109,9 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 	return func() { rl.Close(); st.Close() }, nil
 }
 
-// tenantToken is a tenant's gateway token, from its config.
+// tenantGatewayToken is a tenant's gateway token, from its config.
 func tenantGatewayToken(stateDir, id string) (string, error) {
-	if !tenantid.Valid(id) {
-		return "", errors.New("no such tenant")
-	}
-	dir := filepath.Join(stateDir, "tenants", id)
-	path, ok := config.Find(dir)
-	if !ok {
-		return "", errors.New("no such tenant")
-	}
-	f, err := config.Load(path)
-	if err != nil {
-		return "", fmt.Errorf("reading tenant %q config: %w", id, err)
-	}
-	return f.Config.Gateway.Auth.Token, nil
+	return install.Token(stateDir, id)
 }
 
 // loopbackOf is addr with an unspecified host (0.0.0.0, ::) made

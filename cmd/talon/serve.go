@@ -173,9 +173,19 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		defer ui.Close()
 		opts.UI = st
 	}
+	nodeH, err := nodeAPI(stateDir, limit, log)
+	if err != nil {
+		return err
+	}
+	if nodeH != nil {
+		opts.Node = nodeH
+	}
 	srv, err := gateway.New(opts)
 	if err != nil {
 		return err
+	}
+	if nodeH != nil {
+		nodeH.Attach(srv)
 	}
 	ln, err := srv.Listen()
 	if err != nil {

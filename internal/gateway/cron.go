@@ -67,8 +67,7 @@ func (s *Server) startCron() {
 		if !d.IsDir() {
 			continue
 		}
-		dir := filepath.Join(s.opts.StateDir, "tenants", d.Name())
-		if _, err := os.Stat(filepath.Join(dir, cronMarker)); err != nil && !mentions(dir, "heartbeat", "internal") {
+		if !needsCron(filepath.Join(s.opts.StateDir, "tenants", d.Name())) {
 			continue
 		}
 		if t, err := s.lookup(d.Name()); err == nil {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,7 +56,12 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 	if rest, ok := strings.CutPrefix(p, "/hooks/"); ok {
 		id, _, _ := strings.Cut(rest, "/")
 		if tenantid.Valid(id) {
-			if t, err := s.lookup(id); err == nil && s.hooksOn(t, strings.TrimPrefix(p, "/hooks/"+id)) {
+			t, err := s.lookup(id)
+			if errors.Is(err, errMoving) && s.movingServes(id, false) {
+				unavailable(w)
+				return true
+			}
+			if err == nil && s.hooksOn(t, strings.TrimPrefix(p, "/hooks/"+id)) {
 				release := s.enter(t)
 				defer release()
 				if rt, err := t.current(s); err == nil {

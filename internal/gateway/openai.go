@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,6 +220,10 @@ const streamDone = "[DONE]"
 // events, ending with [DONE]. A write that fails (the client left) ends
 // the stream; the run goes on to its end.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request) {
+	// The model that answers is known only at the end: it goes in a
+	// trailer, which every HTTP/1.1 chunked or HTTP/2 client may read and
+	// the others ignore.
+	w.Header().Set("Trailer", answeredHeader)
 	out := sse.Start(w)
 	id, created, model := completionID(), time.Now().Unix(), modelEcho(req)
 	chunk := func(delta map[string]any, finish any) map[string]any {
@@ -248,6 +253,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 		out.JSON("", chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
 	}
 	out.JSON("", chunk(map[string]any{}, res.FinishReason))
+	if res.Model != "" {
+		w.Header().Set(answeredHeader, res.Model)
+	}
 	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
 		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{}, "usage": res.Usage})
@@ -261,6 +269,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *tenant, _ *runtime, release func()) {
 	id := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
 	t, err := s.lookup(id)
+	if errors.Is(err, errMoving) {
+		s.refuseMoving(w, r, id)
+		return nil, nil, nil
+	}
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant lookup", "err", err)
 	}
@@ -579,6 +591,9 @@ func (s *Server) clientTools(body chatRequest, rt *runtime) ([]llm.ToolSpec, str
 
 func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request, err error) {
 	if r.Context().Err() != nil {
+		if errors.Is(context.Cause(r.Context()), errMoving) {
+			unavailable(w) // drained at its bound: the client retries on the tenant's new node
+		}
 		return // the client went away; nobody to answer
 	}
 	if e := budgetRefusal(err); e != nil {

@@ -75,6 +75,13 @@ type Options struct {
 	// `talon serve` shares one with the platform API and Studio. Nil
 	// means one of the server's own.
 	AuthLimit *authlimit.Guard
+	// Node, when set, serves /node/ (package node: the node API the
+	// platform uses when tenants are spread over several gateways); it
+	// does its own auth. Unset, every /node/ path is 404.
+	Node http.Handler
+	// DrainTimeout bounds how long DrainTenant waits for a tenant's runs
+	// before aborting them; 0 means ShutdownTimeout.
+	DrainTimeout time.Duration
 }
 
 // Server is the gateway.
@@ -94,6 +101,7 @@ type Server struct {
 	checks *sandbox.Checks
 	hubs   hubs        // WebSocket clients per tenant
 	runs   runRegistry // chat.send and agent runs, idempotency caches
+	drains drains      // tenants moving to another node (drain.go)
 	// channelTokens is the process's registry of channel bot tokens: one
 	// connection per token, whichever tenant configures it.
 	channelTokens *hub.Tokens
@@ -139,6 +147,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = opts.ShutdownTimeout
 	}
 	if opts.Tools == nil {
 		return nil, errors.New("gateway: a tool registry is required")
@@ -193,6 +204,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /debug/runtime", s.handleDebugRuntime)
 	if s.opts.API != nil {
 		mux.Handle("/api/", s.opts.API)
+	}
+	if s.opts.Node != nil {
+		mux.Handle("/node/", s.opts.Node)
+	} else {
+		mux.HandleFunc("/node/", func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusNotFound, errNotFound, "not found")
+		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if isWebSocket(r) {

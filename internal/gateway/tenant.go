@@ -422,6 +422,9 @@ func (s *Server) lookup(id string) (*tenant, error) {
 	if !tenantid.Valid(id) {
 		return nil, errNoTenant
 	}
+	if s.Draining(id) {
+		return nil, errMoving
+	}
 	dir := filepath.Join(s.opts.StateDir, "tenants", id)
 	// One stat a request: a tenant deleted and made again (by the
 	// platform, the CLI or by hand) is not the one in memory.
@@ -463,6 +466,7 @@ var errTenantDropped = errors.New("the tenant was deleted")
 // platform calls it after deleting a tenant; a deletion this process was
 // not told of is found at the tenant's next request.
 func (s *Server) DropTenant(id string) {
+	s.drains.forget(id) // a moved tenant is deleted where it was
 	s.tenants.mu.Lock()
 	t := s.tenants.m[id]
 	delete(s.tenants.m, id)

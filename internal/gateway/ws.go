@@ -234,7 +234,7 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 	if err == nil {
 		cfg, err = s.authConfig(t) // the secret first: see authenticate
 	}
-	if err != nil && !errors.Is(err, errNoTenant) {
+	if err != nil && !errors.Is(err, errNoTenant) && !errors.Is(err, errMoving) {
 		s.log.Error("tenant load", "tenant", tenantID, "err", err)
 		return nil, nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
 	}
@@ -248,7 +248,16 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 			secret = p.Auth.DeviceToken
 		}
 	}
-	ok, wait := s.checkSecret(addr, tenantID, t, cfg, secret) // cfg is nil for a tenant not found
+	var ok bool
+	var wait time.Duration
+	if errors.Is(err, errMoving) {
+		ok, wait = s.movingAuthorized(addr, tenantID, secret)
+		if ok {
+			return nil, nil, nil, movingWS()
+		}
+	} else {
+		ok, wait = s.checkSecret(addr, tenantID, t, cfg, secret) // cfg is nil for a tenant not found
+	}
 	if wait > 0 {
 		return nil, nil, nil, rateLimitedWS(wait)
 	}
