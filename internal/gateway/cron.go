@@ -185,6 +185,13 @@ func (s *Server) pruneCron(ctx context.Context, t *tenant, cfg *config.Config) {
 // tenant's store closes.
 func (s *Server) closeCron(t *tenant) {
 	s.forgetBeats(t)
+	s.removeCron(t)
+}
+
+// removeCron takes t's jobs from the scheduler, which keeps their next
+// runs in t's store; its heartbeats stay scheduled (a closed tenant
+// opens again for one, warm.go).
+func (s *Server) removeCron(t *tenant) {
 	t.mu.Lock()
 	on := t.cronOn
 	t.cronOn = false

@@ -23,14 +23,14 @@ import (
 // once, and a warm one opens only while the process keeps a reserve of
 // descriptors free (package warm decides which). What survives a close
 // is the tenant's small record in s.tenants: its id, directory, budget
-// gate, queued system events and, when it has cron jobs or heartbeats, a
-// timer that opens it again before the next is due. The operator's own
-// tenant is never closed.
+// gate, queued system events, its heartbeats' schedule and, when it has
+// cron jobs, a timer that opens it again before the next is due. The
+// operator's own tenant is never closed.
 //
 // A tenant stays warm while it is pinned (enter: an HTTP request, a
 // WebSocket client, a cron run, a heartbeat), has channel connections, a
 // run, a pending approval, a background command or an active subagent,
-// or cron work due within the horizon.
+// or a cron job or heartbeat due within the horizon.
 
 // filesPerTenant is the descriptors a tenant holds once it has talked,
 // measured: its store's two connections (talon.db, -wal, -shm and the
@@ -294,8 +294,10 @@ func (s *Server) horizon() time.Duration {
 	return defaultHorizon
 }
 
-// holds says whether t must stay warm now, and when its next scheduled
-// work (cron job or heartbeat) is due, zero when it has none.
+// holds says whether t must stay warm now, and when its next cron job is
+// due, zero when it has none: the scheduler forgets a closed tenant's
+// jobs, so a timer must open it again. (Its heartbeats stay scheduled
+// and open it when due.)
 func (s *Server) holds(t *tenant, now time.Time) (busy bool, wake time.Time) {
 	t.mu.Lock()
 	pinned := t.pins > 0 || t.channels != nil || t.cooling != nil
@@ -306,11 +308,9 @@ func (s *Server) holds(t *tenant, now time.Time) (busy bool, wake time.Time) {
 		s.runs.active(t), len(s.hubs.of(t)) > 0, s.toolsHold(t):
 		return true, time.Time{}
 	}
-	wake, running := s.nextWork(t)
-	if running || !wake.IsZero() && wake.Sub(now) < s.horizon() {
-		return true, wake
-	}
-	return false, wake
+	cronAt, beatAt, running := s.nextWork(t)
+	soon := func(at time.Time) bool { return !at.IsZero() && at.Sub(now) < s.horizon() }
+	return running || soon(cronAt) || soon(beatAt), cronAt
 }
 
 // toolsHold says a tool has work of t's running (a background command).
@@ -323,18 +323,13 @@ func (s *Server) toolsHold(t *tenant) bool {
 	return false
 }
 
-// nextWork is when t's next cron job or heartbeat is due, and whether one
-// runs now.
-func (s *Server) nextWork(t *tenant) (next time.Time, running bool) {
+// nextWork is when t's next cron job and next heartbeat are due (zero:
+// none), and whether one runs now.
+func (s *Server) nextWork(t *tenant) (cronAt, beatAt time.Time, running bool) {
 	key := cronKey(t)
-	earliest := func(at time.Time) {
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
 	if s.cron != nil {
 		if st, err := s.cron.Status(key); err == nil && st.Enabled && st.NextWakeAtMs != nil {
-			earliest(time.UnixMilli(*st.NextWakeAtMs))
+			cronAt = time.UnixMilli(*st.NextWakeAtMs)
 		}
 		if runs, err := s.cron.Running(key); err == nil && len(runs) > 0 {
 			running = true
@@ -343,17 +338,19 @@ func (s *Server) nextWork(t *tenant) (next time.Time, running bool) {
 	s.beats.mu.Lock()
 	for k, b := range s.beats.m {
 		if k.tenant == key && !s.beats.off[key] {
-			earliest(b.next)
+			if beatAt.IsZero() || b.next.Before(beatAt) {
+				beatAt = b.next
+			}
 			running = running || b.busy
 		}
 	}
 	s.beats.mu.Unlock()
-	return next, running
+	return cronAt, beatAt, running
 }
 
 // cool closes t's handles unless it must stay warm, and reports whether
-// it did. Its cron jobs and heartbeats leave the schedulers; a timer
-// opens it again before the next is due.
+// it did. Its cron jobs leave the scheduler and a timer opens it again
+// before the next is due; its heartbeats stay scheduled, and open it.
 func (s *Server) cool(t *tenant, why string) bool {
 	t.mu.Lock()
 	gen := t.gen
@@ -377,7 +374,7 @@ func (s *Server) cool(t *tenant, why string) bool {
 	done := make(chan struct{})
 	t.cooling = done
 	t.mu.Unlock()
-	s.closeCron(t)
+	s.removeCron(t)
 	t.mu.Lock()
 	s.closeHandles(t)
 	t.cooldowns = nil // may be dropped: a closed tenant's model calls are long past
@@ -392,8 +389,8 @@ func (s *Server) cool(t *tenant, why string) bool {
 	return true
 }
 
-// armWake sets t's timer to open it before its next scheduled work, so
-// that the schedulers have it again in time.
+// armWake sets t's timer to open it before its next cron job, so that
+// the scheduler has it again in time.
 func (s *Server) armWake(t *tenant, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -467,3 +467,41 @@ func TestWarmWrongSecretOpensNothing(t *testing.T) {
 		t.Errorf("after refused clients: %d warm, %d of t0's files open; want none", n, files)
 	}
 }
+
+// TestWarmHeartbeatKept: a tenant whose heartbeat is due later than the
+// horizon closes with its heartbeat still scheduled at the same time,
+// and keeps that time when it opens again (it is not pushed back by an
+// opening, which would keep it from ever running).
+func TestWarmHeartbeatKept(t *testing.T) {
+	ts, model := denseServer(t, 1, func(o *Options) { o.TenantIdle = time.Hour })
+	writeFile(t, filepath.Join(ts.dir, "tenants", "t0", "talon.json"), []byte(`{gateway:{auth:{token:"tok-t0"}},`+
+		`models:{providers:{fake:{baseUrl:"`+model.srv.URL+`/v1"}}},agents:{defaults:{model:"fake/scripted",heartbeat:{every:"6h"}}}}`))
+	if rep := ts.turn(model, "t0", "hi"); rep.status != 200 {
+		t.Fatalf("t0: %d %s", rep.status, rep.body)
+	}
+	tn, _ := ts.srv.lookup("t0")
+	next := func() time.Time {
+		_, at, _ := ts.srv.nextWork(tn)
+		return at
+	}
+	before := next()
+	if before.IsZero() {
+		t.Fatal("no heartbeat scheduled for t0")
+	}
+	ts.srv.sweep(time.Now().Add(2 * time.Hour))
+	if ts.srv.warm.len() != 0 {
+		t.Fatal("t0, its heartbeat hours away, did not close")
+	}
+	if got := next(); !got.Equal(before) {
+		t.Fatalf("closed, its heartbeat is at %v, want %v", got, before)
+	}
+	ts.srv.wakeTenant(tn)
+	if got := next(); !got.Equal(before) {
+		t.Errorf("opened again, its heartbeat is at %v, want %v", got, before)
+	}
+	// Due within the horizon, it stays open.
+	ts.srv.sweep(before.Add(-30 * time.Minute))
+	if ts.srv.warm.len() != 1 {
+		t.Error("t0 closed with its heartbeat due within the idle timeout")
+	}
+}
