@@ -256,6 +256,10 @@ func TestWarmCronWake(t *testing.T) {
 		"payload":  map[string]any{"kind": "agentTurn", "message": "hi"}})
 	c.Close()
 	unpinned(t, ts, "t0")
+	before, err := ts.srv.cron.Status("t0")
+	if err != nil || before.NextWakeAtMs == nil {
+		t.Fatalf("t0's cron status: %+v, %v", before, err)
+	}
 	ts.srv.sweep(time.Now().Add(2 * time.Hour))
 	if n := ts.srv.warm.len(); n != 0 {
 		t.Fatalf("warm = %d, want t0 closed", n)
@@ -272,8 +276,8 @@ func TestWarmCronWake(t *testing.T) {
 	}
 	ts.srv.wakeTenant(tn) // what the timer does when it fires
 	st, err := ts.srv.cron.Status("t0")
-	if err != nil || st.Jobs != 1 || st.NextWakeAtMs == nil {
-		t.Fatalf("after the wake the scheduler has %+v, %v; want t0's job", st, err)
+	if err != nil || st.Jobs != 1 || st.NextWakeAtMs == nil || *st.NextWakeAtMs != *before.NextWakeAtMs {
+		t.Fatalf("after the wake the scheduler has %+v, %v; want t0's job, due at %d as before", st, err, *before.NextWakeAtMs)
 	}
 }
 
