@@ -79,6 +79,26 @@ func classify(err error) *apiError {
 		e := errorf(http.StatusUnprocessableEntity, "plugin_off", "%v", err)
 		e.fix = pe.Fix
 		return e
+	case errors.Is(err, platform.ErrNodeUnavailable):
+		return errorf(http.StatusServiceUnavailable, "node_unavailable", "%v", err)
+	case errors.Is(err, platform.ErrMoving):
+		e := errorf(http.StatusServiceUnavailable, "tenant_moving", "%v", err)
+		e.retryAfter = movingRetry
+		return e
+	case errors.Is(err, platform.ErrNoNode):
+		return errorf(http.StatusServiceUnavailable, "no_healthy_node", "%v", err)
+	case errors.Is(err, platform.ErrUnplaced):
+		return errorf(http.StatusServiceUnavailable, "unplaced", "%v", err)
+	case errors.Is(err, platform.ErrBusy):
+		e := errorf(http.StatusConflict, "busy", "%v", err)
+		e.retryAfter = movingRetry
+		return e
+	case errors.Is(err, platform.ErrSameNode):
+		return errorf(http.StatusConflict, "same_node", "%v", err)
+	case errors.Is(err, platform.ErrLocalMove):
+		return errorf(http.StatusConflict, "single_node", "%v", err)
+	case errors.Is(err, catalog.ErrUnknownNode):
+		return errorf(http.StatusNotFound, "no_node", "%v", err)
 	case errors.Is(err, platform.ErrNoChat):
 		return errorf(http.StatusServiceUnavailable, "no_chat", "%v", err)
 	case errors.Is(err, platform.ErrNoTemplate), errors.Is(err, catalog.ErrUnknownEntry):
@@ -103,6 +123,9 @@ func classify(err error) *apiError {
 	}
 	return hidden(http.StatusInternalServerError, "internal", "internal error", err)
 }
+
+// movingRetry is the Retry-After of a tenant being moved.
+const movingRetry = 5 * time.Second
 
 type errorBody struct {
 	Error struct {
