@@ -13,6 +13,7 @@ import (
 	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/platform"
+	"talon/internal/platform/install"
 	"talon/internal/platform/relay"
 	"talon/internal/studio"
 	"talon/protocol/client"
@@ -36,7 +37,7 @@ func studioFor(stateDir, cfgPath, kept string, limit *authlimit.Guard, url *atom
 	}
 	token := func(tenant string) (string, error) {
 		if tenant != "" {
-			return tenantGatewayToken(stateDir, tenant)
+			return install.Token(stateDir, tenant)
 		}
 		if t := os.Getenv("TALON_GATEWAY_TOKEN"); t != "" {
 			return t, nil

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"talon/internal/config"
 	"talon/internal/platform/install"
 	"talon/internal/platform/template"
 	"talon/internal/store"
@@ -149,7 +148,7 @@ func (l *Local) Recover(_ context.Context, tenant string) error {
 
 // Token reads the tenant's gateway token from its config.
 func (l *Local) Token(_ context.Context, tenant string) (string, error) {
-	return TenantToken(l.StateDir, tenant)
+	return install.Token(l.StateDir, tenant)
 }
 
 // Usage reads the tenant's usage ledger from its database, as `talon
@@ -165,24 +164,3 @@ func (l *Local) Drain(context.Context, string) error             { return ErrLoc
 func (l *Local) Resume(context.Context, string) error            { return ErrLocalMove }
 func (l *Local) Export(context.Context, string, io.Writer) error { return ErrLocalMove }
 func (l *Local) Import(context.Context, string, io.Reader) error { return ErrLocalMove }
-
-// ErrNoTenant is a tenant id with no directory (or an invalid one): the
-// same error, so a caller cannot tell which.
-var ErrNoTenant = errors.New("no such tenant")
-
-// TenantToken is a tenant's gateway token, read from its config in
-// stateDir.
-func TenantToken(stateDir, id string) (string, error) {
-	if !tenantid.Valid(id) {
-		return "", ErrNoTenant
-	}
-	path, ok := config.Find(filepath.Join(stateDir, install.TenantsDir, id))
-	if !ok {
-		return "", ErrNoTenant
-	}
-	f, err := config.Load(path)
-	if err != nil {
-		return "", fmt.Errorf("reading tenant %q config: %w", id, err)
-	}
-	return f.Config.Gateway.Auth.Token, nil
-}
