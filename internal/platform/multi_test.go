@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"talon/internal/platform/install"
 	"talon/internal/store"
 	"talon/internal/store/catalog"
 	"talon/internal/usage"
@@ -96,7 +97,7 @@ func TestPlacement(t *testing.T) {
 		}
 	}
 	tok, err := r.p.Token(ctx, "t2")
-	if want, _ := TenantToken(dirs[on["t2"]], "t2"); err != nil || tok != want || tok == "" {
+	if want, _ := install.Token(dirs[on["t2"]], "t2"); err != nil || tok != want || tok == "" {
 		t.Errorf("token of t2: %q, %v; want its node's %q", tok, err, want)
 	}
 	if err := r.p.DeleteTenant(ctx, "t1"); err != nil {

@@ -7,10 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"talon/internal/platform/install"
+	"talon/internal/platform/node"
 	"talon/internal/platform/template"
+	"talon/internal/procfs"
 	"talon/internal/store"
 	"talon/internal/store/catalog"
 	"talon/internal/tenantid"
@@ -52,10 +53,10 @@ type Node interface {
 }
 
 // Health is what a node reports of itself.
-type Health struct {
-	Tenants, Warm, OpenFiles, MaxOpenFiles int
-	Version                                string
-}
+type Health = node.Health
+
+// A remote node is reached through its node API.
+var _ Node = (*node.Client)(nil)
 
 // ErrLocalMove refuses moving a tenant of the platform's own state dir:
 // a platform with one local gateway has nowhere to move it.
@@ -89,15 +90,13 @@ func (l *Local) Health(ctx context.Context) (Health, error) {
 	if err != nil {
 		return Health{}, err
 	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return Health{}, fmt.Errorf("counting open files: %w", err)
+	h := Health{Tenants: len(list), Version: l.Version}
+	if n, err := procfs.OpenFiles(os.Getpid()); err == nil {
+		h.OpenFiles = n
 	}
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return Health{}, fmt.Errorf("reading the open-file limit: %w", err)
+	if n, err := procfs.MaxOpenFiles(os.Getpid()); err == nil {
+		h.MaxOpenFiles = int(n)
 	}
-	h := Health{Tenants: len(list), OpenFiles: len(fds), MaxOpenFiles: int(min(lim.Cur, 1<<31-1)), Version: l.Version}
 	if l.Warm != nil {
 		h.Warm = l.Warm()
 	}
