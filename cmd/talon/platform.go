@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"talon/internal/authlimit"
-	"talon/internal/gateway"
 	"talon/internal/platform"
 	"talon/internal/platform/api"
 	"talon/internal/platform/relay"
@@ -71,7 +70,7 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 	if err != nil {
 		return nil, err
 	}
-	local := &platform.Local{StateDir: stateDir, Addr: "http://" + loopbackOf(gw), Dropped: drop, Version: gateway.Version}
+	local := &platform.Local{StateDir: stateDir, Addr: "http://" + loopbackOf(gw), Dropped: drop, Version: version()}
 	var plat atomic.Pointer[platform.Platform]
 	rl := relay.New(platformDial(&plat, "talon-platform", "backend"))
 	p, err := platform.New(ctx, platform.Options{Local: local, Templates: templates, Store: st, Relay: rl, Log: log.With("component", "platform")})
