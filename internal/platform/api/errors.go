@@ -11,6 +11,7 @@ import (
 	"talon/internal/authlimit"
 	"talon/internal/platform"
 	"talon/internal/platform/install"
+	"talon/internal/platform/node"
 	"talon/internal/platform/relay"
 	"talon/internal/store"
 	"talon/internal/store/catalog"
@@ -79,12 +80,19 @@ func classify(err error) *apiError {
 		e := errorf(http.StatusUnprocessableEntity, "plugin_off", "%v", err)
 		e.fix = pe.Fix
 		return e
-	case errors.Is(err, platform.ErrNodeUnavailable):
-		return errorf(http.StatusServiceUnavailable, "node_unavailable", "%v", err)
-	case errors.Is(err, platform.ErrMoving):
-		e := errorf(http.StatusServiceUnavailable, "tenant_moving", "%v", err)
+	case errors.Is(err, node.ErrUnreachable):
+		// Between two health checks: the node's address stays in the log.
+		return hidden(http.StatusServiceUnavailable, "node_unavailable", "the tenant's node did not answer; try again, or see GET /api/nodes", err)
+	case errors.Is(err, platform.ErrMoving), errors.Is(err, node.ErrMoving):
+		e := errorf(http.StatusServiceUnavailable, "tenant_moving", "%v", platform.ErrMoving)
 		e.retryAfter = movingRetry
 		return e
+	case errors.Is(err, install.ErrNoTenant):
+		return errorf(http.StatusNotFound, "no_tenant", "%v", err)
+	case errors.Is(err, install.ErrExists):
+		return errorf(http.StatusConflict, "exists", "%v", err)
+	case errors.Is(err, platform.ErrNodeUnavailable):
+		return errorf(http.StatusServiceUnavailable, "node_unavailable", "%v", err)
 	case errors.Is(err, platform.ErrNoNode):
 		return errorf(http.StatusServiceUnavailable, "no_healthy_node", "%v", err)
 	case errors.Is(err, platform.ErrUnplaced):
