@@ -123,6 +123,12 @@ func TestMove(t *testing.T) {
 	})
 
 	t.Run("moved", func(t *testing.T) {
+		// A hostile tenant's link to its node's root config (the root
+		// token) does not travel: neither the link nor what it points at.
+		leak := filepath.Join("tenants", "t1", "agents", "helper", "leak.json")
+		if err := os.Symlink(filepath.Join(src.dir, "talon.json"), filepath.Join(src.dir, leak)); err != nil {
+			t.Fatal(err)
+		}
 		res, err := r.p.Move(ctx, "t1", to)
 		if err != nil || res.From != from || res.To != to || res.Warning != "" {
 			t.Fatalf("move: %+v, %v", res, err)
@@ -132,6 +138,9 @@ func TestMove(t *testing.T) {
 		}
 		if b, err := os.ReadFile(filepath.Join(dst.dir, memory)); err != nil || string(b) != "kept" {
 			t.Errorf("memory on the target: %q, %v", b, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dst.dir, leak)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the tenant's link to its old node's config came along: %v", err)
 		}
 		if _, err := os.Stat(filepath.Join(src.dir, "tenants", "t1")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the old copy on the source: %v", err)
