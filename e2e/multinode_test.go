@@ -35,6 +35,24 @@ func TestMultiNode(t *testing.T) {
 	front := startFront(t, tpl, dsn, admin, nodeToken, "a="+nodes["a"].base+",b="+nodes["b"].base)
 	waitPlatform(t, front, admin)
 	api := &platformClient{t: t, base: front.base}
+	// Studio is served in front too, under the gateway's Host rule.
+	for _, c := range []struct {
+		host string
+		want int
+	}{{"", 200}, {"rebound.example", 421}} {
+		req, _ := http.NewRequest("GET", front.base+"/signin", nil)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET /signin with Host %q: %d, want %d", c.host, resp.StatusCode, c.want)
+		}
+	}
 
 	tokens := map[string]string{}
 	for _, id := range []string{"t1", "t2", "t3", "t4"} {
