@@ -176,3 +176,25 @@ func TestMoveFromLocal(t *testing.T) {
 		t.Errorf("move on a single-node platform: %v", err)
 	}
 }
+
+// TestCreateUnrecorded: a tenant the catalog cannot place is not left
+// behind on its node, where the API could not reach it.
+func TestCreateUnrecorded(t *testing.T) {
+	ctx := context.Background()
+	nodes, dirs := localNodes(t, "a")
+	r := newMultiRig(t, nodes)
+	// The node's row goes from under the platform (another process, an
+	// operator's SQL): placing on it fails.
+	if err := r.st.DeleteNode(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.p.CreateTenant(ctx, "t1", "", nil); !errors.Is(err, catalog.ErrUnknownNode) {
+		t.Fatalf("create: %v, want ErrUnknownNode", err)
+	}
+	if _, err := os.Stat(filepath.Join(dirs["a"], "tenants", "t1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the unplaced tenant's directory: %v, want it gone", err)
+	}
+	if list, _ := r.st.Tenants(ctx); len(list) != 0 {
+		t.Errorf("catalog tenants after the failed create: %v", list)
+	}
+}

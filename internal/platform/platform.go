@@ -164,10 +164,17 @@ func (p *Platform) CreateTenant(ctx context.Context, id, name string, env map[st
 			_ = p.o.Store.DeleteTenant(ctx, id)
 		}
 	}
-	if err != nil {
-		return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (its directory %s exists on node %s; delete the tenant to retry)", id, err, t.Dir, nodeID)
+	switch {
+	case err == nil:
+		return t, nil
+	case !p.multi:
+		return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (its directory %s exists; delete the tenant to retry)", id, err, t.Dir)
 	}
-	return t, nil
+	// An unplaced directory on a node is out of the API's reach: it goes.
+	if derr := n.DeleteTenant(context.WithoutCancel(ctx), id); derr != nil {
+		return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (and deleting its directory on node %s failed: %v)", id, err, nodeID, derr)
+	}
+	return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (its directory on node %s is deleted again)", id, err, nodeID)
 }
 
 // Tenants lists the tenants of the catalog (TenantStatuses adds where
