@@ -1,8 +1,15 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+
+	"talon/internal/platform"
+	"talon/internal/platform/install"
+	"talon/internal/platform/node"
 )
 
 // TestNodeRoutes: the node routes are the admin's alone — a tenant's
@@ -53,5 +60,32 @@ func TestNodeRoutes(t *testing.T) {
 		if x.Node != "local" || !x.Available {
 			t.Errorf("tenant %+v, want on local and available", x)
 		}
+	}
+}
+
+// TestNodeErrors: the node API's errors reach a caller as the platform's,
+// and an unreachable node's address is not in the answer.
+func TestNodeErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		err    error
+		status int
+		code   string
+	}{
+		{"unreachable", fmt.Errorf("node http://10.0.0.9:18789: GET /node/tenants/t1/usage: %w", errors.Join(node.ErrUnreachable, errors.New("connection refused"))), 503, "node_unavailable"},
+		{"drained on its node", fmt.Errorf("node http://10.0.0.9:18789: %w", node.ErrMoving), 503, "tenant_moving"},
+		{"down by health", &platform.UnavailableError{Tenant: "t1", Node: "a", Reason: "dial tcp 10.0.0.9:18789: refused"}, 503, "node_unavailable"},
+		{"no tenant on the node", fmt.Errorf("tenant %q: %w", "t1", install.ErrNoTenant), 404, "no_tenant"},
+		{"exists on the node", fmt.Errorf("creating tenant %q: %w", "t1", install.ErrExists), 409, "exists"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := classify(c.err)
+			if e.status != c.status || e.code != c.code {
+				t.Errorf("%d %s, want %d %s", e.status, e.code, c.status, c.code)
+			}
+			if strings.Contains(e.message, "10.0.0.9") {
+				t.Errorf("the answer names the node's address: %q", e.message)
+			}
+		})
 	}
 }
