@@ -22,7 +22,7 @@ func newRoot() *cobra.Command {
 		newServeCmd("serve", "Run the gateway, the workforce platform's API and Studio on one address"),
 		gw,
 		newCronCmd(), newSystemCmd(), newUsageCmd(),
-		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newPairingCmd(), newTemplatesCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(), newInternalCmd(),
+		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newPairingCmd(), newTemplatesCmd(), newTenantsCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(), newInternalCmd(),
 	)
 	return root
 }

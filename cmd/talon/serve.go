@@ -55,6 +55,10 @@ type serveFlags struct {
 	// platform runs the workforce platform beside the gateway (serve).
 	platform            bool
 	templates, database string
+	// gateways, when set, runs the platform in front of these gateway
+	// nodes instead of beside a gateway of its own.
+	gateways    string
+	healthEvery time.Duration
 	// wrapListener, when set, wraps the gateway's listener: the serve
 	// tests close it underneath to make Serve fail.
 	wrapListener func(net.Listener) net.Listener
@@ -100,6 +104,16 @@ the web UI at /. talon gateway runs the gateway alone.`
 		f.platform = true
 		fl.StringVar(&f.templates, "templates", "templates", "the platform's employee templates, templates/<slug>/")
 		fl.StringVar(&f.database, "database", os.Getenv("TALON_PLATFORM_DATABASE"), "platform database: sqlite:[PATH] (default STATE/platform.db) or a postgres:// URL ($TALON_PLATFORM_DATABASE)")
+		cmd.Long += `
+
+With --gateways URL,URL… (or ID=URL entries) it runs no gateway of its own: the
+platform and Studio serve in front of those talon gateway nodes, started with
+the same $` + nodeTokenEnv + `. New tenants go on the least loaded healthy node; the
+catalog (use PostgreSQL to share it) records where each tenant is; a tenant on
+a node that fails its health checks is reported unavailable, the others go on;
+POST /api/tenants/{id}/move (or talon tenants move) moves one.`
+		fl.StringVar(&f.gateways, "gateways", "", "run in front of these gateway nodes (URL or ID=URL, comma-separated; needs $"+nodeTokenEnv+") instead of a gateway of its own")
+		fl.DurationVar(&f.healthEvery, "health-interval", defaultHealthEvery, "with --gateways: how often each node's health is checked")
 	}
 	return cmd
 }
@@ -134,6 +148,9 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	addr, err := listenAddr(file.Config, f)
 	if err != nil {
 		return err
+	}
+	if f.gateways != "" {
+		return serveFront(cmd, f, stateDir, cfgPath, addr, authlimit.NewGuard(), log)
 	}
 	kept, err := keptToken(cmd.ErrOrStderr(), log, stateDir, file.Config)
 	if err != nil {
