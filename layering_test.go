@@ -16,7 +16,7 @@ var layers = []struct {
 	layer int
 	pkgs  []string
 }{
-	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml", "tools/tts/ttstest"}},
+	{0, []string{"atomicfile", "contain", "netguard", "untrusted", "tenantid", "sse", "sqlitedb", "procfs", "fakellm", "llm", "testtier", "protocol", "channel/format", "safeyaml", "tools/tts/ttstest", "warm"}},
 	{1, []string{"plugin/yamltool", "authlimit", "gatewaytoken", "protocol/client", "config", "approval/analyze", "talonproc", "store/catalog", "mcp/mcptest"}},
 	{2, []string{"policy", "budget", "store/pg", "store/catalog/catalogtest", "store/pg/pgtest"}},
 	{3, []string{"session", "compaction", "channel", "automation"}},
@@ -31,10 +31,11 @@ var layers = []struct {
 	{12, []string{"gateway"}},
 	{13, []string{"gateway/gatewaytest", "platform/template", "platform/relay"}},
 	{14, []string{"platform/install"}},
-	{15, []string{"platform"}},
-	{16, []string{"platform/api"}},
-	{17, []string{"studio", "bench"}},
-	{18, []string{"cmd/talon"}},
+	{15, []string{"platform/node"}},
+	{16, []string{"platform"}},
+	{17, []string{"platform/api"}},
+	{18, []string{"studio", "bench"}},
+	{19, []string{"cmd/talon"}},
 }
 
 // apart are imports the layers would allow but the design forbids: the
@@ -45,6 +46,7 @@ var apart = map[string][]string{
 	"platform":          {"gateway", "agent"},
 	"platform/api":      {"gateway", "agent"},
 	"platform/install":  {"gateway", "agent"},
+	"platform/node":     {"gateway", "agent"},
 	"platform/template": {"gateway", "agent"},
 	"platform/relay":    {"gateway", "agent"},
 	"studio":            {"gateway", "agent"},
@@ -76,6 +78,13 @@ var pure = map[string]struct{ std, ours []string }{
 	"budget": {
 		std:  []string{"fmt", "math", "strconv", "strings", "time"},
 		ours: []string{"config"},
+	},
+	// time for the times and durations the caller passes, never
+	// time.Now: which tenants to close is a function of what the
+	// gateway says they do.
+	"warm": {
+		std:  []string{"slices", "time"},
+		ours: []string{},
 	},
 	"channel/format": {
 		std:  []string{"fmt", "html", "slices", "strconv", "strings", "unicode", "unicode/utf16", "unicode/utf8"},

@@ -8,15 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"talon/internal/authlimit"
-	"talon/internal/config"
 	"talon/internal/platform"
 	"talon/internal/platform/api"
 	"talon/internal/platform/relay"
-	"talon/internal/tenantid"
 	"talon/protocol/client"
 )
 
@@ -72,28 +70,61 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 	if err != nil {
 		return nil, err
 	}
-	url := "ws://" + loopbackOf(gw)
-	rl := relay.New(func(ctx context.Context, tenant string) (*client.Client, error) {
-		tok, err := tenantGatewayToken(stateDir, tenant)
-		if err != nil {
-			return nil, err
-		}
-		return client.Dial(ctx, url, client.Options{Token: tok, Tenant: tenant, ClientID: "talon-platform", Mode: "backend"})
-	})
-	p, err := platform.New(ctx, platform.Options{StateDir: stateDir, Templates: templates, Store: st, Relay: rl, CloseTenant: drop, Log: log.With("component", "platform")})
+	local := &platform.Local{StateDir: stateDir, Addr: "http://" + loopbackOf(gw), Dropped: drop, Version: version()}
+	var plat atomic.Pointer[platform.Platform]
+	rl := relay.New(platformDial(&plat, "talon-platform", "backend"))
+	p, err := platform.New(ctx, platform.Options{Local: local, Templates: templates, Store: st, Relay: rl, Log: log.With("component", "platform")})
 	if err != nil {
 		rl.Close()
 		st.Close()
 		return nil, err
 	}
-	h := api.New(p, api.Options{
-		AdminToken: os.Getenv(adminTokenEnv), AdminTokenHint: "set " + adminTokenEnv + " in talon serve's environment",
-		TenantToken: func(id string) (string, error) { return tenantGatewayToken(stateDir, id) },
-		Log:         log.With("component", "platform-api"),
-		AuthLimit:   limit,
-	})
+	plat.Store(p)
+	h := api.New(p, platformAPIOptions(p, limit, log))
 	late.h.Store(&h)
 	late.p.Store(p)
+	startupSync(ctx, p, log)
+	return func() { rl.Close(); st.Close() }, nil
+}
+
+// platformDial dials the gateway serving a tenant, as the platform's
+// relays do: its node's address and the tenant's token there. The
+// platform is set before the relay's first use.
+func platformDial(p *atomic.Pointer[platform.Platform], clientID, mode string) relay.Dial {
+	return func(ctx context.Context, tenant string) (*client.Client, error) {
+		pl := p.Load()
+		if pl == nil {
+			return nil, errors.New("the platform is starting")
+		}
+		url, tok, err := pl.Gateway(ctx, tenant)
+		if err != nil {
+			return nil, err
+		}
+		return client.Dial(ctx, url, client.Options{Token: tok, Tenant: tenant, ClientID: clientID, Mode: mode})
+	}
+}
+
+// tokenTimeout bounds asking a tenant's node for its token.
+const tokenTimeout = 10 * time.Second
+
+// platformAPIOptions are the REST API's options: a tenant's own token,
+// read from its node, opens its chat and usage.
+func platformAPIOptions(p *platform.Platform, limit *authlimit.Guard, log *slog.Logger) api.Options {
+	return api.Options{
+		AdminToken: os.Getenv(adminTokenEnv), AdminTokenHint: "set " + adminTokenEnv + " in talon serve's environment",
+		TenantToken: func(id string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), tokenTimeout)
+			defer cancel()
+			return p.Token(ctx, id)
+		},
+		Log:       log.With("component", "platform-api"),
+		AuthLimit: limit,
+	}
+}
+
+// startupSync syncs every installation, as the platform does on start,
+// and logs what it did.
+func startupSync(ctx context.Context, p *platform.Platform, log *slog.Logger) {
 	res, err := p.SyncAll(ctx, false)
 	if err != nil {
 		log.Error("platform start-up sync", "err", err)
@@ -108,24 +139,6 @@ func startPlatform(ctx context.Context, stateDir, templates, database string, gw
 		}
 	}
 	log.Info("platform start-up sync done", "installations", len(res), "changed", changed)
-	return func() { rl.Close(); st.Close() }, nil
-}
-
-// tenantToken is a tenant's gateway token, from its config.
-func tenantGatewayToken(stateDir, id string) (string, error) {
-	if !tenantid.Valid(id) {
-		return "", errors.New("no such tenant")
-	}
-	dir := filepath.Join(stateDir, "tenants", id)
-	path, ok := config.Find(dir)
-	if !ok {
-		return "", errors.New("no such tenant")
-	}
-	f, err := config.Load(path)
-	if err != nil {
-		return "", fmt.Errorf("reading tenant %q config: %w", id, err)
-	}
-	return f.Config.Gateway.Auth.Token, nil
 }
 
 // loopbackOf is addr with an unspecified host (0.0.0.0, ::) made

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -23,7 +22,7 @@ func newRoot() *cobra.Command {
 		newServeCmd("serve", "Run the gateway, the workforce platform's API and Studio on one address"),
 		gw,
 		newCronCmd(), newSystemCmd(), newUsageCmd(),
-		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newPairingCmd(), newTemplatesCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(), newInternalCmd(),
+		newPolicyCmd(), newToolsCmd(), newSandboxCmd(), newApprovalsCmd(), newPairingCmd(), newTemplatesCmd(), newTenantsCmd(), newDoctorCmd(), newBenchCmd(), newVersionCmd(), newInternalCmd(),
 	)
 	return root
 }
@@ -34,11 +33,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version and the OpenClaw release whose behaviour Talon matches",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "talon %s (tool policy: OpenClaw 2026.3.13)\n", v)
+			fmt.Fprintf(cmd.OutOrStdout(), "talon %s (tool policy: OpenClaw 2026.3.13)\n", version())
 			return nil
 		},
 	}

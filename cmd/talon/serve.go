@@ -38,6 +38,9 @@ const defaultFsyncWindow = 100 * time.Millisecond
 // maxFsyncWindow keeps a typo from leaving commits unsynced for hours.
 const maxFsyncWindow = time.Minute
 
+// defaultTenantIdle is how long an unused tenant keeps its files open.
+const defaultTenantIdle = 10 * time.Minute
+
 type serveFlags struct {
 	stateDir, configPath, bind, logLevel string
 	port                                 int
@@ -45,9 +48,17 @@ type serveFlags struct {
 	fsyncWindow time.Duration
 	// model, when set, is every run's model (--model, $TALON_MODEL).
 	model string
+	// tenantIdle and maxWarm bound the tenants open at once
+	// (gateway.Options.TenantIdle, MaxWarmTenants).
+	tenantIdle time.Duration
+	maxWarm    int
 	// platform runs the workforce platform beside the gateway (serve).
 	platform            bool
 	templates, database string
+	// gateways, when set, runs the platform in front of these gateway
+	// nodes instead of beside a gateway of its own.
+	gateways    string
+	healthEvery time.Duration
 	// wrapListener, when set, wraps the gateway's listener: the serve
 	// tests close it underneath to make Serve fail.
 	wrapListener func(net.Listener) net.Listener
@@ -80,6 +91,10 @@ gateway.auth.mode "none" keeps a tokenless gateway on loopback instead.`,
 	fl.StringVar(&f.model, "model", os.Getenv(modelEnv), "run every agent of every tenant on this model, whatever configs, sessions and requests name: inspect (offline) or provider/model, resolved in each tenant's own config ($"+modelEnv+")")
 	fl.DurationVar(&f.fsyncWindow, "fsync-window", defaultFsyncWindow,
 		"how long an answered turn's transcript may wait for its fsync: a power cut can lose at most this much (a killed process loses nothing); 0 fsyncs every commit before answering")
+	fl.DurationVar(&f.tenantIdle, "tenant-idle", defaultTenantIdle,
+		"close a tenant's databases and handles after it has been unused this long (it opens again on its next use); 0 never closes an idle one")
+	fl.IntVar(&f.maxWarm, "max-warm-tenants", 0,
+		"most tenants open at once; the least recently used idle one closes for the next (default: what the process's open-file limit allows, keeping a reserve for connections)")
 	if use == "serve" {
 		cmd.Long += `
 
@@ -89,6 +104,16 @@ the web UI at /. talon gateway runs the gateway alone.`
 		f.platform = true
 		fl.StringVar(&f.templates, "templates", "templates", "the platform's employee templates, templates/<slug>/")
 		fl.StringVar(&f.database, "database", os.Getenv("TALON_PLATFORM_DATABASE"), "platform database: sqlite:[PATH] (default STATE/platform.db) or a postgres:// URL ($TALON_PLATFORM_DATABASE)")
+		cmd.Long += `
+
+With --gateways URL,URL… (or ID=URL entries) it runs no gateway of its own: the
+platform and Studio serve in front of those talon gateway nodes, started with
+the same $` + nodeTokenEnv + `. New tenants go on the least loaded healthy node; the
+catalog (use PostgreSQL to share it) records where each tenant is; a tenant on
+a node that fails its health checks is reported unavailable, the others go on;
+POST /api/tenants/{id}/move (or talon tenants move) moves one.`
+		fl.StringVar(&f.gateways, "gateways", "", "run in front of these gateway nodes (URL or ID=URL, comma-separated; needs $"+nodeTokenEnv+") instead of a gateway of its own")
+		fl.DurationVar(&f.healthEvery, "health-interval", defaultHealthEvery, "with --gateways: how often each node's health is checked")
 	}
 	return cmd
 }
@@ -100,6 +125,12 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	if f.fsyncWindow < 0 || f.fsyncWindow > maxFsyncWindow {
 		return fmt.Errorf("--fsync-window %s: want 0 (fsync every commit) up to %s", f.fsyncWindow, maxFsyncWindow)
+	}
+	if f.tenantIdle < 0 {
+		return fmt.Errorf("--tenant-idle %s: want 0 (never close an idle tenant) or a positive duration", f.tenantIdle)
+	}
+	if f.maxWarm < 0 {
+		return fmt.Errorf("--max-warm-tenants %d: want 0 (from the open-file limit) or a positive count", f.maxWarm)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	stateDir, err := resolveStateDir(f.stateDir)
@@ -117,6 +148,9 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 	addr, err := listenAddr(file.Config, f)
 	if err != nil {
 		return err
+	}
+	if f.gateways != "" {
+		return serveFront(cmd, f, stateDir, cfgPath, addr, authlimit.NewGuard(), log)
 	}
 	kept, err := keptToken(cmd.ErrOrStderr(), log, stateDir, file.Config)
 	if err != nil {
@@ -137,7 +171,7 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		log.Info("every agent of every tenant runs on one model (--model)", "model", model)
 	}
 	opts := gateway.Options{StateDir: stateDir, ConfigPath: cfgPath, Addr: addr, Tools: reg, Logger: log, SyncWindow: f.fsyncWindow,
-		DefaultToken: kept, AuthLimit: limit, Model: model}
+		DefaultToken: kept, AuthLimit: limit, Model: model, TenantIdle: f.tenantIdle, MaxWarmTenants: f.maxWarm}
 	var (
 		late      *lateAPI
 		studioURL atomic.Pointer[string]
@@ -156,9 +190,19 @@ func serve(cmd *cobra.Command, f serveFlags) error {
 		defer ui.Close()
 		opts.UI = st
 	}
+	nodeH, err := nodeAPI(stateDir, limit, log)
+	if err != nil {
+		return err
+	}
+	if nodeH != nil {
+		opts.Node = nodeH
+	}
 	srv, err := gateway.New(opts)
 	if err != nil {
 		return err
+	}
+	if nodeH != nil {
+		nodeH.Attach(srv)
 	}
 	ln, err := srv.Listen()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"talon/internal/authlimit"
 	"talon/internal/config"
 	"talon/internal/platform"
+	"talon/internal/platform/install"
 	"talon/internal/platform/relay"
 	"talon/internal/studio"
 	"talon/protocol/client"
@@ -26,17 +27,12 @@ import (
 // TALON_ADMIN_TOKEN, else one made now, which the caller prints
 // (generated says so). Failed sign-ins count in limit.
 func studioFor(stateDir, cfgPath, kept string, limit *authlimit.Guard, url *atomic.Pointer[string], plat func() (*platform.Platform, error), log *slog.Logger) (s *studio.Server, rl *relay.Relay, admin string, generated bool, err error) {
-	admin = os.Getenv(adminTokenEnv)
-	if admin == "" {
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
-			return nil, nil, "", false, fmt.Errorf("making Studio's admin token: %w", err)
-		}
-		admin, generated = hex.EncodeToString(b), true
+	if admin, generated, err = adminToken(); err != nil {
+		return nil, nil, "", false, err
 	}
 	token := func(tenant string) (string, error) {
 		if tenant != "" {
-			return tenantGatewayToken(stateDir, tenant)
+			return install.Token(stateDir, tenant)
 		}
 		if t := os.Getenv("TALON_GATEWAY_TOKEN"); t != "" {
 			return t, nil
@@ -75,4 +71,17 @@ func studioFor(stateDir, cfgPath, kept string, limit *authlimit.Guard, url *atom
 		return nil, nil, "", false, err
 	}
 	return s, rl, admin, generated, nil
+}
+
+// adminToken is TALON_ADMIN_TOKEN, else one made now, which the caller
+// prints (generated says so).
+func adminToken() (admin string, generated bool, err error) {
+	if admin = os.Getenv(adminTokenEnv); admin != "" {
+		return admin, false, nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", false, fmt.Errorf("making Studio's admin token: %w", err)
+	}
+	return hex.EncodeToString(b), true, nil
 }

@@ -130,18 +130,24 @@ func (r *Runner) compact(ctx context.Context, v *view, cr compactRequest, on fun
 
 	var rec compaction.Compaction
 	var sumErr error
+	// calls are the summary model's calls: every one that answered is
+	// paid for, whether or not its summary is kept, and goes into the
+	// ledger with the compaction's commit, or alone when none is made.
+	var calls []*store.Call
 	if cr.attempt >= maxOverflowAttempts {
 		rec = plan.HardTrim()
 	} else {
-		rec, sumErr = r.summarize(ctx, v, plan, cr)
+		rec, calls, sumErr = r.summarize(ctx, v, plan, cr)
 	}
 	if sumErr != nil {
 		end := CompactionEvent{Phase: "end", TokensBefore: out.before, Error: sumErr.Error()}
 		if err := ctx.Err(); err != nil {
+			r.record(ctx, v.agentID, v.key, calls...)
 			emit(end)
 			return out, err
 		}
 		if cr.reason == compaction.ReasonManual {
+			r.record(ctx, v.agentID, v.key, calls...)
 			out.failed = sumErr
 			emit(end)
 			return out, nil
@@ -152,8 +158,9 @@ func (r *Runner) compact(ctx context.Context, v *view, cr compactRequest, on fun
 	after := compaction.Estimate(append(slices.Clip(entries), compaction.Entry{Kind: compaction.KindCompaction, Compaction: &rec}))
 	after.Add(cr.pending...)
 	out.after = v.size(after)
-	e, _, err := r.Store.AppendCompaction(context.WithoutCancel(ctx), v.agentID, v.key, v.sessionID, rec, out.after)
+	e, _, err := r.Store.AppendCompaction(context.WithoutCancel(ctx), v.agentID, v.key, v.sessionID, rec, out.after, calls...)
 	if err != nil {
+		r.record(ctx, v.agentID, v.key, calls...)
 		emit(CompactionEvent{Phase: "end", TokensBefore: out.before, Error: "committing the compaction failed"})
 		return out, err
 	}
@@ -206,38 +213,35 @@ func rebase(entries []compaction.Entry) []compaction.Entry {
 
 // summarize has the summary model summarise a plan within the
 // compaction's timeout (R5.10, R5.14): the history's stages, each an
-// update of the last, and a split turn's start.
-func (r *Runner) summarize(ctx context.Context, v *view, plan *compaction.Plan, cr compactRequest) (compaction.Compaction, error) {
+// update of the last, and a split turn's start. calls are the model
+// calls that answered, failed or not.
+func (r *Runner) summarize(ctx context.Context, v *view, plan *compaction.Plan, cr compactRequest) (_ compaction.Compaction, calls []*store.Call, _ error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, v.set.Timeout, fmt.Errorf("compaction timed out after %s", v.set.Timeout))
 	defer cancel()
 	ref := r.modelFor(v.set.Model, cr.ref)
 	prov, model, err := r.Resolve(ref)
 	if err != nil {
-		return compaction.Compaction{}, fmt.Errorf("resolving the summary model %q: %w", ref, err)
+		return compaction.Compaction{}, nil, fmt.Errorf("resolving the summary model %q: %w", ref, err)
 	}
 	sum := compaction.Summarizer{Window: compaction.ResolveWindow(r.Config, ref).Tokens, MaxTokens: provider.MaxTokens(r.Config, ref)}
 	job, err := plan.Job(v.set, v.win.Tokens, sum, cr.focus)
 	if err != nil {
-		return compaction.Compaction{}, err
+		return compaction.Compaction{}, nil, err
 	}
-	// Every call that answered is paid for, whether or not its summary
-	// is kept.
-	var calls []*store.Call
-	defer func() { r.record(ctx, v.agentID, v.key, calls...) }()
 	answered := func(u provider.Usage) { calls = append(calls, r.callOf(store.CallSummary, ref, u)) }
 	prev := plan.PreviousSummary
 	for i := range job.Stages() {
 		if prev, err = askSummary(ctx, prov, model, job.Request(i, prev), v.set.QualityRetries, answered); err != nil {
-			return compaction.Compaction{}, err
+			return compaction.Compaction{}, calls, err
 		}
 	}
 	prefix := ""
 	if req, ok := job.PrefixRequest(); ok {
 		if prefix, err = askSummary(ctx, prov, model, req, v.set.QualityRetries, answered); err != nil {
-			return compaction.Compaction{}, err
+			return compaction.Compaction{}, calls, err
 		}
 	}
-	return job.Compaction(prev, prefix), nil
+	return job.Compaction(prev, prefix), calls, nil
 }
 
 // askSummary makes one summariser call: an empty answer fails, and with

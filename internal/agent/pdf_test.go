@@ -118,7 +118,7 @@ func TestPDFToModel(t *testing.T) {
 
 	// A PDF model that reads no documents is named, and the next one
 	// (none here) is not guessed.
-	docs := r.documents("inspect", "main", "agent:main:main")
+	docs := r.documents("inspect", &sideCalls{})
 	if _, err := docs(context.Background(), "x", "plain/gpt", []llm.Document{{MIME: "application/pdf", Data: pdf}}); err == nil ||
 		!strings.Contains(err.Error(), "plain/gpt: it does not read PDFs itself") {
 		t.Errorf("a text-only PDF model: %v", err)

@@ -356,11 +356,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 	env.Crons, env.Configs, env.Owner = r.Crons, r.Configs, req.Owner
 	env.Outbound, env.Config = r.Outbound, cfg
 	env.ToolNames = decision.Names()
-	env.Vision = r.vision(chain, agentID, req.SessionKey)
-	env.Documents = r.documents(ref, agentID, req.SessionKey)
+	side := &sideCalls{}
+	env.Vision = r.vision(chain, side)
+	env.Documents = r.documents(ref, side)
+	// A tool's model call whose result no commit took (the run ended
+	// first) is still paid for.
+	defer func() { r.record(ctx, agentID, req.SessionKey, side.take()...) }()
 
 	if call, ok := dispatchable(skills, req.Input); ok {
-		res := r.dispatch(ctx, &req, tr, env, &decision, pt, call)
+		res := r.dispatch(ctx, &req, tr, env, &decision, pt, side, call)
 		res.Model = ref
 		if err := tr.flush(ctx); err != nil {
 			return res, tr.fail(ctx, err, "")
@@ -368,7 +372,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, nil
 	}
 	v.fixed = fixedTokens(system, specs)
-	st := &loopState{chain: chain, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, v: v,
+	st := &loopState{chain: chain, ref: ref, system: system, specs: specs, env: env, decision: &decision, plugins: pt, side: side, v: v,
 		thinking: provider.RunThinking(cfg, agentID, mref, req.Thinking, entry.ThinkingLevel),
 		// A memory flush writes the agent's workspace: not one it may
 		// only read, nor a sandbox's own (R6.4).
@@ -425,7 +429,7 @@ func dispatchable(skills skill.Set, input []llm.Message) (skill.Call, bool) {
 // call, through the same policy check as a model's call. The transcript
 // records it as a tool call of the assistant, its result, and the result
 // as the answer, so the history stays one a model can be sent.
-func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env *tools.Env, d *policy.Result, pt *plugin.RunTools, c skill.Call) *Result {
+func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env *tools.Env, d *policy.Result, pt *plugin.RunTools, side *sideCalls, c skill.Call) *Result {
 	call := llm.ToolCall{ID: "skill_" + newCallID(), Name: c.Tool, Arguments: string(c.Args)}
 	if req.OnToolStart != nil {
 		req.OnToolStart(call)
@@ -435,7 +439,7 @@ func (r *Runner) dispatch(ctx context.Context, req *Request, tr *transcript, env
 		req.OnToolResult(call, out)
 	}
 	tr.add(store.Item{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}})
-	tr.add(store.Item{Message: llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError}})
+	tr.add(store.Item{Message: llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out.Text, IsError: out.IsError}, Also: side.take()})
 	tr.add(store.Item{Message: llm.Message{Role: llm.RoleAssistant, Content: out.Text}})
 	if req.OnDelta != nil {
 		req.OnDelta(out.Text)
@@ -469,7 +473,7 @@ func (r *Runner) approvals() (*approval.Service, error) {
 // model is), else the run's own chain. The call is one user message, the
 // prompt with the image, and is not written to the transcript: the tool
 // result that carries the model's answer is; the ledger records the call.
-func (r *Runner) vision(chain *provider.Chain, agentID, key string) func(context.Context, string, llm.Image) (string, error) {
+func (r *Runner) vision(chain *provider.Chain, side *sideCalls) func(context.Context, string, llm.Image) (string, error) {
 	return func(ctx context.Context, prompt string, img llm.Image) (string, error) {
 		refs, err := config.ModelRefs(r.Config.Agents.Defaults.ImageModel)
 		if err != nil {
@@ -483,7 +487,7 @@ func (r *Runner) vision(chain *provider.Chain, agentID, key string) func(context
 			if err != nil {
 				return "", fmt.Errorf("model %s: %w", chain.Ref(), err)
 			}
-			r.record(ctx, agentID, key, r.callOf(store.CallImage, answered, out.Usage))
+			side.add(r.callOf(store.CallImage, answered, out.Usage))
 			return out.Content, nil
 		}
 		var errs []error
@@ -499,7 +503,7 @@ func (r *Runner) vision(chain *provider.Chain, agentID, key string) func(context
 			req.Model = id
 			out, err := p.Chat(ctx, req, nil)
 			if err == nil {
-				r.record(ctx, agentID, key, r.callOf(store.CallImage, ref, out.Usage))
+				side.add(r.callOf(store.CallImage, ref, out.Usage))
 				return out.Content, nil
 			}
 			errs = append(errs, fmt.Errorf("image model %s: %w", ref, err))
@@ -516,7 +520,7 @@ func (r *Runner) vision(chain *provider.Chain, agentID, key string) func(context
 // the run's own model (ref, its primary, without the run's fallbacks);
 // each must read documents itself (Anthropic's API). Nil when neither the
 // config nor the run's model offers one.
-func (r *Runner) documents(ref, agentID, key string) func(context.Context, string, string, []llm.Document) (string, error) {
+func (r *Runner) documents(ref string, side *sideCalls) func(context.Context, string, string, []llm.Document) (string, error) {
 	refs, err := config.ModelRefs(r.Config.Agents.Defaults.PDFModel)
 	var prov provider.Provider
 	var modelID string
@@ -543,7 +547,7 @@ func (r *Runner) documents(ref, agentID, key string) func(context.Context, strin
 			if err != nil {
 				return "", err
 			}
-			r.record(ctx, agentID, key, r.callOf(store.CallPDF, ref, out.Usage))
+			side.add(r.callOf(store.CallPDF, ref, out.Usage))
 			return out.Content, nil
 		}
 		if len(use) == 0 {
@@ -588,6 +592,9 @@ type loopState struct {
 	env      *tools.Env
 	decision *policy.Result
 	plugins  *plugin.RunTools
+	// side holds the model calls the run's tools made until their results
+	// are added to the transcript.
+	side *sideCalls
 	// v is the session's context; est the running estimate of the next
 	// request's size (R3.3).
 	v   *view
@@ -702,7 +709,7 @@ func (r *Runner) loop(ctx context.Context, req *Request, tr *transcript, st *loo
 			}
 			yielded = yielded || result.EndTurn
 			msg := llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result.Text, IsError: result.IsError}
-			tr.add(store.Item{Message: msg})
+			tr.add(store.Item{Message: msg, Also: st.side.take()})
 			// The transcript keeps the whole result; the model gets it
 			// capped to the window (R8.1).
 			msg.Content = compaction.CapToolResult(msg.Content, st.v.win.Tokens)
@@ -871,12 +878,13 @@ func (r *Runner) memoryFlush(ctx context.Context, req *Request, st *loopState) {
 	if _, err := r.loop(fctx, freq, ftr, &fst); err != nil {
 		r.logWarn("memory flush failed", "session", v.key, "err", err)
 	}
-	r.record(ctx, v.agentID, v.key, ftr.calls...)
 	if ctx.Err() != nil {
+		r.record(ctx, v.agentID, v.key, ftr.calls...)
 		return
 	}
-	if _, err := r.Store.RecordFlush(context.WithoutCancel(ctx), v.agentID, v.key, v.sessionID, now); err != nil {
+	if _, err := r.Store.RecordFlush(context.WithoutCancel(ctx), v.agentID, v.key, v.sessionID, now, ftr.calls...); err != nil {
 		r.logWarn("memory flush: recording it", "session", v.key, "err", err)
+		r.record(ctx, v.agentID, v.key, ftr.calls...)
 		return
 	}
 	v.flushed = true
@@ -910,6 +918,9 @@ func (t *transcript) add(it store.Item) {
 		t.pending = append(t.pending, it)
 	case it.Call != nil:
 		t.calls = append(t.calls, it.Call)
+	}
+	if t.detached {
+		t.calls = append(t.calls, it.Also...)
 	}
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 
 	"talon/internal/config"
 	"talon/internal/provider"
@@ -32,9 +33,11 @@ func (r *Runner) callOf(kind, ref string, u provider.Usage) *store.Call {
 	return c
 }
 
-// record writes model calls made outside a turn's commit (a summary, a
-// memory flush, the image model) to the ledger. The answers were used,
-// so a failure to record them is logged, not returned.
+// record writes model calls whose answers no commit of the session
+// recorded (a summary that failed, a memory flush cut short, a tool's
+// model call in a run that ended before its result was stored) to the
+// ledger. The answers were paid for, so a failure to record them is
+// logged, not returned.
 func (r *Runner) record(ctx context.Context, agentID, key string, calls ...*store.Call) {
 	if len(calls) == 0 {
 		return
@@ -58,4 +61,30 @@ func (req *Request) kind() string {
 		return store.CallSubagent
 	}
 	return store.CallTurn
+}
+
+// sideCalls are the model calls a run's tools made (the image and pdf
+// models): each goes into the ledger with the tool result it produced
+// (store.Item.Also), in the commit that stores that result.
+type sideCalls struct {
+	mu    sync.Mutex
+	calls []*store.Call
+}
+
+func (s *sideCalls) add(c *store.Call) {
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+}
+
+// take returns the calls made since the last take.
+func (s *sideCalls) take() []*store.Call {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.calls
+	s.calls = nil
+	return out
 }

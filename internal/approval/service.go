@@ -57,6 +57,7 @@ type Service struct {
 
 	mu       sync.Mutex
 	closed   bool
+	running  int // background work started by Go that has not returned
 	sessions map[string]*sessionEvents
 }
 
@@ -123,11 +124,26 @@ func (s *Service) Go(f func(ctx context.Context)) error {
 		return ErrClosed
 	}
 	s.wg.Add(1)
+	s.running++
 	go func() {
 		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			s.running--
+			s.mu.Unlock()
+		}()
 		f(s.ctx)
 	}()
 	return nil
+}
+
+// Busy says an approval waits for a decision or background work (an
+// approved command) still runs: closing the Service now would end them.
+func (s *Service) Busy() bool {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	return running > 0 || len(s.Manager.List()) > 0
 }
 
 // Close ends every pending approval (reason "gateway-shutdown"), cancels

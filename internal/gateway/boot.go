@@ -116,7 +116,9 @@ func (s *Server) boot(t *tenant, rt *runtime) {
 	if len(tasks) == 0 {
 		return
 	}
+	release := s.enter(t)
 	go func() {
+		defer release()
 		ctx, unbind := t.bind(context.Background())
 		defer unbind()
 		for _, task := range tasks {

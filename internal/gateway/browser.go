@@ -38,21 +38,46 @@ import (
 // browserSafe applies the Host and Content-Type rules to every request.
 func (s *Server) browserSafe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hostOK(r.Host) {
-			s.log.Debug("foreign Host refused", "host", r.Host, "remote", r.RemoteAddr, "path", r.URL.Path)
-			writeJSON(w, http.StatusMisdirectedRequest, map[string]any{"error": map[string]string{
-				"message": hostRefusal(r.Host, s.bindIP), "type": "misdirected_request", "code": "host_not_allowed",
-			}})
+		if refuseUnsafe(w, r, s.bindIP, s.hostOK) {
+			s.log.Debug("request refused by the browser-safety rules", "host", r.Host, "remote", r.RemoteAddr, "path", r.URL.Path)
 			return
-		}
-		if needsJSON(r.Method, r.URL.Path) {
-			if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-				refuseMediaType(w, r.URL.Path, ct)
-				return
-			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// BrowserSafe applies the Host and Content-Type rules to a handler that
+// serves without a gateway (talon serve --gateways: the platform API and
+// Studio in front of gateway nodes). bind is the address it listens on;
+// origins, called only for a Host that is not plainly its own, is the
+// operator's gateway.controlUi.allowedOrigins.
+func BrowserSafe(next http.Handler, bind net.IP, origins func() []string) http.Handler {
+	ok := func(host string) bool {
+		return hostAllowed(host, bind, nil) || hostAllowed(host, bind, origins())
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !refuseUnsafe(w, r, bind, ok) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// refuseUnsafe answers a request the Host or Content-Type rule refuses
+// and says so.
+func refuseUnsafe(w http.ResponseWriter, r *http.Request, bind net.IP, hostOK func(string) bool) bool {
+	if !hostOK(r.Host) {
+		writeJSON(w, http.StatusMisdirectedRequest, map[string]any{"error": map[string]string{
+			"message": hostRefusal(r.Host, bind), "type": "misdirected_request", "code": "host_not_allowed",
+		}})
+		return true
+	}
+	if needsJSON(r.Method, r.URL.Path) {
+		if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+			refuseMediaType(w, r.URL.Path, ct)
+			return true
+		}
+	}
+	return false
 }
 
 // hostOK asks for the config only for a Host that is not plainly ours.

@@ -170,7 +170,7 @@ func (s *Server) startChannels(ctx context.Context) {
 		if !d.IsDir() {
 			continue
 		}
-		if !mentions(filepath.Join(s.opts.StateDir, "tenants", d.Name()), "channels") {
+		if !needsChannels(filepath.Join(s.opts.StateDir, "tenants", d.Name())) {
 			continue
 		}
 		if t, err := s.lookup(d.Name()); err == nil {

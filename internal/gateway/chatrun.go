@@ -149,6 +149,24 @@ func (g *runRegistry) forget(t *tenant) []*chatRun {
 	return out
 }
 
+// active says t has a run in flight or a request waiting on one's answer.
+func (g *runRegistry) active(t *tenant) bool {
+	g.mu.Lock()
+	tr := g.tenants[t]
+	g.mu.Unlock()
+	return tr != nil && (len(tr.active) > 0 || tr.idem.pending())
+}
+
+// release drops t's idempotency cache when nothing of it is in flight:
+// the tenant closes, and a retry after that is a new request.
+func (g *runRegistry) release(t *tenant) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if tr := g.tenants[t]; tr != nil && len(tr.active) == 0 && !tr.idem.pending() {
+		delete(g.tenants, t)
+	}
+}
+
 // get returns the tenant's run in flight with this id, or nil.
 func (g *runRegistry) get(t *tenant, id string) *chatRun {
 	g.mu.Lock()

@@ -67,8 +67,7 @@ func (s *Server) startCron() {
 		if !d.IsDir() {
 			continue
 		}
-		dir := filepath.Join(s.opts.StateDir, "tenants", d.Name())
-		if _, err := os.Stat(filepath.Join(dir, cronMarker)); err != nil && !mentions(dir, "heartbeat", "internal") {
+		if !needsCron(filepath.Join(s.opts.StateDir, "tenants", d.Name())) {
 			continue
 		}
 		if t, err := s.lookup(d.Name()); err == nil {
@@ -126,14 +125,18 @@ func (s *Server) applyCron(t *tenant, rt *runtime) {
 		t.mu.Unlock()
 		return
 	}
-	first, db := !t.cronOn, t.store
-	t.cronOn = true
+	first, db, boot := !t.cronOn, t.store, !t.booted
+	t.cronOn, t.booted = true, true
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
 	if first {
-		s.boot(t, rt)
+		// The checklist runs when the gateway starts, not each time a
+		// closed tenant opens again (warm.go).
+		if boot {
+			s.boot(t, rt)
+		}
 		s.pruneCron(ctx, t, rt.file.Config)
 		err = s.cron.AddTenant(ctx, cronKey(t), db, cfg)
 	} else {
@@ -182,6 +185,13 @@ func (s *Server) pruneCron(ctx context.Context, t *tenant, cfg *config.Config) {
 // tenant's store closes.
 func (s *Server) closeCron(t *tenant) {
 	s.forgetBeats(t)
+	s.removeCron(t)
+}
+
+// removeCron takes t's jobs from the scheduler, which keeps their next
+// runs in t's store; its heartbeats stay scheduled (a closed tenant
+// opens again for one, warm.go).
+func (s *Server) removeCron(t *tenant) {
 	t.mu.Lock()
 	on := t.cronOn
 	t.cronOn = false
@@ -249,6 +259,8 @@ func (x cronExec) Execute(ctx context.Context, key string, j automation.Job, run
 	if err != nil {
 		return cron.Outcome{Status: automation.StatusError, Error: "the tenant is gone: " + err.Error()}
 	}
+	release := s.enter(t)
+	defer release()
 	rt, err := t.current(s)
 	if err != nil {
 		return cron.Outcome{Status: automation.StatusError, Error: "loading the tenant's config: " + err.Error()}

@@ -44,6 +44,8 @@ func alertText(a cron.Alert) string {
 func (s *Server) sendAlert(t *tenant, a cron.Alert) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	release := s.enter(t)
+	defer release()
 	rt, err := t.current(s)
 	if err != nil {
 		return

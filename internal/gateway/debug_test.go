@@ -35,6 +35,9 @@ func TestDebugRuntime(t *testing.T) {
 			defer resp.Body.Close()
 			var got struct {
 				Goroutines *int
+				HeapBytes  int64
+				OpenFiles  int
+				Tenants    *struct{ Known, Warm int }
 				Error      *struct{ Type string }
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
@@ -43,8 +46,8 @@ func TestDebugRuntime(t *testing.T) {
 			if resp.StatusCode != tt.want {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.want)
 			}
-			if tt.want == 200 && (got.Goroutines == nil || *got.Goroutines < 1) {
-				t.Errorf("goroutines %v", got.Goroutines)
+			if tt.want == 200 && (got.Goroutines == nil || *got.Goroutines < 1 || got.HeapBytes <= 0 || got.OpenFiles < 1 || got.Tenants == nil) {
+				t.Errorf("figures %+v: want goroutines, heapBytes, openFiles and tenants", got)
 			}
 			if tt.want == 404 && (got.Goroutines != nil || got.Error == nil || got.Error.Type != errNotFound) {
 				t.Errorf("refusal leaks the figure or is not the usual 404: %+v", got)

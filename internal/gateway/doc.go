@@ -8,6 +8,11 @@
 // that is the gateway's own; failed bearer and connect auth is throttled
 // per client address and per tenant (throttle.go, authlimit).
 //
+// A tenant's handles open on its first use and close when it has been
+// idle for Options.TenantIdle or a cold tenant needs the room, at most
+// Options.MaxWarmTenants open at once (warm.go); a tenant at work stays
+// open.
+//
 // A Server is safe for concurrent use. Runs on one session are serialised;
 // runs on different sessions proceed in parallel. Shutdown stops accepting
 // requests and waits for runs in flight.

@@ -71,9 +71,10 @@ func (l *keyedLLM) total() int {
 	return n
 }
 
-// postAnswered posts a non-streamed chat completion and returns the
-// model its X-OpenClaw-Model header names, with the body's model echo.
-func postAnswered(t *testing.T, ts *testServer, body string) (answered, echo string) {
+// postAnswered posts a chat completion and returns the model its
+// X-OpenClaw-Model header names (a streamed answer's trailer), with the
+// body's model echo (a streamed answer's first chunk's).
+func postAnswered(t *testing.T, ts *testServer, body string, stream bool) (answered, echo string) {
 	t.Helper()
 	resp, err := http.Post(ts.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -83,10 +84,24 @@ func postAnswered(t *testing.T, ts *testServer, body string) (answered, echo str
 	var out struct {
 		Model string `json:"model"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	if !stream {
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Get("X-OpenClaw-Model"), out.Model
+	}
+	raw, err := io.ReadAll(resp.Body) // the trailer comes after the body
+	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.Header.Get("X-OpenClaw-Model"), out.Model
+	first, _, _ := strings.Cut(strings.TrimPrefix(string(raw), "data: "), "\n")
+	if err := json.Unmarshal([]byte(first), &out); err != nil {
+		t.Fatalf("first chunk %q: %v", first, err)
+	}
+	if h := resp.Header.Get("X-OpenClaw-Model"); h != "" {
+		t.Errorf("a streamed answer's header names %q before the model answered", h)
+	}
+	return resp.Trailer.Get("X-OpenClaw-Model"), out.Model
 }
 
 // TestFallbackTurns: a turn whose primary fails is answered by the
@@ -149,7 +164,7 @@ func TestFallbackTurns(t *testing.T) {
 			if before == 0 {
 				t.Fatal("the primary was never called")
 			}
-			answered, echo := postAnswered(t, ts, chatBody("u", "again", false))
+			answered, echo := postAnswered(t, ts, chatBody("u", "again", tt.stream), tt.stream)
 			if answered != "spare/m" || echo != "openclaw" || dead.total() != before {
 				t.Errorf("next turn: answered by %q (echo %q), %d more calls to the dead primary; want spare/m, the dead primary skipped while it cools down",
 					answered, echo, dead.total()-before)

@@ -116,6 +116,8 @@ func (s *Server) wakeNow(t *tenant, agentID, key string) error {
 		w.mu.Lock()
 		delete(w.pending, id)
 		w.mu.Unlock()
+		release := s.enter(t)
+		defer release()
 		rt, err := t.current(s)
 		if err != nil {
 			return

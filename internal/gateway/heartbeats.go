@@ -157,6 +157,8 @@ func (s *Server) scheduledBeat(k beatKey, at time.Time) {
 	if err != nil {
 		return
 	}
+	release := s.enter(t)
+	defer release()
 	rt, err := t.current(s)
 	if err != nil {
 		return

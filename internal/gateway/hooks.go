@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"talon/internal/automation"
 	"talon/internal/automation/cron"
 	"talon/internal/automation/hooks"
+	"talon/internal/config"
 	"talon/internal/llm"
 	"talon/internal/policy"
 	"talon/internal/store"
@@ -54,7 +56,14 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 	if rest, ok := strings.CutPrefix(p, "/hooks/"); ok {
 		id, _, _ := strings.Cut(rest, "/")
 		if tenantid.Valid(id) {
-			if t, err := s.lookup(id); err == nil {
+			t, err := s.lookup(id)
+			if errors.Is(err, errMoving) && s.movingServes(id, false) {
+				unavailable(w)
+				return true
+			}
+			if err == nil && s.hooksOn(t, strings.TrimPrefix(p, "/hooks/"+id)) {
+				release := s.enter(t)
+				defer release()
 				if rt, err := t.current(s); err == nil {
 					if h := s.hooksOf(t, rt); h != nil && under(strings.TrimPrefix(p, "/hooks/"+id), h.Path()) {
 						r2 := r.Clone(r.Context())
@@ -76,6 +85,13 @@ func (s *Server) serveHooks(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// hooksOn says t's config, read without opening t, takes hook requests
+// at path: a request to a tenant without hooks opens nothing.
+func (s *Server) hooksOn(t *tenant, path string) bool {
+	cfg, err := s.authConfig(t)
+	return err == nil && cfg.Hooks.Active() && under(path, config.HooksPath(cfg.Hooks.Path))
 }
 
 // under says path is base or below it.
@@ -136,7 +152,9 @@ func (d hookDispatch) Agent(ctx context.Context, a hooks.AgentTurn) (string, <-c
 		return "", nil, fmt.Errorf("%w: waiting for the session's earlier hook: %v", hooks.ErrUnavailable, err)
 	}
 	done := make(chan hooks.Completion, 1)
+	release := s.enter(t) // the turn outlives the request
 	go func() {
+		defer release()
 		defer unlock()
 		runCtx, cancel := context.WithCancel(context.Background())
 		defer cancel()

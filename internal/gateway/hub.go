@@ -37,6 +37,9 @@ func (h *hubs) remove(c *conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.conns[c.t], c)
+	if len(h.conns[c.t]) == 0 {
+		delete(h.conns, c.t) // a tenant without clients costs nothing here
+	}
 }
 
 // of returns the tenant's connections at this moment.

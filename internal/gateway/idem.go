@@ -96,6 +96,18 @@ func (c *idemCache) lookup(key string, now time.Time) *idemEntry {
 	return c.m[key]
 }
 
+// pending says an entry waits for its answer.
+func (c *idemCache) pending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.m {
+		if !e.done {
+			return true
+		}
+	}
+	return false
+}
+
 // len is how many entries the cache holds; for tests.
 func (c *idemCache) len() int {
 	c.mu.Lock()

@@ -151,6 +151,9 @@ func (s *Server) serveCall(c *conn, req protocol.Request) (payload any, err erro
 	if !c.has(m.scope) {
 		return nil, protocol.Errorf("missing scope: %s", m.scope)
 	}
+	if s.Draining(c.t.id) {
+		return nil, movingWS()
+	}
 	rt, err := c.t.current(s)
 	if err != nil {
 		return nil, fmt.Errorf("loading the tenant's config: %w", err)

@@ -494,10 +494,16 @@ func (s *Server) handleChannelWebhook(w http.ResponseWriter, r *http.Request) {
 		id = ""
 	}
 	t, err := s.lookup(id)
+	if errors.Is(err, errMoving) && s.movingServes(id, true) {
+		unavailable(w) // the platform retries; the tenant's new node takes it
+		return
+	}
 	if err != nil || id == "" && r.PathValue("tenant") != "_" {
 		writeError(w, http.StatusNotFound, errNotFound, "no such channel account")
 		return
 	}
+	release := s.enter(t)
+	defer release()
 	t.mu.Lock()
 	h := t.channels
 	t.mu.Unlock()

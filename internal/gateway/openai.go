@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,10 +95,11 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	t, rt, ok := s.authenticate(w, r)
-	if !ok {
+	t, rt, release := s.authenticate(w, r)
+	if release == nil {
 		return
 	}
+	defer release()
 	ctx, unbind := t.bind(r.Context())
 	defer unbind()
 	r = r.WithContext(ctx)
@@ -218,6 +220,10 @@ const streamDone = "[DONE]"
 // events, ending with [DONE]. A write that fails (the client left) ends
 // the stream; the run goes on to its end.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request) {
+	// The model that answers is known only at the end: it goes in a
+	// trailer, which every HTTP/1.1 chunked or HTTP/2 client may read and
+	// the others ignore.
+	w.Header().Set("Trailer", answeredHeader)
 	out := sse.Start(w)
 	id, created, model := completionID(), time.Now().Unix(), modelEcho(req)
 	chunk := func(delta map[string]any, finish any) map[string]any {
@@ -247,6 +253,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 		out.JSON("", chunk(map[string]any{"tool_calls": wireCalls(res.ToolCalls, true)}, nil))
 	}
 	out.JSON("", chunk(map[string]any{}, res.FinishReason))
+	if res.Model != "" {
+		w.Header().Set(answeredHeader, res.Model)
+	}
 	if req.body.StreamOptions != nil && req.body.StreamOptions.IncludeUsage {
 		out.JSON("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{}, "usage": res.Usage})
@@ -255,32 +264,56 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *request
 }
 
 // authenticate finds the tenant and checks the bearer. Every failure is
-// the same 401, so a client cannot probe which tenants exist.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*tenant, *runtime, bool) {
+// the same 401, so a client cannot probe which tenants exist. The tenant
+// is pinned open until release; a nil release is a failure answered.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *tenant, _ *runtime, release func()) {
 	id := strings.TrimSpace(r.Header.Get("X-Tenant-ID"))
 	t, err := s.lookup(id)
+	if errors.Is(err, errMoving) {
+		s.refuseMoving(w, r, id)
+		return nil, nil, nil
+	}
 	if err != nil && !errors.Is(err, errNoTenant) {
 		s.log.Error("tenant lookup", "err", err)
 	}
-	var rt *runtime
+	var cfg *config.Config
 	if err == nil {
-		rt, err = t.current(s)
-		if err != nil && !errors.Is(err, errNoTenant) {
-			s.log.Error("tenant load", "tenant", t.id, "err", err)
-			writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
-			return nil, nil, false
-		}
+		// The secret is checked before the tenant opens: a client without
+		// it must not make the gateway open tenants, closing others.
+		cfg, err = s.authConfig(t)
 	}
-	ok, wait := s.checkSecret(authlimit.Addr(r), id, t, rt, bearer(r))
+	if err != nil && !errors.Is(err, errNoTenant) {
+		s.log.Error("tenant load", "tenant", id, "err", err)
+		writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
+		return nil, nil, nil
+	}
+	ok, wait := s.checkSecret(authlimit.Addr(r), id, t, cfg, bearer(r))
 	if wait > 0 {
 		rateLimited(w, wait)
-		return nil, nil, false
+		return nil, nil, nil
 	}
 	if !ok {
 		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
-		return nil, nil, false
+		return nil, nil, nil
 	}
-	return t, rt, true
+	release = s.enter(t)
+	rt, err := t.current(s)
+	switch {
+	case errors.Is(err, errUnavailable):
+		release()
+		noRoom(w)
+		return nil, nil, nil
+	case errors.Is(err, errNoTenant): // deleted since its secret was checked
+		release()
+		writeError(w, http.StatusUnauthorized, errUnauthorized, "Unauthorized")
+		return nil, nil, nil
+	case err != nil:
+		release()
+		s.log.Error("tenant load", "tenant", t.id, "err", err)
+		writeError(w, http.StatusInternalServerError, errAPI, "tenant configuration cannot be loaded")
+		return nil, nil, nil
+	}
+	return t, rt, release
 }
 
 func bearer(r *http.Request) string {
@@ -558,6 +591,9 @@ func (s *Server) clientTools(body chatRequest, rt *runtime) ([]llm.ToolSpec, str
 
 func (s *Server) runFailed(w http.ResponseWriter, r *http.Request, req *request, err error) {
 	if r.Context().Err() != nil {
+		if errors.Is(context.Cause(r.Context()), errMoving) {
+			unavailable(w) // drained at its bound: the client retries on the tenant's new node
+		}
 		return // the client went away; nobody to answer
 	}
 	if e := budgetRefusal(err); e != nil {
@@ -679,18 +715,20 @@ func chatEnabled(cfg *config.Config) bool {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	_, rt, ok := s.authenticate(w, r)
-	if !ok {
+	_, rt, release := s.authenticate(w, r)
+	if release == nil {
 		return
 	}
+	release()
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": modelList(rt.file.Config)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	_, rt, ok := s.authenticate(w, r)
-	if !ok {
+	_, rt, release := s.authenticate(w, r)
+	if release == nil {
 		return
 	}
+	release()
 	id := r.PathValue("id")
 	for _, m := range modelList(rt.file.Config) {
 		if m["id"] == id {

@@ -18,6 +18,7 @@ import (
 	"talon/internal/automation/cron"
 	"talon/internal/channel/hub"
 	"talon/internal/config"
+	"talon/internal/sandbox"
 	"talon/internal/tools"
 )
 
@@ -63,10 +64,24 @@ type Options struct {
 	// serve` passes the token it keeps in STATE/gateway.token when nothing
 	// else sets one. Empty leaves such a gateway open on loopback.
 	DefaultToken string
+	// TenantIdle is how long a tenant goes unused before its handles
+	// close (warm.go); 0 never closes an idle one (the bound below still
+	// closes the least recently used for room).
+	TenantIdle time.Duration
+	// MaxWarmTenants bounds the tenants open at once; 0 means as many as
+	// the process's RLIMIT_NOFILE allows beside a reserve for sockets.
+	MaxWarmTenants int
 	// AuthLimit throttles failed bearer and WebSocket authentication;
 	// `talon serve` shares one with the platform API and Studio. Nil
 	// means one of the server's own.
 	AuthLimit *authlimit.Guard
+	// Node, when set, serves /node/ (package node: the node API the
+	// platform uses when tenants are spread over several gateways); it
+	// does its own auth. Unset, every /node/ path is 404.
+	Node http.Handler
+	// DrainTimeout bounds how long DrainTenant waits for a tenant's runs
+	// before aborting them; 0 means ShutdownTimeout.
+	DrainTimeout time.Duration
 }
 
 // Server is the gateway.
@@ -80,8 +95,13 @@ type Server struct {
 	loopback      bool
 	bindIP        net.IP // the listening IP; nil before Listen or for "localhost"
 	limit         *authlimit.Guard
-	hubs          hubs        // WebSocket clients per tenant
-	runs          runRegistry // chat.send and agent runs, idempotency caches
+	warm          warmSet // the tenants whose handles are open (warm.go)
+	// checks are the sandbox backends' passed checks, shared by every
+	// tenant's sandbox manager: a tenant opening again does not probe.
+	checks *sandbox.Checks
+	hubs   hubs        // WebSocket clients per tenant
+	runs   runRegistry // chat.send and agent runs, idempotency caches
+	drains drains      // tenants moving to another node (drain.go)
 	// channelTokens is the process's registry of channel bot tokens: one
 	// connection per token, whichever tenant configures it.
 	channelTokens *hub.Tokens
@@ -128,6 +148,9 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
 	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = opts.ShutdownTimeout
+	}
 	if opts.Tools == nil {
 		return nil, errors.New("gateway: a tool registry is required")
 	}
@@ -154,7 +177,9 @@ func New(opts Options) (*Server, error) {
 		ready:         make(chan struct{}),
 		started:       time.Now(),
 		channelTokens: hub.NewTokens(),
+		checks:        sandbox.NewChecks(),
 	}
+	s.warm.init(opts.MaxWarmTenants)
 	return s, nil
 }
 
@@ -179,6 +204,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /debug/runtime", s.handleDebugRuntime)
 	if s.opts.API != nil {
 		mux.Handle("/api/", s.opts.API)
+	}
+	if s.opts.Node != nil {
+		mux.Handle("/node/", s.opts.Node)
+	} else {
+		mux.HandleFunc("/node/", func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusNotFound, errNotFound, "not found")
+		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if isWebSocket(r) {
@@ -241,6 +273,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.srvMu.Unlock()
 	s.startChannels(ctx)
 	s.startCron()
+	s.startSweeper()
 	s.once.Do(func() { close(s.ready) })
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -261,6 +294,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.srvMu.Lock()
 	s.shut = true
 	hs := s.httpSrv
+	s.stopSweeper()
 	if s.stopChannels != nil {
 		s.stopChannels()
 	}

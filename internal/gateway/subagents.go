@@ -95,6 +95,18 @@ func (t *tenant) subagentReg() *subagentRegistry {
 	return t.subagents
 }
 
+// anyActive says a child runs or waits for its children's announces.
+func (g *subagentRegistry) anyActive() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range g.runs {
+		if r.active() {
+			return true
+		}
+	}
+	return false
+}
+
 // admit reserves a running child under the limits (OpenClaw's
 // maxChildrenPerAgent per parent session, maxConcurrent per tenant) and
 // forgets ended children past keepEnded or maxKeptChildren.

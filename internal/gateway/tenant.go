@@ -55,6 +55,20 @@ type tenant struct {
 
 	mu     sync.Mutex
 	closed bool // dropped: nothing opens again
+	// pins counts the uses of its handles in progress (enter); gen counts
+	// every use begun, and used is when the last began or ended: a
+	// tenant is closed only when none is in progress (warm.go).
+	pins int
+	gen  uint64
+	used time.Time
+	// cooling is set while its handles close (cool): nothing opens them
+	// until it is closed.
+	cooling chan struct{}
+	// wake opens it again before its next cron job or heartbeat, while
+	// it is closed; booted says its startup checklist ran (once a
+	// process, not once an opening).
+	wake   *time.Timer
+	booted bool
 	stamp  fileStamp
 	rt     *runtime // current config and everything built from it
 	store  *store.DB
@@ -162,15 +176,36 @@ func (t *tenant) load(s *Server) (_ *runtime, fresh bool, _ error) {
 			return nil, false, fmt.Errorf("loading the root config, whose ceiling tenant %q is held to: %w", t.id, err)
 		}
 	}
-	t.mu.Lock()
+	if err := s.lockWarm(t); err != nil {
+		return nil, false, err
+	}
 	defer t.mu.Unlock()
 	if t.closed {
+		s.warm.leave(t)
 		return nil, false, errNoTenant
 	}
 	st := stampOf(t.configPath)
 	if t.rt != nil && st == t.stamp && t.rt.root == root {
 		return t.rt, false, nil
 	}
+	rt, fresh, err := s.build(t, root, st)
+	if err != nil && t.rt == nil {
+		// A tenant is open whole or not at all: the next use retries.
+		s.closeHandles(t)
+		if t.id != "" {
+			s.warm.leave(t)
+		}
+		if !errors.Is(err, errNoTenant) && s.outOfFiles(err) {
+			s.log.Warn("tenant refused: out of file descriptors", "tenant", t.id, "err", err)
+			return nil, false, fmt.Errorf("%w: %w", errUnavailable, err)
+		}
+	}
+	return rt, fresh, err
+}
+
+// build opens what t lacks of its handles and builds its runtime from the
+// config file, stamped st. t.mu is held.
+func (s *Server) build(t *tenant, root *runtime, st fileStamp) (_ *runtime, fresh bool, _ error) {
 	if t.store == nil {
 		db, err := s.openStore(t.dir)
 		if err != nil {
@@ -180,6 +215,7 @@ func (t *tenant) load(s *Server) (_ *runtime, fresh bool, _ error) {
 	}
 	if t.sandboxes == nil {
 		t.sandboxes = sandbox.NewManager()
+		t.sandboxes.Checks = s.checks // one probe of a backend for all tenants
 		if t.id != "" {
 			t.sandboxes.Confine = t.dir
 		}
@@ -297,6 +333,39 @@ func pluginIDs() []string {
 	return ids
 }
 
+// authConfig is the config a client's secret is checked against, read
+// without opening t: its runtime's while it is open and its file has not
+// changed, else the file's (the last good runtime's when the file does
+// not load, as current keeps it). The operator's tenant is always open.
+func (s *Server) authConfig(t *tenant) (*config.Config, error) {
+	if t.id == "" {
+		rt, err := t.current(s)
+		if err != nil {
+			return nil, err
+		}
+		return rt.file.Config, nil
+	}
+	t.mu.Lock()
+	rt, st, closed := t.rt, t.stamp, t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, errNoTenant
+	}
+	if rt != nil && stampOf(t.configPath) == st {
+		return rt.file.Config, nil
+	}
+	f, err := config.Load(t.configPath)
+	switch {
+	case err != nil && rt != nil:
+		return rt.file.Config, nil
+	case err != nil:
+		return nil, fmt.Errorf("loading config of tenant %q: %w", t.id, err)
+	case !f.Exists:
+		return nil, errNoTenant
+	}
+	return f.Config, nil
+}
+
 // approvalService is the tenant's exec approvals, opened with its store.
 func (t *tenant) approvalService(s *Server) (*approval.Service, error) {
 	if _, err := t.current(s); err != nil {
@@ -353,6 +422,9 @@ func (s *Server) lookup(id string) (*tenant, error) {
 	if !tenantid.Valid(id) {
 		return nil, errNoTenant
 	}
+	if s.Draining(id) {
+		return nil, errMoving
+	}
 	dir := filepath.Join(s.opts.StateDir, "tenants", id)
 	// One stat a request: a tenant deleted and made again (by the
 	// platform, the CLI or by hand) is not the one in memory.
@@ -394,6 +466,7 @@ var errTenantDropped = errors.New("the tenant was deleted")
 // platform calls it after deleting a tenant; a deletion this process was
 // not told of is found at the tenant's next request.
 func (s *Server) DropTenant(id string) {
+	s.drains.forget(id) // a moved tenant is deleted where it was
 	s.tenants.mu.Lock()
 	t := s.tenants.m[id]
 	delete(s.tenants.m, id)
@@ -458,8 +531,22 @@ func (s *Server) closeTenant(t *tenant) {
 	s.closeCron(t)
 	s.closeChannels(t)
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.waitCooled()
 	t.closed = true
+	if t.wake != nil {
+		t.wake.Stop()
+		t.wake = nil
+	}
+	s.closeHandles(t)
+	t.mu.Unlock()
+	if t.id != "" {
+		s.warm.leave(t)
+	}
+}
+
+// closeHandles closes t's handles and forgets its runtime; they open
+// again on its next use unless it is closed. t.mu is held.
+func (s *Server) closeHandles(t *tenant) {
 	// Approvals first: their background commands run in the sandboxes
 	// and write their outcome to the store.
 	if t.approvals != nil {

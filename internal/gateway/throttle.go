@@ -5,21 +5,22 @@ import (
 	"time"
 
 	"talon/internal/authlimit"
+	"talon/internal/config"
 	"talon/protocol"
 )
 
-// checkSecret authorizes secret for tenant t at runtime rt (either nil
+// checkSecret authorizes secret for tenant t with config cfg (either nil
 // when the tenant was not found) under the failed-auth throttle: a
 // client whose address, or the tenant it names, is over its limit waits
 // without the secret being compared, and a wrong secret counts against
 // both. A request with no secret at all guesses nothing and is not
 // counted. The limits and their trade-off are authlimit's.
-func (s *Server) checkSecret(addr, tenantID string, t *tenant, rt *runtime, secret string) (ok bool, wait time.Duration) {
+func (s *Server) checkSecret(addr, tenantID string, t *tenant, cfg *config.Config, secret string) (ok bool, wait time.Duration) {
 	scope := authlimit.Tenant(tenantID)
 	if wait := s.limit.Wait(addr, scope); wait > 0 {
 		return false, wait
 	}
-	if t != nil && rt != nil && t.authorize(rt.file.Config, secret, s.loopback) {
+	if t != nil && cfg != nil && t.authorize(cfg, secret, s.loopback) {
 		return true, 0
 	}
 	if secret != "" {

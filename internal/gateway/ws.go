@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"talon/internal/authlimit"
+	"talon/internal/config"
 	"talon/protocol"
 )
 
@@ -53,6 +54,7 @@ type conn struct {
 	cancel context.CancelFunc
 
 	// Set once by the handshake, read-only afterwards.
+	release   func() // unpins t, which the connection keeps warm
 	role      string
 	scopes    map[string]bool
 	client    protocol.ClientInfo
@@ -124,6 +126,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(defaultMaxPayload)
+	defer c.release()
 	defer s.hubs.remove(c)
 	s.startTicker()
 	c.readLoop()
@@ -161,15 +164,17 @@ func (s *Server) handshake(c *conn, tenantID, nonce string, r *http.Request, dat
 	if p.Role != "" && p.Role != protocol.RoleOperator {
 		return fail(protocol.ClosePolicy, protocol.Errorf("unauthorized role: %s (Talon serves operator clients only; it has no node hosts)", p.Role))
 	}
-	t, rt, e := s.authorizeWS(authlimit.Addr(r), tenantID, &p)
+	t, rt, release, e := s.authorizeWS(authlimit.Addr(r), tenantID, &p)
 	if e != nil {
 		return fail(protocol.ClosePolicy, e)
 	}
 	if p.Device != nil {
 		if e := verifyDevice(p.Device, &p, nonce, time.Now()); e != nil {
+			release()
 			return fail(protocol.ClosePolicy, e)
 		}
 	}
+	c.release = release
 	c.t = t
 	c.role = protocol.RoleOperator
 	c.client = p.Client
@@ -220,15 +225,18 @@ func grantScopes(asked []string) map[string]bool {
 // authorizeWS finds the tenant and checks the shared secret of a client
 // at addr, under the failed-auth throttle. Every failure reads the same,
 // so a client cannot probe which tenants exist.
-func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (*tenant, *runtime, *protocol.Error) {
+//
+// The tenant is pinned open until release: a connection keeps it warm
+// while it lasts (warm.go).
+func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (_ *tenant, _ *runtime, release func(), e *protocol.Error) {
 	t, err := s.lookup(tenantID)
-	var rt *runtime
+	var cfg *config.Config
 	if err == nil {
-		rt, err = t.current(s)
+		cfg, err = s.authConfig(t) // the secret first: see authenticate
 	}
-	if err != nil && !errors.Is(err, errNoTenant) {
+	if err != nil && !errors.Is(err, errNoTenant) && !errors.Is(err, errMoving) {
 		s.log.Error("tenant load", "tenant", tenantID, "err", err)
-		return nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
+		return nil, nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
 	}
 	secret := ""
 	if p.Auth != nil {
@@ -240,20 +248,39 @@ func (s *Server) authorizeWS(addr, tenantID string, p *protocol.ConnectParams) (
 			secret = p.Auth.DeviceToken
 		}
 	}
-	ok, wait := s.checkSecret(addr, tenantID, t, rt, secret) // rt is nil for a tenant not found
+	var ok bool
+	var wait time.Duration
+	if errors.Is(err, errMoving) {
+		ok, wait = s.movingAuthorized(addr, tenantID, secret)
+		if ok {
+			return nil, nil, nil, movingWS()
+		}
+	} else {
+		ok, wait = s.checkSecret(addr, tenantID, t, cfg, secret) // cfg is nil for a tenant not found
+	}
 	if wait > 0 {
-		return nil, nil, rateLimitedWS(wait)
+		return nil, nil, nil, rateLimitedWS(wait)
 	}
-	if ok {
-		return t, rt, nil
+	if !ok {
+		code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
+		if secret == "" {
+			code, msg = "AUTH_TOKEN_MISSING", "unauthorized: gateway token missing (set auth.token or auth.password)"
+		}
+		e = protocol.Errorf("%s", msg)
+		e.Details = map[string]any{"code": code, "canRetryWithDeviceToken": false}
+		return nil, nil, nil, e
 	}
-	code, msg := "AUTH_TOKEN_MISMATCH", "unauthorized: gateway token mismatch (set auth.token to the gateway's token)"
-	if secret == "" {
-		code, msg = "AUTH_TOKEN_MISSING", "unauthorized: gateway token missing (set auth.token or auth.password)"
+	release = s.enter(t)
+	rt, err := t.current(s)
+	if err != nil {
+		release()
+		if errors.Is(err, errUnavailable) {
+			return nil, nil, nil, noRoomWS()
+		}
+		s.log.Error("tenant load", "tenant", tenantID, "err", err)
+		return nil, nil, nil, &protocol.Error{Code: protocol.CodeUnavailable, Message: "tenant configuration cannot be loaded", Retryable: true, RetryAfterMs: 1000}
 	}
-	e := protocol.Errorf("%s", msg)
-	e.Details = map[string]any{"code": code, "canRetryWithDeviceToken": false}
-	return nil, nil, e
+	return t, rt, release, nil
 }
 
 // readLoop reads requests until the connection ends; each runs on its own

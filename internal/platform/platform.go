@@ -6,6 +6,12 @@
 // or PostgreSQL) and the gateway, which it reaches only over the
 // WebSocket protocol (platform/relay).
 //
+// A tenant's files are reached through its Node: in `talon serve` the
+// one Local node over the state dir; with `talon serve --gateways` the
+// node API of the gateway the catalog places it on (placement.go), whose
+// health a poller follows (health.go), and between which a tenant moves
+// (move.go).
+//
 // A Platform is safe for concurrent use. Operations on one tenant's files
 // are serialised by the installer; Sync runs tenants concurrently, with a
 // bound.
@@ -22,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"talon/internal/platform/install"
 	"talon/internal/platform/relay"
@@ -32,7 +39,21 @@ import (
 // Options configure a Platform.
 type Options struct {
 	// StateDir is the gateway's state dir: tenants are its tenants/<id>/.
+	// Unused with Nodes or Local.
 	StateDir string
+	// Local is the one node of a single-gateway platform; nil means one
+	// over StateDir, told of deleted tenants by CloseTenant.
+	Local *Local
+	// Nodes, when set, are the gateways tenants are placed on, by node
+	// id (talon serve --gateways): New registers them in the catalog,
+	// and Local, StateDir and CloseTenant are unused.
+	Nodes map[string]Node
+	// Moved, when set, is told of each tenant moved to another node,
+	// after its placement switched: connections to the old node close.
+	Moved func(tenant string)
+	// Now is the clock of health checks and the token cache; nil is
+	// time.Now.
+	Now func() time.Time
 	// Templates is the directory of templates/<slug>/.
 	Templates string
 	// Store is the catalog database.
@@ -58,6 +79,12 @@ type Platform struct {
 	hashes    map[string]string
 	loadErrs  []error
 	stamp     dirStamp // the templates directory as last loaded
+
+	nodes  map[string]Node
+	multi  bool // nodes come from Options.Nodes: tenants are placed
+	health board
+	tokens tokenCache
+	busy   busy
 }
 
 // Errors a caller maps to its own (HTTP statuses, exit codes).
@@ -67,6 +94,9 @@ var (
 	ErrNotInstalled = errors.New("not installed")
 	ErrNoChat       = errors.New("chat is not available: the platform has no gateway connection")
 )
+
+// LocalID is the node id of a single-gateway platform's Local node.
+const LocalID = "local"
 
 // New returns a Platform and loads the templates (Reload).
 func New(ctx context.Context, o Options) (*Platform, error) {
@@ -79,7 +109,20 @@ func New(ctx context.Context, o Options) (*Platform, error) {
 	if o.SyncConcurrency <= 0 {
 		o.SyncConcurrency = 8
 	}
-	p := &Platform{o: o}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := &Platform{o: o, nodes: o.Nodes, multi: o.Nodes != nil}
+	if !p.multi {
+		l := o.Local
+		if l == nil {
+			l = &Local{StateDir: o.StateDir, Dropped: o.CloseTenant}
+		}
+		p.nodes = map[string]Node{LocalID: l}
+	}
+	if err := p.register(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -105,34 +148,61 @@ func Hash(t *template.Template) string {
 
 // CreateTenant creates a tenant's directory and config (with a generated
 // gateway token, returned once) and records it in the catalog.
+// With several nodes it goes on the least loaded healthy one (Place).
 func (p *Platform) CreateTenant(ctx context.Context, id, name string, env map[string]string) (install.Tenant, error) {
-	t, err := install.CreateTenant(p.o.StateDir, id, env)
+	nodeID, n, err := p.placeNew(ctx)
 	if err != nil {
 		return install.Tenant{}, err
 	}
-	if err := p.o.Store.PutTenant(ctx, catalog.Tenant{ID: id, Name: name}); err != nil {
+	t, err := n.CreateTenant(ctx, id, env)
+	if err != nil {
+		return install.Tenant{}, err
+	}
+	err = p.o.Store.PutTenant(ctx, catalog.Tenant{ID: id, Name: name})
+	if err == nil && p.multi {
+		if err = p.o.Store.Place(ctx, id, nodeID); err != nil {
+			_ = p.o.Store.DeleteTenant(ctx, id)
+		}
+	}
+	switch {
+	case err == nil:
+		return t, nil
+	case !p.multi:
 		return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (its directory %s exists; delete the tenant to retry)", id, err, t.Dir)
 	}
-	return t, nil
+	// An unplaced directory on a node is out of the API's reach: it goes.
+	if derr := n.DeleteTenant(context.WithoutCancel(ctx), id); derr != nil {
+		return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (and deleting its directory on node %s failed: %v)", id, err, nodeID, derr)
+	}
+	return install.Tenant{}, fmt.Errorf("recording tenant %q: %w (its directory on node %s is deleted again)", id, err, nodeID)
 }
 
-// Tenants lists the tenants of the catalog.
+// Tenants lists the tenants of the catalog (TenantStatuses adds where
+// each is and whether it is available).
 func (p *Platform) Tenants(ctx context.Context) ([]catalog.Tenant, error) {
 	return p.o.Store.Tenants(ctx)
 }
 
-// DeleteTenant removes a tenant from the catalog, then its directory,
-// then what the gateway still holds of it (Options.CloseTenant).
+// DeleteTenant removes a tenant from the catalog, then its directory and
+// what the gateway still holds of it (Node.DeleteTenant). A tenant whose
+// node is down is refused: its files could not go.
 func (p *Platform) DeleteTenant(ctx context.Context, id string) error {
+	done, err := p.busy.enter(id)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, n, err := p.nodeOf(ctx, id)
+	if err != nil {
+		return err
+	}
 	if err := p.o.Store.DeleteTenant(ctx, id); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return err
 	}
-	if err := install.DeleteTenant(p.o.StateDir, id); err != nil {
+	if err := n.DeleteTenant(ctx, id); err != nil {
 		return err
 	}
-	if p.o.CloseTenant != nil {
-		p.o.CloseTenant(id)
-	}
+	p.tokens.forget(id)
 	return nil
 }
 
@@ -146,7 +216,16 @@ func (p *Platform) Install(ctx context.Context, tenant, slug string) (catalog.In
 	if _, err := p.installation(ctx, tenant, slug); err == nil {
 		return catalog.Installation{}, fmt.Errorf("%s for tenant %q: %w (sync updates it)", slug, tenant, ErrInstalled)
 	}
-	res, err := install.Install(p.o.StateDir, tenant, t)
+	done, err := p.busy.enter(tenant)
+	if err != nil {
+		return catalog.Installation{}, err
+	}
+	defer done()
+	_, n, err := p.nodeOf(ctx, tenant)
+	if err != nil {
+		return catalog.Installation{}, err
+	}
+	res, err := n.Install(ctx, tenant, t)
 	if err != nil {
 		return catalog.Installation{}, err
 	}
@@ -154,7 +233,7 @@ func (p *Platform) Install(ctx context.Context, tenant, slug string) (catalog.In
 	if err := p.o.Store.Install(ctx, in); err != nil {
 		return catalog.Installation{}, fmt.Errorf("recording the installation of %s for %q: %w", slug, tenant, err)
 	}
-	if err := install.Settle(p.o.StateDir, tenant, slug, res.Files); err != nil {
+	if err := n.Settle(ctx, tenant, slug, res.Files); err != nil {
 		return catalog.Installation{}, err
 	}
 	return p.installation(ctx, tenant, slug)
@@ -189,7 +268,16 @@ func (p *Platform) Uninstall(ctx context.Context, tenant, slug string) error {
 	if _, err := p.installation(ctx, tenant, slug); err != nil {
 		return err
 	}
-	if err := install.Uninstall(p.o.StateDir, tenant, slug); err != nil {
+	done, err := p.busy.enter(tenant)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, n, err := p.nodeOf(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	if err := n.Uninstall(ctx, tenant, slug); err != nil {
 		return err
 	}
 	return p.o.Store.Uninstall(ctx, tenant, slug)
@@ -244,8 +332,8 @@ func (p *Platform) Sync(ctx context.Context, slug string, dryRun bool) ([]SyncRe
 // can prove: when its recorded template hash is t's, t's files are what
 // was shipped; otherwise nil, and only files holding exactly t's content
 // count as the template's — nothing else is ever removed or overwritten.
-func (p *Platform) shipped(in catalog.Installation, t *template.Template, hash string) ([]catalog.ShippedFile, error) {
-	files, ok, err := install.Pending(p.o.StateDir, in.TenantID, in.Slug)
+func (p *Platform) shipped(ctx context.Context, n Node, in catalog.Installation, t *template.Template, hash string) ([]catalog.ShippedFile, error) {
+	files, ok, err := n.Pending(ctx, in.TenantID, in.Slug)
 	switch {
 	case err != nil:
 		return nil, err
@@ -261,17 +349,30 @@ func (p *Platform) shipped(in catalog.Installation, t *template.Template, hash s
 
 func (p *Platform) syncOne(ctx context.Context, t *template.Template, hash string, in catalog.Installation, dryRun bool) SyncResult {
 	r := SyncResult{Tenant: in.TenantID, Slug: in.Slug}
+	// A tenant that is moving, or whose node is down, is left as it is
+	// (its record too): the next sync brings it up to date.
+	done, err := p.busy.enter(in.TenantID)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer done()
+	_, n, err := p.nodeOf(ctx, in.TenantID)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
 	var shipped []catalog.ShippedFile
-	err := install.Recover(p.o.StateDir, in.TenantID)
+	err = n.Recover(ctx, in.TenantID)
 	if err == nil {
-		shipped, err = p.shipped(in, t, hash)
+		shipped, err = p.shipped(ctx, n, in, t, hash)
 	}
 	if err == nil {
-		r.Changes, err = install.Plan(p.o.StateDir, in.TenantID, t, shipped)
+		r.Changes, err = n.Plan(ctx, in.TenantID, t, shipped)
 	}
 	if err == nil && !dryRun && !r.Changes.Empty() {
 		var res install.Result
-		if res, err = install.Update(p.o.StateDir, in.TenantID, t, shipped); err == nil {
+		if res, err = n.Update(ctx, in.TenantID, t, shipped); err == nil {
 			// What was done, which a change since the plan may alter.
 			res.Changes.Config = r.Changes.Config
 			r.Changes = res.Changes
@@ -293,7 +394,7 @@ func (p *Platform) syncOne(ctx context.Context, t *template.Template, hash strin
 	if uerr := p.o.Store.UpdateInstallation(ctx, rec); uerr != nil && r.Error == "" {
 		r.Error = fmt.Sprintf("recording the sync: %v", uerr)
 	} else if uerr == nil && rec.Files != nil {
-		if serr := install.Settle(p.o.StateDir, in.TenantID, in.Slug, rec.Files); serr != nil && r.Error == "" {
+		if serr := n.Settle(ctx, in.TenantID, in.Slug, rec.Files); serr != nil && r.Error == "" {
 			r.Error = serr.Error()
 		}
 	}
@@ -365,6 +466,12 @@ func (p *Platform) Chat(ctx context.Context, tenant, slug, user, text string, on
 		return relay.Event{}, ErrNoChat
 	}
 	if _, err := p.installation(ctx, tenant, slug); err != nil {
+		return relay.Event{}, err
+	}
+	if err := p.busy.check(tenant); err != nil {
+		return relay.Event{}, err
+	}
+	if _, _, err := p.nodeOf(ctx, tenant); err != nil {
 		return relay.Event{}, err
 	}
 	user = strings.TrimSpace(user)

@@ -59,6 +59,9 @@ type Manager struct {
 	// os.Root of this directory. A confined manager never runs commands
 	// on the host.
 	Confine string
+	// Checks, when set, shares backends' passed checks with the other
+	// managers given it (nil: this manager's own).
+	Checks *Checks
 
 	mu       sync.Mutex
 	backends map[string]*backendState // by name and settings
@@ -70,7 +73,43 @@ type Manager struct {
 	closed    bool
 }
 
+// Checks remembers which backends passed their Check, and when, for
+// every Manager given it: a process whose managers come and go (a
+// gateway's tenants, opened on demand) probes a backend once per
+// CheckTTL, not once per manager. Only passes are shared: a failure may
+// be one moment's (no descriptor left to spawn the probe) and the next
+// manager checks again. Safe for concurrent use; nil shares nothing.
+type Checks struct {
+	mu sync.Mutex
+	at map[string]time.Time // by backend name and settings
+}
+
+// NewChecks returns an empty set of shared checks.
+func NewChecks() *Checks { return &Checks{at: map[string]time.Time{}} }
+
+// passed says the backend key passed a check less than ttl ago.
+func (c *Checks) passed(key string, ttl time.Duration) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.at[key]
+	return ok && time.Since(at) < ttl
+}
+
+// pass records that the backend key passed its check now.
+func (c *Checks) pass(key string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at[key] = time.Now()
+}
+
 type backendState struct {
+	key       string // the backend's name and settings
 	b         Backend
 	checkedAt time.Time
 	checkErr  error
@@ -267,7 +306,7 @@ func (m *Manager) state(p *Plan) (*backendState, error) {
 		if err != nil {
 			return nil, err
 		}
-		st = &backendState{b: b}
+		st = &backendState{key: key, b: b}
 		m.backends[key] = st
 	}
 	return st, nil
@@ -294,11 +333,20 @@ func (m *Manager) backend(ctx context.Context, p *Plan) (Backend, error) {
 	if fresh {
 		return b, cached
 	}
+	if m.Checks.passed(st.key, ttl) {
+		m.mu.Lock()
+		st.checkedAt, st.checkErr = time.Now(), nil
+		m.mu.Unlock()
+		return b, nil
+	}
 	// Checked without the lock: a check may take a while (a daemon to
 	// reach), and two runs checking at once is harmless.
 	err = b.Check(ctx)
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // a run that went away proves nothing about the backend
+	}
+	if err == nil {
+		m.Checks.pass(st.key)
 	}
 	m.mu.Lock()
 	st.checkedAt, st.checkErr = time.Now(), err

@@ -61,4 +61,21 @@ CREATE TABLE installation_files (
 	FOREIGN KEY (tenant_id, slug) REFERENCES installations (tenant_id, slug) ON DELETE CASCADE
 ) STRICT, WITHOUT ROWID;
 `,
+	// 3: the gateway nodes tenants are placed on, and where each tenant
+	// is (talon serve --gateways). A single-node platform writes neither.
+	`
+CREATE TABLE nodes (
+	id       TEXT    NOT NULL PRIMARY KEY
+		CHECK (length(id) BETWEEN 1 AND 64 AND id NOT GLOB '*[^A-Za-z0-9._:-]*' AND substr(id, 1, 1) NOT GLOB '[._:-]'),
+	url      TEXT    NOT NULL CHECK (length(url) <= 2048 AND (url GLOB 'http://?*' OR url GLOB 'https://?*')),
+	added_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE placements (
+	tenant_id TEXT NOT NULL PRIMARY KEY REFERENCES tenants (id) ON DELETE CASCADE,
+	node_id   TEXT NOT NULL REFERENCES nodes (id) ON DELETE RESTRICT
+) STRICT;
+-- Placement counts tenants per node; deleting a node checks them.
+CREATE INDEX placements_by_node ON placements (node_id);
+`,
 }

@@ -46,6 +46,7 @@ func TestCatalogChecks(t *testing.T) {
 		`INSERT INTO library VALUES ('c', 'C', '', '', '', '', '[]', 1, '', '', 0)`,
 		`INSERT INTO installations VALUES ('t1', 'c', '', 0, 0, 'ok', '')`,
 		`INSERT INTO installation_files VALUES ('t1', 'c', 'skills/s/SKILL.md', '` + hex64 + `', 1)`,
+		`INSERT INTO nodes VALUES ('n1', 'http://127.0.0.1:1', 0)`,
 	} {
 		if _, err := c.exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -69,6 +70,11 @@ func TestCatalogChecks(t *testing.T) {
 		{"empty file path", `INSERT INTO installation_files VALUES ('t1', 'c', '', '` + hex64 + `', 0)`},
 		{"bad sha256", `INSERT INTO installation_files VALUES ('t1', 'c', 'x', 'XYZ', 0)`},
 		{"exec 2", `INSERT INTO installation_files VALUES ('t1', 'c', 'x', '` + hex64 + `', 2)`},
+		{"node id with a slash", `INSERT INTO nodes VALUES ('a/b', 'http://x', 0)`},
+		{"node id starting with .", `INSERT INTO nodes VALUES ('.a', 'http://x', 0)`},
+		{"node url not http", `INSERT INTO nodes VALUES ('n', 'file:///etc', 0)`},
+		{"placement on no node", `INSERT INTO placements VALUES ('t1', 'nope')`},
+		{"placement of no tenant", `INSERT INTO placements VALUES ('nope', 'n1')`},
 	} {
 		t.Run(c2.name, func(t *testing.T) {
 			_, err := c.exec(ctx, c2.sql)

@@ -128,9 +128,11 @@ var testHookCompacting func() error
 // compaction left, 0 when unknown) and marked stale until the next model
 // call reports usage (totalTokensFresh false), updatedAt raised to now.
 // Killed at any point, the session is before it or after it, never
-// between. ErrSessionChanged says the session no longer has that
-// transcript. It returns the new entry and the compaction's row number.
-func (db *DB) AppendCompaction(ctx context.Context, agent, key, sessionID string, c compaction.Compaction, tokensAfter int64) (session.Entry, int64, error) {
+// between. calls are the summary model's calls, written to the usage
+// ledger in the same transaction. ErrSessionChanged says the session no
+// longer has that transcript. It returns the new entry and the
+// compaction's row number.
+func (db *DB) AppendCompaction(ctx context.Context, agent, key, sessionID string, c compaction.Compaction, tokensAfter int64, calls ...*Call) (session.Entry, int64, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return session.Entry{}, 0, fmt.Errorf("committing a compaction: %w", err)
@@ -164,7 +166,7 @@ func (db *DB) AppendCompaction(ctx context.Context, agent, key, sessionID string
 			return err
 		}
 		out = next
-		return nil
+		return db.insertCalls(ctx, tx, ms(db.now()), a, k, sessionID, calls)
 	})
 	if err != nil {
 		return session.Entry{}, 0, fmt.Errorf("committing a compaction of %q: %w", k, err)
@@ -175,9 +177,10 @@ func (db *DB) AppendCompaction(ctx context.Context, agent, key, sessionID string
 // RecordFlush records on a session that a memory flush ran at at (spec
 // context.md R6.4): memoryFlushAt, and memoryFlushCompactionCount set to
 // the compactionCount, so that no second flush runs before the next
-// compaction. ErrSessionChanged says the session no longer has the
-// transcript sessionID.
-func (db *DB) RecordFlush(ctx context.Context, agent, key, sessionID string, at time.Time) (session.Entry, error) {
+// compaction. calls are the flush's model calls, written to the usage
+// ledger in the same transaction. ErrSessionChanged says the session no
+// longer has the transcript sessionID.
+func (db *DB) RecordFlush(ctx context.Context, agent, key, sessionID string, at time.Time, calls ...*Call) (session.Entry, error) {
 	a, k, err := ids(agent, key)
 	if err != nil {
 		return session.Entry{}, fmt.Errorf("recording a memory flush: %w", err)
@@ -195,7 +198,7 @@ func (db *DB) RecordFlush(ctx context.Context, agent, key, sessionID string, at 
 			return err
 		}
 		out = next
-		return nil
+		return db.insertCalls(ctx, tx, ms(db.now()), a, k, sessionID, calls)
 	})
 	if err != nil {
 		return session.Entry{}, fmt.Errorf("recording a memory flush of %q: %w", k, err)

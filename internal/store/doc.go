@@ -43,15 +43,18 @@
 //
 // The usage ledger (usage.go) has one row per model call that answered:
 // when, agent, session, what for (Call.Kind), provider and model, tokens
-// and cost in micro-dollars. A turn's rows are written in the commit of
-// the messages they produced (Item.Call), with the session row's token
-// and cost counters, so a kill -9 neither loses a call whose answer is
-// stored nor counts one twice; calls outside a turn's transcript
-// (summaries, memory flushes, the image model) are written by
-// RecordCalls. Usage sums a time range, grouped by agent, model, kind or
-// calendar day, from an hourly roll-up (usage_hourly) a trigger keeps in
-// the transaction of each row, reading the ledger itself only where an
-// hour is cut. Rows are never updated; a reset of a session keeps them.
+// and cost in micro-dollars. Each row is written in the commit of what its
+// call produced: a turn's with the messages (Item.Call; a tool's model
+// calls with its result, Item.Also) and the session row's token and cost
+// counters, a summary's with its compaction (AppendCompaction), a memory
+// flush's with its mark (RecordFlush); so a kill -9 neither loses a call
+// whose product is stored nor counts one twice. RecordCalls writes the
+// calls whose product was never stored. Usage sums a time range, grouped
+// by agent, model, kind or calendar day, from an hourly roll-up
+// (usage_hourly, rollup.go) that a background roll-up keeps off the
+// turn's commit, reading the ledger itself for the rows not rolled up
+// yet and where an hour is cut. Rows are never updated; a reset of a
+// session keeps them.
 //
 // # Channels
 //

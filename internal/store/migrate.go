@@ -266,6 +266,40 @@ CREATE TRIGGER usage_roll_up AFTER INSERT ON usage BEGIN
 		cost = cost + excluded.cost, unpriced = unpriced + excluded.unpriced;
 END;
 `,
+	// 11: the roll-up leaves the turn's commit. A trigger and an index on
+	// at cost a turn's commit ≈ 17 µs of the ledger's 26 (issue 24's goal
+	// is 20 µs for the whole ledger); the rows are now rolled up in
+	// batches after their commit (rollUp), usage_rolled.upto saying which
+	// rows the roll-up holds. Each hour keeps the first and last id of
+	// its rows, so that a query finds the rows of a cut hour by rowid
+	// instead of an index on at.
+	`
+DROP TRIGGER usage_roll_up;
+DROP INDEX usage_by_time;
+DROP TABLE usage_hourly;
+CREATE TABLE usage_hourly (
+	hour        INTEGER NOT NULL,
+	agent_id    TEXT    NOT NULL,
+	kind        TEXT    NOT NULL,
+	provider    TEXT    NOT NULL,
+	model       TEXT    NOT NULL,
+	calls       INTEGER NOT NULL,
+	input       INTEGER NOT NULL,
+	output      INTEGER NOT NULL,
+	cache_read  INTEGER NOT NULL,
+	cache_write INTEGER NOT NULL,
+	cost        INTEGER NOT NULL,
+	unpriced    INTEGER NOT NULL,
+	first_id    INTEGER NOT NULL,
+	last_id     INTEGER NOT NULL,
+	PRIMARY KEY (hour, agent_id, kind, provider, model)
+) WITHOUT ROWID;
+CREATE TABLE usage_rolled (
+	one  INTEGER PRIMARY KEY CHECK (one = 1),
+	upto INTEGER NOT NULL
+);
+INSERT INTO usage_rolled VALUES (1, 0);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

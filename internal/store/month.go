@@ -98,10 +98,14 @@ func (db *DB) MonthUsage(ctx context.Context, now time.Time) (UsageTotals, error
 	// then counted by row id.
 	var t UsageTotals
 	var maxID int64
-	err := db.r.QueryRowContext(ctx, `SELECT (SELECT coalesce(max(id), 0) FROM usage), count(*),
-		coalesce(sum(input), 0), coalesce(sum(output), 0), coalesce(sum(cache_read), 0), coalesce(sum(cache_write), 0),
-		coalesce(sum(cost), 0), count(*) - count(cost) FROM usage WHERE at >= ? AND at < ?`, s, e).
-		Scan(&maxID, &t.Calls, &t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Cost, &t.Unpriced)
+	err := db.read(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM usage`).Scan(&maxID); err != nil {
+			return err
+		}
+		var err error
+		t, _, err = usageIn(ctx, tx, UsageQuery{Since: s, Until: e})
+		return err
+	})
 	if err != nil {
 		return UsageTotals{}, fmt.Errorf("summing the month's usage: %w", err)
 	}

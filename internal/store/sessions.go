@@ -244,6 +244,7 @@ func (db *DB) appendTurnTx(ctx context.Context, tx *sql.Tx, now int64, agent, ke
 		if items[i].Call != nil {
 			calls = append(calls, items[i].Call)
 		}
+		calls = append(calls, items[i].Also...)
 	}
 	return db.insertCalls(ctx, tx, now, agent, key, sessionID, calls)
 }

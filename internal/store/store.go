@@ -45,6 +45,9 @@ type DB struct {
 	tails *tails
 	// month is the running total of the current month's usage.
 	month monthTally
+	// rolls runs the usage ledger's hourly roll-up (rollup.go).
+	rolls rollUps
+	log   *slog.Logger
 }
 
 // Options say how to open a store.
@@ -81,7 +84,11 @@ func OpenWith(path string, o Options) (*DB, error) {
 		return nil, err
 	}
 	abs, w, r := sdb.Path, sdb.W, sdb.R
-	db := &DB{Now: time.Now, path: abs, w: w, r: r, sdb: sdb, tails: newTails(defaultTailBytes)}
+	db := &DB{Now: time.Now, path: abs, w: w, r: r, sdb: sdb, tails: newTails(defaultTailBytes), log: o.Log}
+	if db.log == nil {
+		db.log = slog.Default()
+	}
+	db.rolls.every = rollEvery
 	ctx := context.Background()
 	if err := db.migrate(ctx); err != nil {
 		sdb.Close()
@@ -107,6 +114,10 @@ func OpenWith(path string, o Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening store %q: preparing statements: %w", abs, err)
 	}
+	if err := db.countWaiting(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening store %q: %w", abs, err)
+	}
 	return db, nil
 }
 
@@ -115,6 +126,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes the database.
 func (db *DB) Close() error {
+	db.stopRollUps()
 	var errs []error
 	for _, st := range []*sql.Stmt{db.appendStmt, db.readStmt, db.getStmt, db.getStmtW, db.putStmt, db.touchStmt, db.createStmt, db.tokensStmt,
 		db.createTokensStmt, db.touchTokensStmt, db.readAfterStmt, db.readFromStmt, db.insertCallStmt} {
@@ -143,6 +155,7 @@ func (db *DB) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	db.sdb.Committed()
 	db.month.add(rows)
+	db.committed(len(rows))
 	return nil
 }
 

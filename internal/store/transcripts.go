@@ -99,6 +99,9 @@ type Item struct {
 	// Call, when set, is the model call that produced the message, for
 	// the usage ledger (StartTurn and ContinueTurn write it).
 	Call *Call
+	// Also are the model calls a tool made to produce the message (the
+	// image and pdf tools' models), written with it.
+	Also []*Call
 
 	projection compaction.Projection
 	marker     bool

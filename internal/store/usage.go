@@ -180,7 +180,7 @@ type UsageGroup struct {
 // zone's offset and its changes.
 const dayBucket = 15 * 60 * 1000
 
-// hourMs is the width of a usage_hourly row (migration 9).
+// hourMs is the width of a usage_hourly row (migrations 10 and 11).
 const hourMs = 3600 * 1000
 
 // usageGroupKeys are the SQL expressions of each grouping, in the
@@ -197,26 +197,56 @@ var usageGroupKeys = map[string][2]string{
 // key order when q.By is set. The whole hours of the range are read from
 // the hourly roll-up, the ends from the ledger; for ByDay, so are the
 // hours a day boundary of q.Location cuts (in zones offset by half or
-// quarter hours).
+// quarter hours). Rows still waiting for the roll-up are read from the
+// ledger. Everything is read in one transaction: a roll-up committing
+// meanwhile moves no row between the two.
 func (db *DB) Usage(ctx context.Context, q UsageQuery) (UsageTotals, []UsageGroup, error) {
 	if _, ok := usageGroupKeys[q.By]; !ok {
 		return UsageTotals{}, nil, fmt.Errorf("querying usage: unknown grouping %q (want agent, model, day or kind)", q.By)
 	}
-	u := usageRead{db: db, q: q, loc: orUTC(q.Location), agent: strings.ToLower(strings.TrimSpace(q.AgentID))}
+	var total UsageTotals
+	var groups []UsageGroup
+	err := db.read(ctx, func(tx *sql.Tx) (err error) {
+		total, groups, err = usageIn(ctx, tx, q)
+		return err
+	})
+	if err != nil {
+		return UsageTotals{}, nil, fmt.Errorf("querying usage: %w", err)
+	}
+	return total, groups, nil
+}
+
+// read runs fn in a read transaction: one snapshot of the database.
+func (db *DB) read(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// usageIn is Usage in the read transaction tx.
+func usageIn(ctx context.Context, tx *sql.Tx, q UsageQuery) (UsageTotals, []UsageGroup, error) {
+	u := usageRead{tx: tx, q: q, loc: orUTC(q.Location), agent: strings.ToLower(strings.TrimSpace(q.AgentID))}
+	if err := tx.QueryRowContext(ctx, `SELECT upto FROM usage_rolled`).Scan(&u.upto); err != nil {
+		return UsageTotals{}, nil, fmt.Errorf("reading the roll-up's mark: %w", err)
+	}
+	since := max(q.Since, 0)
 	until := q.Until
 	if until <= 0 {
 		until = 1<<63 - 1
 	}
-	first := (max(q.Since, 0) + hourMs - 1) / hourMs * hourMs
+	first := (since + hourMs - 1) / hourMs * hourMs
 	last := until / hourMs * hourMs
-	var err error
+	err := u.waiting(ctx, since, until)
 	if first >= last {
-		err = u.ledger(ctx, q.Since, until)
+		err = errors.Join(err, u.cut(ctx, since, until))
 	} else {
-		err = errors.Join(u.ledger(ctx, q.Since, first), u.hours(ctx, first, last), u.ledger(ctx, last, until))
+		err = errors.Join(err, u.cut(ctx, since, first), u.hours(ctx, first, last), u.cut(ctx, last, until))
 	}
 	if err != nil {
-		return UsageTotals{}, nil, fmt.Errorf("querying usage: %w", err)
+		return UsageTotals{}, nil, err
 	}
 	var total UsageTotals
 	for i := range u.groups {
@@ -230,21 +260,38 @@ func (db *DB) Usage(ctx context.Context, q UsageQuery) (UsageTotals, []UsageGrou
 
 // usageRead gathers the groups of one usage query.
 type usageRead struct {
-	db     *DB
+	tx     *sql.Tx
 	q      UsageQuery
 	loc    *time.Location
 	agent  string
+	upto   int64 // the rows the roll-up holds: ids up to this
 	groups []UsageGroup
 }
 
 const usageSums = `count(*), sum(input), sum(output), sum(cache_read), sum(cache_write), coalesce(sum(cost), 0), count(*) - count(cost)`
 
-// ledger adds the groups of the ledger's rows in [from, to).
-func (u *usageRead) ledger(ctx context.Context, from, to int64) error {
+// waiting adds the groups of the rows in [from, to) the roll-up does not
+// hold yet: at most about rollEvery rows, at the table's end.
+func (u *usageRead) waiting(ctx context.Context, from, to int64) error {
+	return u.query(ctx, `SELECT `+usageGroupKeys[u.q.By][0]+`, `+usageSums+` FROM usage WHERE id > ? AND at >= ? AND at < ?`,
+		[]any{u.upto, from, to}, dayBucket, nil)
+}
+
+// cut adds the groups of the rolled-up rows in [from, to), a range
+// within at most two hours: their rows are found between the first and
+// last ids the roll-up keeps for those hours.
+func (u *usageRead) cut(ctx context.Context, from, to int64) error {
 	if from >= to {
 		return nil
 	}
-	return u.query(ctx, `SELECT `+usageGroupKeys[u.q.By][0]+`, `+usageSums+` FROM usage WHERE at >= ? AND at < ?`, from, to, dayBucket, nil)
+	var lo, hi sql.NullInt64
+	err := u.tx.QueryRowContext(ctx, `SELECT min(first_id), max(last_id) FROM usage_hourly WHERE hour >= ? AND hour <= ?`,
+		from/hourMs, (to-1)/hourMs).Scan(&lo, &hi)
+	if err != nil || !lo.Valid {
+		return err
+	}
+	return u.query(ctx, `SELECT `+usageGroupKeys[u.q.By][0]+`, `+usageSums+` FROM usage WHERE id >= ? AND id <= ? AND at >= ? AND at < ?`,
+		[]any{lo.Int64, min(hi.Int64, u.upto), from, to}, dayBucket, nil)
 }
 
 // hours adds the groups of the roll-up's hours in [from, to), whole
@@ -252,7 +299,7 @@ func (u *usageRead) ledger(ctx context.Context, from, to int64) error {
 func (u *usageRead) hours(ctx context.Context, from, to int64) error {
 	var cut []int64
 	err := u.query(ctx, `SELECT `+usageGroupKeys[u.q.By][1]+`, sum(calls), sum(input), sum(output), sum(cache_read), sum(cache_write), sum(cost), sum(unpriced)
-		FROM usage_hourly WHERE hour >= ? AND hour < ?`, from/hourMs, to/hourMs, hourMs, func(hour int64) bool {
+		FROM usage_hourly WHERE hour >= ? AND hour < ?`, []any{from / hourMs, to / hourMs}, hourMs, func(hour int64) bool {
 		start := hour * hourMs
 		if u.day(start) == u.day(start+hourMs-1) {
 			return true
@@ -261,21 +308,20 @@ func (u *usageRead) hours(ctx context.Context, from, to int64) error {
 		return false
 	})
 	for _, start := range cut {
-		err = errors.Join(err, u.ledger(ctx, start, start+hourMs))
+		err = errors.Join(err, u.cut(ctx, start, start+hourMs))
 	}
 	return err
 }
 
-// query runs sql over [from, to) of the agent when one is asked and
-// adds its groups. A ByDay key is a bucket of width ms; keep, when set,
-// says whether a bucket's row is to be counted.
-func (u *usageRead) query(ctx context.Context, sql string, from, to, width int64, keep func(int64) bool) error {
-	args := []any{from, to}
+// query runs sql with args, of the agent when one is asked, and adds its
+// groups. A ByDay key is a bucket of width ms; keep, when set, says
+// whether a bucket's row is to be counted.
+func (u *usageRead) query(ctx context.Context, sql string, args []any, width int64, keep func(int64) bool) error {
 	if u.agent != "" {
 		sql += " AND agent_id = ?"
 		args = append(args, u.agent)
 	}
-	rows, err := u.db.r.QueryContext(ctx, sql+" GROUP BY 1", args...)
+	rows, err := u.tx.QueryContext(ctx, sql+" GROUP BY 1", args...)
 	if err != nil {
 		return err
 	}

@@ -3,14 +3,19 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"talon/internal/compaction"
+	"talon/internal/llm"
 	"talon/internal/sqlitedb"
 )
 
@@ -74,18 +79,41 @@ func randomCalls(n int, start time.Time, days int) []*Call {
 	return calls
 }
 
-// TestUsageRollUp: sums read from the hourly roll-up and the ledger's
-// ends equal the sums of the calls themselves, for ranges that start and
-// end inside an hour, every grouping, one agent, and days in zones
-// offset by whole, half and quarter hours and across a DST change.
+// TestUsageRollUp: sums read from the hourly roll-up, the ledger's ends
+// and the rows waiting for the roll-up equal the sums of the calls
+// themselves, for ranges that start and end inside an hour, every
+// grouping, one agent, and days in zones offset by whole, half and
+// quarter hours and across a DST change; with every row waiting, some,
+// and none.
 func TestUsageRollUp(t *testing.T) {
 	ctx := context.Background()
-	db := openTest(t)
 	start := time.Date(2026, 3, 26, 0, 0, 0, 0, time.UTC)
 	calls := randomCalls(3000, start, 6)
-	if err := db.RecordCalls(ctx, calls...); err != nil {
-		t.Fatal(err)
+	for _, stage := range []struct {
+		name   string
+		rolled int // calls recorded, then rolled up, before the rest
+	}{{"none rolled up", 0}, {"some rolled up", 1700}, {"all rolled up", 3000}} {
+		t.Run(stage.name, func(t *testing.T) {
+			db := openTest(t)
+			db.rolls.every = 1 << 40 // roll-ups only here
+			if err := db.RecordCalls(ctx, calls[:stage.rolled]...); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.rollUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.RecordCalls(ctx, calls[stage.rolled:]...); err != nil {
+				t.Fatal(err)
+			}
+			checkUsage(t, db, calls, start)
+		})
 	}
+}
+
+// checkUsage compares every query of a matrix with naiveUsage over calls.
+func checkUsage(t *testing.T, db *DB, calls []*Call, start time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	zone := func(name string) *time.Location {
 		loc, err := time.LoadLocation(name)
 		if err != nil {
@@ -128,8 +156,8 @@ func TestUsageRollUp(t *testing.T) {
 }
 
 // TestMigrationRollsUpTheLedger: a ledger written by schema version 8
-// is rolled up when the database is opened by this binary, and new calls
-// add to the same hours.
+// is rolled up by this binary's roll-up, and new calls add to the same
+// hours.
 func TestMigrationRollsUpTheLedger(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "talon.db")
@@ -167,6 +195,9 @@ func TestMigrationRollsUpTheLedger(t *testing.T) {
 	if err := db.RecordCalls(ctx, calls[400:]...); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.rollUp(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, by := range []string{ByAgent, ByDay} {
 		total, groups, err := db.Usage(ctx, UsageQuery{Since: start.UnixMilli(), By: by})
 		if err != nil {
@@ -183,5 +214,172 @@ func TestMigrationRollsUpTheLedger(t *testing.T) {
 	var rolled int64
 	if err := db.r.QueryRowContext(ctx, `SELECT sum(calls) FROM usage_hourly`).Scan(&rolled); err != nil || rolled != 500 {
 		t.Errorf("usage_hourly holds %d calls (%v), want 500", rolled, err)
+	}
+}
+
+// TestRollUpStartsItself: a commit that leaves enough rows waiting
+// starts a roll-up, Close waits for it, and opening a database with
+// rows waiting starts one too; the sums never change.
+func TestRollUpStartsItself(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "talon.db")
+	start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	calls := randomCalls(rollEvery+300, start, 2)
+	upto := func(db *DB) int64 {
+		t.Helper()
+		var n int64
+		if err := db.r.QueryRowContext(ctx, `SELECT upto FROM usage_rolled`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	reopen := func(db *DB) *DB {
+		t.Helper()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.rolls.every = 100
+	if err := db.RecordCalls(ctx, calls[:150]...); err != nil {
+		t.Fatal(err)
+	}
+	db = reopen(db) // Close waited for the roll-up the commit started
+	if got := upto(db); got != 150 {
+		t.Fatalf("after a commit of 150 rows with a roll-up every 100, upto = %d, want 150", got)
+	}
+	db.rolls.every = 1 << 40
+	if err := db.RecordCalls(ctx, calls[150:]...); err != nil {
+		t.Fatal(err)
+	}
+	db = reopen(db) // rollEvery+150 rows wait: the open starts a roll-up
+	db = reopen(db)
+	defer db.Close()
+	if got, want := upto(db), int64(len(calls)); got != want {
+		t.Fatalf("after reopening with %d rows waiting, upto = %d, want %d", len(calls)-150, got, want)
+	}
+	checkUsage(t, db, calls, start)
+}
+
+// TestUsageDuringRollUps: a query running while batches commit and roll
+// up sees each batch whole, once: never a row both in its hour and
+// among the waiting ones, never neither.
+func TestUsageDuringRollUps(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	db.rolls.every = 1 << 40
+	const batches, size = 30, 50
+	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	var recorded atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		for i := range batches {
+			batch := make([]*Call, size)
+			for j := range batch {
+				batch[j] = &Call{At: start.UnixMilli() + int64(i*size+j)*60_000, AgentID: "a", Kind: CallTurn, Provider: "p", Model: "m", Input: 1}
+			}
+			if err := db.RecordCalls(ctx, batch...); err != nil {
+				done <- err
+				return
+			}
+			recorded.Add(size)
+			if i%3 == 0 {
+				if err := db.rollUp(ctx); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+		}
+		tot, _, err := db.Usage(ctx, UsageQuery{Since: start.UnixMilli() + 30*60_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := recorded.Load()
+		// Rows from minute 30 on: every batch but the first counts whole.
+		if tot.Input != tot.Calls || tot.Calls > after || (tot.Calls+30)%size != 0 && tot.Calls != 0 {
+			t.Fatalf("a query saw %d calls (%d input) with %d recorded: a batch counted twice or in part", tot.Calls, tot.Input, after)
+		}
+	}
+}
+
+// TestCallsCommitWithTheirEffect: the model calls behind a compaction, a
+// memory flush and a tool's result go into the ledger in the commit that
+// stores what they produced, under the session's transcript; a commit
+// that fails writes none of them.
+func TestCallsCommitWithTheirEffect(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	const key = "agent:main:c"
+	sid, err := db.BeginTurn(ctx, "main", key, llm.Message{Role: llm.RoleUser, Content: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(kind string) *Call { return &Call{Kind: kind, Provider: "p", Model: "m", Input: 7, Output: 1} }
+	rows := func() map[string]int {
+		t.Helper()
+		got := map[string]int{}
+		rs, err := db.r.QueryContext(ctx, `SELECT kind, session_key, session_id FROM usage`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var kind, k, id string
+			if err := rs.Scan(&kind, &k, &id); err != nil {
+				t.Fatal(err)
+			}
+			if k != key || id != sid {
+				t.Errorf("a %s row under %q/%q, want the session's %q/%q", kind, k, id, key, sid)
+			}
+			got[kind]++
+		}
+		return got
+	}
+
+	testHookCompacting = func() error { return errors.New("killed") }
+	_, _, err = db.AppendCompaction(ctx, "main", key, sid, compaction.Compaction{Summary: "s"}, 10, call(CallSummary))
+	testHookCompacting = nil
+	if err == nil {
+		t.Fatal("a compaction whose commit fails: no error")
+	}
+	if got := rows(); len(got) != 0 {
+		t.Fatalf("after a failed compaction commit the ledger has %v, want nothing", got)
+	}
+	if _, _, err := db.AppendCompaction(ctx, "main", key, sid, compaction.Compaction{Summary: "s"}, 10, call(CallSummary), call(CallSummary)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordFlush(ctx, "main", key, sid, time.Now(), call(CallMemoryFlush)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordFlush(ctx, "main", key, "another-transcript", time.Now(), call(CallMemoryFlush)); !errors.Is(err, ErrSessionChanged) {
+		t.Fatalf("a flush of a replaced transcript: %v, want ErrSessionChanged", err)
+	}
+	result := Item{Message: llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Name: "image", Content: "a cat"}, Also: []*Call{call(CallImage), call(CallPDF)}}
+	if err := db.ContinueTurn(ctx, "main", key, sid, nil, []Item{result}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{CallSummary: 2, CallMemoryFlush: 1, CallImage: 1, CallPDF: 1}
+	if got := rows(); !maps.Equal(got, want) {
+		t.Errorf("ledger rows by kind %v, want %v", got, want)
 	}
 }

@@ -36,9 +36,17 @@ type env struct {
 	templates string
 	s         *Server
 	srv       *httptest.Server
+	p         *platform.Platform
 }
 
 func newEnv(t *testing.T, defaultConfig string) *env {
+	t.Helper()
+	return newEnvOver(t, defaultConfig, nil)
+}
+
+// newEnvOver is newEnv with the platform over the nodes nodes returns
+// for the gateway's state dir; nil nodes is the one local node.
+func newEnvOver(t *testing.T, defaultConfig string, nodes func(state string) map[string]platform.Node) *env {
 	t.Helper()
 	state := t.TempDir()
 	if defaultConfig == "" {
@@ -81,7 +89,11 @@ func newEnv(t *testing.T, defaultConfig string) *env {
 	if err := os.CopyFS(templates, os.DirFS(filepath.Join("..", "..", "templates"))); err != nil {
 		t.Fatal(err)
 	}
-	pl, err := platform.New(ctx, platform.Options{StateDir: state, Templates: templates, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	po := platform.Options{StateDir: state, Templates: templates, Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if nodes != nil {
+		po.Nodes = nodes(state)
+	}
+	pl, err := platform.New(ctx, po)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +104,7 @@ func newEnv(t *testing.T, defaultConfig string) *env {
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &env{t: t, state: state, templates: templates, s: s, srv: srv}
+	return &env{t: t, state: state, templates: templates, s: s, srv: srv, p: pl}
 }
 
 func write(t *testing.T, path, content string) {

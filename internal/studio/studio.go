@@ -46,6 +46,10 @@ type Options struct {
 	// Platform is the workforce platform, or why it is not running; nil
 	// means Studio runs without one (no tenants or library pages).
 	Platform func() (*platform.Platform, error)
+	// NoDefaultTenant says there is no default tenant (Studio in front
+	// of gateway nodes, talon serve --gateways): the tenants page does
+	// not offer it.
+	NoDefaultTenant bool
 	// Log receives what a person is not shown; nil means slog.Default().
 	Log *slog.Logger
 	// AuthLimit throttles failed sign-ins; `talon serve` shares one with

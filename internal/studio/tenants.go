@@ -21,6 +21,9 @@ const platformTimeout = 2 * time.Minute
 
 // tenantsView is the tenants and library page.
 type tenantsView struct {
+	// NoDefault hides the default tenant: Studio in front of gateway
+	// nodes has none.
+	NoDefault     bool
 	Tenants       []tenantRow
 	Library       []catalog.Entry
 	Form          tenantForm
@@ -33,7 +36,8 @@ type tenantsView struct {
 }
 
 type tenantRow struct {
-	catalog.Tenant
+	// TenantStatus has its node, and why it is unavailable when it is.
+	platform.TenantStatus
 	Installed []catalog.Installation
 	// Usage is the month's usage and budget (usage.budget); UsageErr
 	// says why it could not be read.
@@ -88,18 +92,22 @@ func (s *Server) showTenants(q *req, status int, errMsg string, v *tenantsView, 
 	}
 	ctx, cancel := context.WithTimeout(q.r.Context(), platformTimeout)
 	defer cancel()
-	ts, err := pl.Tenants(ctx)
+	v.NoDefault = s.o.NoDefaultTenant
+	ts, err := pl.TenantStatuses(ctx)
 	if err == nil {
 		var ins []catalog.Installation
 		ins, err = pl.Installations(ctx, catalog.Filter{})
 		for _, t := range ts {
-			row := tenantRow{Tenant: t}
+			row := tenantRow{TenantStatus: t}
 			for _, in := range ins {
 				if in.TenantID == t.ID {
 					row.Installed = append(row.Installed, in)
 				}
 			}
-			row.Usage, row.UsageErr = s.tenantUsage(q, t.ID)
+			if t.Available {
+				// A tenant on a down node is not asked: it says why instead.
+				row.Usage, row.UsageErr = s.tenantUsage(q, t.ID)
+			}
 			v.Tenants = append(v.Tenants, row)
 		}
 	}

@@ -21,6 +21,9 @@ import (
 // when the tenant that owns dir is deleted.
 type Forgetter interface {
 	Forget(dir string)
+	// Holds says work of it runs now under dir (a background job that
+	// has not ended): the tenant that owns dir must keep its sandboxes.
+	Holds(dir string) bool
 }
 
 // Tool is one capability the model can call. Implementations are safe for

@@ -11,6 +11,7 @@ import (
 	"talon/internal/authlimit"
 	"talon/internal/platform"
 	"talon/internal/platform/install"
+	"talon/internal/platform/node"
 	"talon/internal/platform/relay"
 	"talon/internal/store"
 	"talon/internal/store/catalog"
@@ -79,6 +80,33 @@ func classify(err error) *apiError {
 		e := errorf(http.StatusUnprocessableEntity, "plugin_off", "%v", err)
 		e.fix = pe.Fix
 		return e
+	case errors.Is(err, node.ErrUnreachable):
+		// Between two health checks: the node's address stays in the log.
+		return hidden(http.StatusServiceUnavailable, "node_unavailable", "the tenant's node did not answer; try again, or see GET /api/nodes", err)
+	case errors.Is(err, platform.ErrMoving), errors.Is(err, node.ErrMoving):
+		e := errorf(http.StatusServiceUnavailable, "tenant_moving", "%v", platform.ErrMoving)
+		e.retryAfter = movingRetry
+		return e
+	case errors.Is(err, install.ErrNoTenant):
+		return errorf(http.StatusNotFound, "no_tenant", "%v", err)
+	case errors.Is(err, install.ErrExists):
+		return errorf(http.StatusConflict, "exists", "%v", err)
+	case errors.Is(err, platform.ErrNodeUnavailable):
+		return errorf(http.StatusServiceUnavailable, "node_unavailable", "%v", err)
+	case errors.Is(err, platform.ErrNoNode):
+		return errorf(http.StatusServiceUnavailable, "no_healthy_node", "%v", err)
+	case errors.Is(err, platform.ErrUnplaced):
+		return errorf(http.StatusServiceUnavailable, "unplaced", "%v", err)
+	case errors.Is(err, platform.ErrBusy):
+		e := errorf(http.StatusConflict, "busy", "%v", err)
+		e.retryAfter = movingRetry
+		return e
+	case errors.Is(err, platform.ErrSameNode):
+		return errorf(http.StatusConflict, "same_node", "%v", err)
+	case errors.Is(err, platform.ErrLocalMove):
+		return errorf(http.StatusConflict, "single_node", "%v", err)
+	case errors.Is(err, catalog.ErrUnknownNode):
+		return errorf(http.StatusNotFound, "no_node", "%v", err)
 	case errors.Is(err, platform.ErrNoChat):
 		return errorf(http.StatusServiceUnavailable, "no_chat", "%v", err)
 	case errors.Is(err, platform.ErrNoTemplate), errors.Is(err, catalog.ErrUnknownEntry):
@@ -103,6 +131,9 @@ func classify(err error) *apiError {
 	}
 	return hidden(http.StatusInternalServerError, "internal", "internal error", err)
 }
+
+// movingRetry is the Retry-After of a tenant being moved.
+const movingRetry = 5 * time.Second
 
 type errorBody struct {
 	Error struct {

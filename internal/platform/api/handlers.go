@@ -84,8 +84,10 @@ func writeSync(w http.ResponseWriter, dry bool, res []platform.SyncResult) error
 	return nil
 }
 
+// tenants lists the tenants, each with its node and whether it can be
+// reached now.
 func (s *server) tenants(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.p.Tenants(r.Context())
+	list, err := s.p.TenantStatuses(r.Context())
 	if err != nil {
 		return err
 	}
@@ -279,5 +281,42 @@ func (s *server) allUsage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// nodes lists the gateway nodes with their health (admin only).
+func (s *server) nodes(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.p.NodeStatuses(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"nodes": nonNil(list)})
+	return nil
+}
+
+// move moves a tenant to another node (admin only); the answer comes
+// when the move is done or undone.
+func (s *server) move(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var q struct {
+		Node string `json:"node"`
+	}
+	if err := decode(r, &q); err != nil {
+		return err
+	}
+	if q.Node == "" {
+		return badField("node", "is required")
+	}
+	if err := catalog.CheckNodeID(q.Node); err != nil {
+		return badField("node", "%q is not a node id", q.Node)
+	}
+	if _, err := s.tenant(r, id); err != nil {
+		return err
+	}
+	res, err := s.p.Move(r.Context(), id, q.Node)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }

@@ -34,4 +34,6 @@ var routes = []route{
 	{"DELETE", "/api/tenants/{id}/installations/{slug}", admin, (*server).uninstall},
 	{"POST", "/api/tenants/{id}/employees/{slug}/chat", tenant, (*server).chat},
 	{"GET", "/api/tenants/{id}/usage", tenant, (*server).usage},
+	{"POST", "/api/tenants/{id}/move", admin, (*server).move},
+	{"GET", "/api/nodes", admin, (*server).nodes},
 }

@@ -105,9 +105,9 @@ func applyAgent(tree *config.Value, tp *template.Template, install bool) (*confi
 	var previous []string // the entry's alsoAllow before this change
 	switch {
 	case install && i >= 0:
-		return nil, fmt.Errorf("employee %q is already installed (agents.list[%d]); update it instead", tp.Slug, i)
+		return nil, fmt.Errorf("employee %q is %w (agents.list[%d]); update it instead", tp.Slug, ErrInstalled, i)
 	case !install && i < 0:
-		return nil, fmt.Errorf("employee %q is not installed (no agents.list entry with id %q); install it first", tp.Slug, tp.Slug)
+		return nil, fmt.Errorf("employee %q is %w (no agents.list entry with id %q); install it first", tp.Slug, ErrNotInstalled, tp.Slug)
 	case install:
 		list.Items = append(list.Items, want)
 	default:

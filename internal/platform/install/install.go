@@ -288,7 +288,7 @@ func Uninstall(stateDir, tenantID, slug string) error {
 		return fail(err)
 	}
 	if !listed && !there {
-		return fail(fmt.Errorf("it is not installed"))
+		return fail(fmt.Errorf("it is %w", ErrNotInstalled))
 	}
 	if there {
 		if err := os.Rename(p.live, p.trash); err != nil {

@@ -29,6 +29,19 @@ type Tenant struct {
 	Token string
 }
 
+// Errors a caller maps to its own (HTTP statuses, wire codes): wrapped,
+// with the tenant named, by every operation that meets them.
+var (
+	// ErrNoTenant is a tenant whose directory does not exist.
+	ErrNoTenant = errors.New("no such tenant")
+	// ErrExists is a tenant created (or imported) under an id in use.
+	ErrExists = errors.New("it already exists")
+	// ErrInstalled is an install of an employee the config lists.
+	ErrInstalled = errors.New("already installed")
+	// ErrNotInstalled is an update or uninstall of one it does not.
+	ErrNotInstalled = errors.New("not installed")
+)
+
 // envNameRE is the rule for env var names a tenant may be given.
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -57,7 +70,7 @@ func openTenant(stateDir, id string) (Tenant, error) {
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Tenant{}, fmt.Errorf("tenant %q does not exist", id)
+		return Tenant{}, fmt.Errorf("tenant %q: %w", id, ErrNoTenant)
 	case err != nil:
 		return Tenant{}, fmt.Errorf("opening tenant %q: %w", id, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -125,13 +138,13 @@ func CreateTenant(stateDir, id string, env map[string]string) (Tenant, error) {
 		return Tenant{}, fmt.Errorf("creating tenant %q: %w", id, err)
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return Tenant{}, fmt.Errorf("creating tenant %q: it already exists", id)
+		return Tenant{}, fmt.Errorf("creating tenant %q: %w", id, ErrExists)
 	}
 	// A rename onto an existing non-empty directory fails, so of two
 	// concurrent creators exactly one wins.
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Lstat(dir); serr == nil {
-			return Tenant{}, fmt.Errorf("creating tenant %q: it already exists", id)
+			return Tenant{}, fmt.Errorf("creating tenant %q: %w", id, ErrExists)
 		}
 		return Tenant{}, fmt.Errorf("creating tenant %q: %w", id, err)
 	}
@@ -191,4 +204,21 @@ func DeleteTenant(stateDir, id string) error {
 		return fmt.Errorf("deleting tenant %q: removing %s: %w", id, trash, err)
 	}
 	return nil
+}
+
+// Token is the tenant's gateway token (gateway.auth.token), read from its
+// config: what the platform presents for it at the gateway.
+func Token(stateDir, id string) (string, error) {
+	t, err := openTenant(stateDir, id)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := config.Find(t.Dir); !ok {
+		return "", fmt.Errorf("tenant %q: %w (its directory has no config)", id, ErrNoTenant)
+	}
+	f, err := config.Load(t.ConfigPath)
+	if err != nil {
+		return "", fmt.Errorf("reading tenant %q config: %w", id, err)
+	}
+	return f.Config.Gateway.Auth.Token, nil
 }

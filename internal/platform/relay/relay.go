@@ -402,6 +402,22 @@ func (tc *conn) client() *client.Client {
 	return tc.c
 }
 
+// Forget closes the tenant's connection, so its next use dials again:
+// the tenant moved to another gateway. Its chats in flight end with an
+// error.
+func (r *Relay) Forget(tenant string) {
+	r.mu.Lock()
+	tc := r.conns[tenant]
+	delete(r.conns, tenant)
+	r.mu.Unlock()
+	if tc == nil {
+		return
+	}
+	if c := tc.client(); c != nil {
+		_ = c.Close()
+	}
+}
+
 // Close closes every connection; chats in flight end with an error.
 func (r *Relay) Close() {
 	r.mu.Lock()

@@ -274,3 +274,35 @@ func TestChatCompaction(t *testing.T) {
 		t.Errorf("compaction events %v, end %+v", phases, end)
 	}
 }
+
+// TestForget: after Forget the tenant's next call dials again (the tenant
+// moved to another gateway), and forgetting an unknown tenant is a no-op.
+func TestForget(t *testing.T) {
+	url := gatewayFor(t)
+	var (
+		mu    sync.Mutex
+		dials int
+	)
+	r := New(dialer(url, &dials, &mu))
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.Forget("nobody")
+	for i, step := range []struct {
+		forget bool
+		dials  int
+	}{{false, 1}, {false, 1}, {true, 2}} {
+		if step.forget {
+			r.Forget("acme")
+		}
+		if err := r.Call(ctx, "acme", "health", nil, nil); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		mu.Lock()
+		got := dials
+		mu.Unlock()
+		if got != step.dials {
+			t.Errorf("after call %d (forget %v): %d dials, want %d", i, step.forget, got, step.dials)
+		}
+	}
+}

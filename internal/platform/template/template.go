@@ -27,9 +27,10 @@ type Template struct {
 	Sandbox     *SandboxConfig
 	Exec        *ExecConfig
 
-	m     manifest
-	files []File // workspace files, sorted by path
-	seed  []File // MEMORY.md and memory/: first install only
+	m        manifest
+	manifest []byte // template.yaml as read
+	files    []File // workspace files, sorted by path
+	seed     []File // MEMORY.md and memory/: first install only
 }
 
 // File is one entry to create in an installed workspace.
@@ -52,6 +53,11 @@ func (t *Template) Files() []File { return cloneFiles(t.files) }
 // written only by the first install and never replaced, because from then
 // on it is the tenant's (memory the agent keeps, files it generates).
 func (t *Template) Seed() []File { return cloneFiles(t.seed) }
+
+// Manifest returns template.yaml as it was read: with Files and Seed, the
+// whole template, which is how it travels to a node (package node) and
+// loads there to the same Template. The slice is a copy.
+func (t *Template) Manifest() []byte { return slices.Clone(t.manifest) }
 
 func cloneFiles(in []File) []File {
 	out := make([]File, len(in))
@@ -119,7 +125,7 @@ func load(dir string) (*Template, error) {
 		Dir: dir, Slug: m.Type, Name: m.Name, Description: m.Description, Emoji: m.Emoji,
 		Category: m.Category, Skills: m.Skills, Model: m.Model,
 		AlsoAllow: m.RequiredTools.AlsoAllow, Plugins: m.RequiredTools.Plugins,
-		Sandbox: m.Sandbox, Exec: m.Exec, m: *m,
+		Sandbox: m.Sandbox, Exec: m.Exec, m: *m, manifest: data,
 	}
 	w := walker{root: dir}
 	if err := w.top(); err != nil {

@@ -207,6 +207,13 @@ func runExec(args []string) int {
 			// SIGXCPU at the limit, SIGKILL a second later if caught.
 			max = cur + 1
 		}
+		// A limit only lowers: under a gateway whose own hard limit is
+		// lower (a dense host gives it 256 files), the inherited one is
+		// stricter already, and raising it is not allowed.
+		var had syscall.Rlimit
+		if syscall.Getrlimit(l.resource, &had) == nil {
+			cur, max = min(cur, had.Max), min(max, had.Max)
+		}
 		if err := syscall.Setrlimit(l.resource, &syscall.Rlimit{Cur: cur, Max: max}); err != nil {
 			return fail("setting %s to %d: %v", l.name, cur, err)
 		}

@@ -40,6 +40,26 @@ type Store interface {
 	// Uninstall returns ErrNotFound when the pair is not installed.
 	Uninstall(ctx context.Context, tenantID, slug string) error
 
+	// PutNode inserts the node or changes the URL of the one with its id;
+	// a node's Added never changes.
+	PutNode(ctx context.Context, n Node) error
+	Nodes(ctx context.Context) ([]Node, error)
+	// DeleteNode returns ErrNotFound for an unknown id and ErrInUse while
+	// tenants are placed on it.
+	DeleteNode(ctx context.Context, id string) error
+	// Place puts the tenant on the node, replacing its placement if it
+	// had one: ErrUnknownTenant or ErrUnknownNode when either side does
+	// not exist. Deleting the tenant deletes its placement.
+	Place(ctx context.Context, tenantID, nodeID string) error
+	// PlacementOf is the id of the tenant's node; ErrNotFound when the
+	// tenant is not placed.
+	PlacementOf(ctx context.Context, tenantID string) (string, error)
+	// Placements lists every placement by tenant id.
+	Placements(ctx context.Context) ([]Placement, error)
+	// PlacedCounts is how many tenants each node holds; a node with none
+	// is absent.
+	PlacedCounts(ctx context.Context) (map[string]int, error)
+
 	Close() error
 }
 
@@ -51,6 +71,7 @@ var (
 	ErrInUse         = errors.New("in use by installations")
 	ErrUnknownTenant = errors.New("unknown tenant")
 	ErrUnknownEntry  = errors.New("unknown library entry")
+	ErrUnknownNode   = errors.New("unknown node")
 	ErrInvalid       = errors.New("invalid value")
 )
 
@@ -76,6 +97,21 @@ type Tenant struct {
 	ID      string    `json:"id"`
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
+}
+
+// Node is a gateway the platform places tenants on (talon serve
+// --gateways): tenants/<id>/ of a placed tenant is in that gateway's
+// state dir, reached through its node API at URL.
+type Node struct {
+	ID    string    `json:"id"`
+	URL   string    `json:"url"`
+	Added time.Time `json:"added"`
+}
+
+// Placement says which node serves a tenant.
+type Placement struct {
+	TenantID string `json:"tenantId"`
+	NodeID   string `json:"nodeId"`
 }
 
 // Status says whether the last install, update or sync of an installation

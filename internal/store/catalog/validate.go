@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,6 +30,49 @@ func CheckTenantID(id string) error {
 	if !tenantid.Valid(id) {
 		return fmt.Errorf("tenant id %q: want 1-128 of A-Z a-z 0-9 _ - starting with a letter or digit: %w", id, ErrInvalid)
 	}
+	return nil
+}
+
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+
+// CheckNodeID reports whether id is a valid node id: 1-64 of A-Z a-z
+// 0-9 . _ : - starting with a letter or digit (a host:port fits).
+func CheckNodeID(id string) error {
+	if !nodeIDPattern.MatchString(id) {
+		return fmt.Errorf("node id %q: want 1-64 of A-Z a-z 0-9 . _ : - starting with a letter or digit: %w", id, ErrInvalid)
+	}
+	return nil
+}
+
+// MaxNodeURL is the longest node URL, in bytes.
+const MaxNodeURL = 2048
+
+// CheckNodeURL reports whether u can be a node's base URL: http or
+// https, a host, no user info, query or fragment.
+func CheckNodeURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case len(u) > MaxNodeURL:
+		return fmt.Errorf("node URL: longer than %d bytes: %w", MaxNodeURL, ErrInvalid)
+	case err != nil:
+		return fmt.Errorf("node URL %q: %v: %w", u, err, ErrInvalid)
+	case p.Scheme != "http" && p.Scheme != "https":
+		return fmt.Errorf("node URL %q: want http:// or https://: %w", u, ErrInvalid)
+	case p.Host == "" || p.User != nil || p.RawQuery != "" || p.Fragment != "" || p.Opaque != "":
+		return fmt.Errorf("node URL %q: want scheme://host[:port][/path] without user, query or fragment: %w", u, ErrInvalid)
+	}
+	return nil
+}
+
+// Normalize validates n and stamps its Added time.
+func (n *Node) Normalize(now time.Time) error {
+	if err := CheckNodeID(n.ID); err != nil {
+		return err
+	}
+	if err := CheckNodeURL(n.URL); err != nil {
+		return err
+	}
+	n.Added = stamp(n.Added, now)
 	return nil
 }
 

@@ -42,6 +42,7 @@ func TestChecks(t *testing.T) {
 		`INSERT INTO library VALUES ('c', 'C', '', '', '', '', '{}', true, '', '', now())`,
 		`INSERT INTO installations VALUES ('t1', 'c', '', now(), now(), 'ok', '')`,
 		`INSERT INTO installation_files VALUES ('t1', 'c', 'skills/s/SKILL.md', '` + hex64 + `', true)`,
+		`INSERT INTO nodes VALUES ('n1', 'http://127.0.0.1:1', now())`,
 	} {
 		if _, err := s.exec(ctx, q); err != nil {
 			t.Fatal(err)
@@ -63,6 +64,10 @@ func TestChecks(t *testing.T) {
 		{"file path ending in /", `INSERT INTO installation_files VALUES ('t1', 'c', 'x/', '` + hex64 + `', false)`, checkViolation},
 		{"empty file path", `INSERT INTO installation_files VALUES ('t1', 'c', '', '` + hex64 + `', false)`, checkViolation},
 		{"bad sha256", `INSERT INTO installation_files VALUES ('t1', 'c', 'x', 'XYZ', false)`, checkViolation},
+		{"node id with a slash", `INSERT INTO nodes VALUES ('a/b', 'http://x', now())`, checkViolation},
+		{"node url not http", `INSERT INTO nodes VALUES ('n', 'file:///etc', now())`, checkViolation},
+		{"placement on no node", `INSERT INTO placements VALUES ('t1', 'nope')`, foreignKeyViolation},
+		{"placement of no tenant", `INSERT INTO placements VALUES ('nope', 'n1')`, foreignKeyViolation},
 	} {
 		t.Run(c2.name, func(t *testing.T) {
 			_, err := s.exec(ctx, c2.sql)

@@ -57,4 +57,21 @@ CREATE TABLE installation_files (
 		REFERENCES installations (tenant_id, slug) ON DELETE CASCADE
 );
 `,
+	// 3: gateway nodes and placements (see package store's migration 3).
+	`
+CREATE TABLE nodes (
+	id       text        NOT NULL PRIMARY KEY CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$'),
+	url      text        NOT NULL CHECK (octet_length(url) <= 2048 AND url ~ '^https?://.'),
+	added_at timestamptz NOT NULL
+);
+
+CREATE TABLE placements (
+	tenant_id text NOT NULL,
+	node_id   text NOT NULL,
+	CONSTRAINT placements_pkey PRIMARY KEY (tenant_id),
+	CONSTRAINT placements_tenant_fk FOREIGN KEY (tenant_id) REFERENCES tenants (id) ON DELETE CASCADE,
+	CONSTRAINT placements_node_fk FOREIGN KEY (node_id) REFERENCES nodes (id) ON DELETE RESTRICT
+);
+CREATE INDEX placements_by_node ON placements (node_id);
+`,
 }

@@ -196,6 +196,10 @@ func (t *Tool) stop(k key) {
 	}
 }
 
+// Holds is false: a browser is the tool's own process, closed when idle
+// (Idle), and needs nothing of its tenant's between calls.
+func (t *Tool) Holds(string) bool { return false }
+
 // Forget closes every browser of a state directory under dir: the
 // tenant that owns dir is gone.
 func (t *Tool) Forget(dir string) {

@@ -81,6 +81,9 @@ var (
 // shares the table, so exec alone answers for it.
 func (t *execTool) Forget(dir string) { t.jobs.Forget(dir) }
 
+// Holds says a background job of a workspace under dir still runs.
+func (t *execTool) Holds(dir string) bool { return t.jobs.Running(dir) }
+
 var execSchema = tools.Object(
 	tools.Prop{Name: "command", Type: tools.TypeString, Required: true,
 		Description: "Shell command, run with /bin/sh -c."},

@@ -269,6 +269,18 @@ func (js *Jobs) Close() {
 	}
 }
 
+// Running says a job whose workspace is dir or lies in it has not ended.
+func (js *Jobs) Running(dir string) bool {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.byID {
+		if _, in := contain.Within(dir, j.owner.workspace); in && !j.finished() {
+			return true
+		}
+	}
+	return false
+}
+
 // Forget kills and drops every job whose workspace is dir or lies in it:
 // a deleted tenant's, whose directory may be made again under the same
 // name (tools.Forgetter).

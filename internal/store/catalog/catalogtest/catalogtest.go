@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) catalog.Store) {
 		{"constraints", testConstraints},
 		{"invalid", testInvalid},
 		{"concurrent installs", testConcurrentInstalls},
+		{"nodes and placements", testNodes},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -408,5 +409,73 @@ func testConcurrentInstalls(t *testing.T, s catalog.Store) {
 	must(t, "listing", err)
 	if len(ins) != 1 {
 		t.Errorf("installations after concurrent installs: %v", slugsOf(ins))
+	}
+}
+
+func testNodes(t *testing.T, s catalog.Store) {
+	ctx := context.Background()
+	must(t, "putting node b", s.PutNode(ctx, catalog.Node{ID: "b", URL: "http://10.0.0.2:18789", Added: at(1)}))
+	must(t, "putting node a", s.PutNode(ctx, catalog.Node{ID: "127.0.0.1:9", URL: "https://gw-a.example/", Added: at(2)}))
+	// A new URL for a known id keeps its Added time.
+	must(t, "moving node b", s.PutNode(ctx, catalog.Node{ID: "b", URL: "http://10.0.0.3:18789", Added: at(9)}))
+	got, err := s.Nodes(ctx)
+	must(t, "listing nodes", err)
+	want := []catalog.Node{
+		{ID: "127.0.0.1:9", URL: "https://gw-a.example/", Added: ms(at(2))},
+		{ID: "b", URL: "http://10.0.0.3:18789", Added: ms(at(1))},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("nodes (-want +got):\n%s", d)
+	}
+
+	for _, id := range []string{"t1", "t2", "t3"} {
+		must(t, "putting tenant "+id, s.PutTenant(ctx, catalog.Tenant{ID: id}))
+	}
+	_, err = s.PlacementOf(ctx, "t1")
+	wantErr(t, "placement of an unplaced tenant", err, catalog.ErrNotFound)
+	must(t, "placing t1", s.Place(ctx, "t1", "b"))
+	must(t, "placing t2", s.Place(ctx, "t2", "b"))
+	must(t, "placing t3", s.Place(ctx, "t3", "127.0.0.1:9"))
+	// Placing again moves the tenant.
+	must(t, "moving t2", s.Place(ctx, "t2", "127.0.0.1:9"))
+	wantErr(t, "placing on an unknown node", s.Place(ctx, "t1", "zz"), catalog.ErrUnknownNode)
+	wantErr(t, "placing an unknown tenant", s.Place(ctx, "t9", "b"), catalog.ErrUnknownTenant)
+	wantErr(t, "placing with a bad node id", s.Place(ctx, "t1", "../x"), catalog.ErrInvalid)
+
+	node, err := s.PlacementOf(ctx, "t2")
+	must(t, "placement of t2", err)
+	if node != "127.0.0.1:9" {
+		t.Errorf("t2 is on %q after its move, want 127.0.0.1:9", node)
+	}
+	list, err := s.Placements(ctx)
+	must(t, "listing placements", err)
+	wantList := []catalog.Placement{{TenantID: "t1", NodeID: "b"}, {TenantID: "t2", NodeID: "127.0.0.1:9"}, {TenantID: "t3", NodeID: "127.0.0.1:9"}}
+	if d := cmp.Diff(wantList, list); d != "" {
+		t.Errorf("placements (-want +got):\n%s", d)
+	}
+	counts, err := s.PlacedCounts(ctx)
+	must(t, "counting placements", err)
+	if d := cmp.Diff(map[string]int{"b": 1, "127.0.0.1:9": 2}, counts); d != "" {
+		t.Errorf("placed counts (-want +got):\n%s", d)
+	}
+
+	wantErr(t, "deleting a node with tenants", s.DeleteNode(ctx, "b"), catalog.ErrInUse)
+	must(t, "deleting t1", s.DeleteTenant(ctx, "t1"))
+	_, err = s.PlacementOf(ctx, "t1")
+	wantErr(t, "placement of a deleted tenant", err, catalog.ErrNotFound)
+	must(t, "deleting the emptied node", s.DeleteNode(ctx, "b"))
+	wantErr(t, "deleting it twice", s.DeleteNode(ctx, "b"), catalog.ErrNotFound)
+
+	for _, n := range []catalog.Node{
+		{ID: "", URL: "http://x"},
+		{ID: "-a", URL: "http://x"},
+		{ID: "a/b", URL: "http://x"},
+		{ID: strings.Repeat("n", 65), URL: "http://x"},
+		{ID: "c", URL: "ftp://x"},
+		{ID: "c", URL: "http://"},
+		{ID: "c", URL: "http://user:pw@x"},
+		{ID: "c", URL: "http://x/?q=1"},
+	} {
+		wantErr(t, fmt.Sprintf("putting node %+v", n), s.PutNode(ctx, n), catalog.ErrInvalid)
 	}
 }
