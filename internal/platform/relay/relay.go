@@ -1,8 +1,10 @@
 // Package relay carries the platform's chat to the gateway over the
-// OpenClaw WebSocket protocol: one persistent connection per tenant (its
-// upgrade request names the tenant with X-Tenant-ID), opened on first
-// use, opened again after it drops, and shared by every chat of the
-// tenant, whose events it hands to the chat that started each run.
+// OpenClaw WebSocket protocol: one connection per tenant (its upgrade
+// request names the tenant with X-Tenant-ID), opened on first use,
+// opened again after it drops, shared by every chat of the tenant, whose
+// events it hands to the chat that started each run, and closed once
+// unused for Idle: a connected client keeps a tenant open in the gateway
+// (docs/scaling.md), so an idle relay must not.
 //
 // A Relay is safe for concurrent use. The platform reaches a gateway only
 // through it, also inside `talon serve` (over loopback), so the split
@@ -30,15 +32,23 @@ type Dial func(ctx context.Context, tenant string) (*client.Client, error)
 // Relay holds the tenants' connections.
 type Relay struct {
 	dial Dial
+	// idle is how long a connection no chat or call uses stays open.
+	idle time.Duration
 
-	mu     sync.Mutex
-	conns  map[string]*conn
-	closed bool
+	mu      sync.Mutex
+	conns   map[string]*conn
+	closed  bool
+	sweeper bool          // the goroutine that closes idle connections runs
+	stop    chan struct{} // closed by Close
 }
+
+// Idle is how long a tenant's connection stays open with no chat or call
+// on it: well under the gateway's default --tenant-idle (10 minutes).
+const Idle = 2 * time.Minute
 
 // New returns a Relay that connects with dial.
 func New(dial Dial) *Relay {
-	return &Relay{dial: dial, conns: map[string]*conn{}}
+	return &Relay{dial: dial, idle: Idle, conns: map[string]*conn{}, stop: make(chan struct{})}
 }
 
 // redialWait is the shortest time between two dials of one tenant: a
@@ -47,6 +57,11 @@ const redialWait = time.Second
 
 // conn is one tenant's connection and the runs waiting for its events.
 type conn struct {
+	// users counts the chats and calls holding it and lastUse is when
+	// the last let go; both guarded by the Relay's mu.
+	users   int
+	lastUse time.Time
+
 	mu       sync.Mutex
 	c        *client.Client
 	runs     map[string]*run
@@ -135,6 +150,7 @@ func (r *Relay) Chat(ctx context.Context, m Message, on func(Event)) (Event, err
 	if err != nil {
 		return Event{}, err
 	}
+	defer r.release(tc)
 	runID := newRunID()
 	ch := tc.subscribe(runID, m)
 	defer tc.unsubscribe(runID)
@@ -269,11 +285,12 @@ func (r *Relay) Call(ctx context.Context, tenant, method string, params, out any
 	if err != nil {
 		return err
 	}
+	defer r.release(tc)
 	return tc.client().Call(ctx, method, params, out)
 }
 
 // conn returns the tenant's open connection, dialling when there is none
-// or the last one dropped.
+// or the last one dropped, held for the caller until release.
 func (r *Relay) conn(ctx context.Context, tenant string) (*conn, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -285,30 +302,86 @@ func (r *Relay) conn(ctx context.Context, tenant string) (*conn, error) {
 		tc = &conn{runs: map[string]*run{}}
 		r.conns[tenant] = tc
 	}
+	// Held under r.mu, so the sweeper never closes a connection between
+	// a caller finding it and using it.
+	tc.users++
+	if !r.sweeper {
+		r.sweeper = true
+		go r.sweep()
+	}
 	r.mu.Unlock()
+	if err := r.connect(ctx, tc, tenant); err != nil {
+		r.release(tc)
+		return nil, err
+	}
+	return tc, nil
+}
 
+// connect dials tc's tenant unless tc has an open connection.
+func (r *Relay) connect(ctx context.Context, tc *conn, tenant string) error {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.c != nil {
 		select {
 		case <-tc.c.Done():
 		default:
-			return tc, nil
+			return nil
 		}
 	}
 	if wait := time.Until(tc.lastDial.Add(redialWait)); wait > 0 && tc.lastErr != nil {
-		return nil, fmt.Errorf("connecting to the gateway for tenant %q failed %s ago (%v); retrying in %s",
+		return fmt.Errorf("connecting to the gateway for tenant %q failed %s ago (%v); retrying in %s",
 			tenant, time.Since(tc.lastDial).Round(time.Millisecond), tc.lastErr, wait.Round(time.Millisecond))
 	}
 	tc.lastDial = time.Now()
 	c, err := r.dial(ctx, tenant)
 	if err != nil {
 		tc.lastErr = err
-		return nil, fmt.Errorf("connecting to the gateway for tenant %q: %w", tenant, err)
+		return fmt.Errorf("connecting to the gateway for tenant %q: %w", tenant, err)
 	}
 	tc.c, tc.lastErr = c, nil
 	go tc.route(c)
-	return tc, nil
+	return nil
+}
+
+// release lets go of a connection conn returned.
+func (r *Relay) release(tc *conn) {
+	r.mu.Lock()
+	tc.users--
+	tc.lastUse = time.Now()
+	r.mu.Unlock()
+}
+
+// sweep closes, every half Idle until the relay closes, the connections
+// nobody has used for Idle. The tenant's next chat dials again.
+func (r *Relay) sweep() {
+	t := time.NewTicker(r.idle / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.closeIdle(time.Now())
+		}
+	}
+}
+
+// closeIdle closes the connections unused since now − Idle.
+func (r *Relay) closeIdle(now time.Time) {
+	var idle []*conn
+	r.mu.Lock()
+	for tenant, tc := range r.conns {
+		if tc.users == 0 && now.Sub(tc.lastUse) >= r.idle {
+			delete(r.conns, tenant)
+			idle = append(idle, tc)
+		}
+	}
+	r.mu.Unlock()
+	for _, tc := range idle {
+		if c := tc.client(); c != nil {
+			_ = c.Close()
+		}
+	}
 }
 
 // route hands each event of c to the runs it belongs to until c closes:
@@ -421,6 +494,9 @@ func (r *Relay) Forget(tenant string) {
 // Close closes every connection; chats in flight end with an error.
 func (r *Relay) Close() {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.stop)
+	}
 	r.closed = true
 	conns := r.conns
 	r.conns = map[string]*conn{}

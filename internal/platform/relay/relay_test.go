@@ -306,3 +306,53 @@ func TestForget(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleConnectionsClose: a connection no chat or call has used for
+// Idle is closed (a connected client keeps its tenant open in the
+// gateway) and the next call dials again; one in use is never closed.
+func TestIdleConnectionsClose(t *testing.T) {
+	url := gatewayFor(t)
+	var (
+		mu    sync.Mutex
+		dials int
+	)
+	r := New(dialer(url, &dials, &mu))
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return dials
+	}
+	if err := r.Call(ctx, "acme", "health", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.closeIdle(time.Now()) // used just now: kept
+	if err := r.Call(ctx, "acme", "health", nil, nil); err != nil || count() != 1 {
+		t.Fatalf("a call after a sweep within Idle: %v, %d dials, want the one connection", err, count())
+	}
+
+	held, err := r.conn(ctx, "acme") // as a chat in flight holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := held.client()
+	r.closeIdle(time.Now().Add(2 * Idle))
+	select {
+	case <-first.Done():
+		t.Fatal("a connection in use was closed as idle")
+	default:
+	}
+	r.release(held)
+
+	r.closeIdle(time.Now().Add(2 * Idle))
+	select {
+	case <-first.Done():
+	case <-ctx.Done():
+		t.Fatal("a connection unused for Idle is still open")
+	}
+	if err := r.Call(ctx, "acme", "health", nil, nil); err != nil || count() != 2 {
+		t.Fatalf("a call after the idle close: %v, %d dials, want a second connection", err, count())
+	}
+}
