@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"talon/internal/llm"
 	"talon/internal/session"
@@ -76,5 +80,53 @@ func BenchmarkBeginTurn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTurnDisk measures what a turn adds to a tenant's database: a
+// 200-byte question and an 800-byte answer with its usage and ledger row,
+// on one session, 1,000 turns; the file's growth once its log is
+// checkpointed, divided by the turns (the text itself is 1,000 bytes).
+// docs/scaling.md sizes a deployment's storage with it.
+func BenchmarkTurnDisk(b *testing.B) {
+	const turns = 1000
+	question := strings.Repeat("q", 200)
+	answer := strings.Repeat("a", 800)
+	for b.Loop() {
+		ctx := context.Background()
+		path := filepath.Join(b.TempDir(), File)
+		db, err := OpenWith(path, Options{SyncWindow: time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size := func() int64 {
+			if _, err := db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				b.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fi.Size()
+		}
+		before := size()
+		for i := range turns {
+			id, err := db.BeginTurn(ctx, "main", "agent:main:disk", llm.Message{Role: llm.RoleUser, Content: question})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tok := &session.Tokens{Window: 128000}
+			tok.Count(int64(300+i), 200, 0)
+			it := Item{Message: llm.Message{Role: llm.RoleAssistant, Content: answer},
+				Call: &Call{Kind: CallTurn, Provider: "p", Model: "m", Input: int64(300 + i), Output: 200, Cost: 1000, Priced: true}}
+			if err := db.ContinueTurn(ctx, "main", "agent:main:disk", id, tok, []Item{it}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := db.rollUp(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(size()-before)/turns, "bytes/turn")
+		db.Close()
 	}
 }

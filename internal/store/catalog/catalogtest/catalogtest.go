@@ -479,3 +479,39 @@ func testNodes(t *testing.T, s catalog.Store) {
 		wantErr(t, fmt.Sprintf("putting node %+v", n), s.PutNode(ctx, n), catalog.ErrInvalid)
 	}
 }
+
+// Fill writes n tenants into s as a platform over nodes does: each placed
+// on node "a", with the two employees installed ("researcher" and
+// "coder", which must not exist yet), five shipped files each. The
+// catalog's size per tenant is measured over it (BenchmarkCatalogTenant).
+func Fill(ctx context.Context, s catalog.Store, n int) error {
+	if err := s.PutNode(ctx, catalog.Node{ID: "a", URL: "http://10.0.0.1:18789"}); err != nil {
+		return err
+	}
+	for _, slug := range []string{"researcher", "coder"} {
+		if err := s.PutLibrary(ctx, entry(slug)); err != nil {
+			return err
+		}
+	}
+	files := make([]catalog.ShippedFile, 5)
+	for i := range files {
+		files[i] = catalog.ShippedFile{Path: fmt.Sprintf("file-%d.md", i), SHA256: sum(byte('a' + i))}
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i := range n {
+		id := fmt.Sprintf("tenant-%06d", i)
+		if err := s.PutTenant(ctx, catalog.Tenant{ID: id, Name: "Tenant " + id, Created: now}); err != nil {
+			return err
+		}
+		if err := s.Place(ctx, id, "a"); err != nil {
+			return err
+		}
+		for _, slug := range []string{"researcher", "coder"} {
+			in := catalog.Installation{TenantID: id, Slug: slug, TemplateHash: sum('f'), InstalledAt: now, UpdatedAt: now, Status: catalog.StatusOK, Files: files}
+			if err := s.Install(ctx, in); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
