@@ -193,10 +193,10 @@ func TestWarmKeeps(t *testing.T) {
 				}
 			}
 		}},
-		{"a cron job due within the timeout", func(t *testing.T, ts *testServer, _ *scriptedLLM) func() {
+		{"a cron job due within a minute", func(t *testing.T, ts *testServer, _ *scriptedLLM) func() {
 			c := dialTenant(t, wsURL(ts), "t0", "tok-t0")
 			job := mustCall[map[string]any](t, c, "cron.add", map[string]any{"name": "soon",
-				"schedule": map[string]any{"kind": "every", "everyMs": 40 * 60 * 1000},
+				"schedule": map[string]any{"kind": "every", "everyMs": 50 * 1000},
 				"payload":  map[string]any{"kind": "agentTurn", "message": "hi"}})
 			c.Close()
 			unpinned(t, ts, "t0")
@@ -503,9 +503,13 @@ func TestWarmHeartbeatKept(t *testing.T) {
 	if got := next(); !got.Equal(before) {
 		t.Errorf("opened again, its heartbeat is at %v, want %v", got, before)
 	}
-	// Due within the horizon, it stays open.
-	ts.srv.sweep(before.Add(-30 * time.Minute))
+	// Due within the horizon (a minute), it stays open; due later, not.
+	ts.srv.sweep(before.Add(-30 * time.Second))
 	if ts.srv.warm.len() != 1 {
-		t.Error("t0 closed with its heartbeat due within the idle timeout")
+		t.Error("t0 closed with its heartbeat due within a minute")
+	}
+	ts.srv.sweep(before.Add(-5 * time.Minute))
+	if ts.srv.warm.len() != 0 {
+		t.Error("t0 stayed open with its heartbeat 5 minutes away")
 	}
 }
