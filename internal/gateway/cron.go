@@ -57,23 +57,38 @@ func (s *Server) newCron() *cron.Scheduler {
 	return c
 }
 
-// startCron schedules the jobs and heartbeats of the operator's tenant
-// and of every tenant that has jobs (cronMarker), a heartbeat block or
-// internal hooks (boot-md's checklist runs when the gateway starts).
-func (s *Server) startCron() {
+// testHookLoading, when set, runs before the start-up loads each
+// tenant's cron work.
+var testHookLoading func(tenant string)
+
+// startCron schedules the jobs and heartbeats of the operator's tenant,
+// then, in the background until ctx ends, of every tenant that has jobs
+// (cronMarker), a heartbeat block or internal hooks (boot-md's checklist
+// runs when the gateway starts). Each such tenant is opened to read its
+// schedule, and closed again by the warm set when it has nothing due
+// soon: thousands take a while, and the gateway serves meanwhile (a
+// tenant asked for first is opened, and scheduled, by that request).
+func (s *Server) startCron(ctx context.Context) {
 	s.loadCron(s.defaultTenant)
-	dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
+	s.loading.Add(1)
+	go func() {
+		defer s.loading.Done()
+		dirs, _ := os.ReadDir(filepath.Join(s.opts.StateDir, "tenants"))
+		for _, d := range dirs {
+			if ctx.Err() != nil {
+				return
+			}
+			if !d.IsDir() || !needsCron(filepath.Join(s.opts.StateDir, "tenants", d.Name())) {
+				continue
+			}
+			if testHookLoading != nil {
+				testHookLoading(d.Name())
+			}
+			if t, err := s.lookup(d.Name()); err == nil {
+				s.loadCron(t)
+			}
 		}
-		if !needsCron(filepath.Join(s.opts.StateDir, "tenants", d.Name())) {
-			continue
-		}
-		if t, err := s.lookup(d.Name()); err == nil {
-			s.loadCron(t)
-		}
-	}
+	}()
 }
 
 // mentions says the config file in dir contains one of words: a cheap

@@ -113,6 +113,9 @@ type Server struct {
 	// beats are the scheduled heartbeats (heartbeats.go).
 	beats   beats
 	started time.Time
+	// loading is the start-up's loading of tenants' cron work, which goes
+	// on in the background once the gateway serves (startCron).
+	loading sync.WaitGroup
 
 	// srvMu guards httpSrv and shut: Shutdown may come before Serve has
 	// built its http.Server (a test that ends at once), and then Serve
@@ -272,7 +275,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.cron = s.newCron()
 	s.srvMu.Unlock()
 	s.startChannels(ctx)
-	s.startCron()
+	s.startCron(ctx)
 	s.startSweeper()
 	s.once.Do(func() { close(s.ready) })
 	err := hs.Serve(ln)
@@ -306,6 +309,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, t := range s.channelTenants() {
 		s.closeChannels(t)
 	}
+	// The start-up's loading stops at its next tenant (stopChannels ended
+	// its context); what it opened is closed with the others below.
+	s.loading.Wait()
 	if s.cron != nil {
 		if err := s.cron.Close(ctx); err != nil {
 			s.log.Error("stopping the cron scheduler", "err", err)

@@ -513,3 +513,44 @@ func TestWarmHeartbeatKept(t *testing.T) {
 		t.Error("t0 stayed open with its heartbeat 5 minutes away")
 	}
 }
+
+// TestStartServesWhileLoading: the gateway serves before the start-up has
+// loaded the tenants with cron work (it may have thousands to open), a
+// tenant asked for meanwhile is served, and Shutdown waits for the
+// loading to stop.
+func TestStartServesWhileLoading(t *testing.T) {
+	model := newScriptedLLM(t)
+	dir := t.TempDir()
+	providers := `models:{providers:{fake:{baseUrl:"` + model.srv.URL + `/v1"}}},`
+	ceiling := `tenants:{network:{allowHosts:["` + strings.TrimPrefix(model.srv.URL, "http://") + `"]}},`
+	writeFile(t, filepath.Join(dir, "talon.json"), []byte(`{gateway:{auth:{token:"root-token"}},`+ceiling+providers+`agents:{defaults:{model:"fake/scripted"}}}`))
+	for _, id := range []string{"t0", "t1"} {
+		writeFile(t, filepath.Join(dir, "tenants", id, "talon.json"), []byte(`{gateway:{auth:{token:"tok-`+id+`"}},`+providers+
+			`agents:{defaults:{model:"fake/scripted",heartbeat:{every:"6h"}}}}`))
+	}
+	loading, release := make(chan string, 2), make(chan struct{})
+	testHookLoading = func(id string) {
+		loading <- id
+		<-release
+	}
+	defer func() { testHookLoading = nil }()
+	ts := startServer(t, dir, nil)
+	first := <-loading // the loading holds before its first tenant
+	select {
+	case <-ts.srv.ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway is not ready while the start-up loads tenants")
+	}
+	if rep := ts.turn(model, "t1", "hi"); rep.status != 200 || rep.content != "ok hi" {
+		t.Fatalf("a tenant asked for while %s loads: %d %s", first, rep.status, rep.body)
+	}
+	stopped := make(chan struct{})
+	go func() { ts.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Shutdown returned while the start-up's loading still ran")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+}
