@@ -100,7 +100,11 @@ func platformDial(p *atomic.Pointer[platform.Platform], clientID, mode string) r
 		if err != nil {
 			return nil, err
 		}
-		return client.Dial(ctx, url, client.Options{Token: tok, Tenant: tenant, ClientID: clientID, Mode: mode})
+		c, err := client.Dial(ctx, url, client.Options{Token: tok, Tenant: tenant, ClientID: clientID, Mode: mode})
+		if err != nil {
+			return nil, pl.Unreachable(ctx, tenant, err)
+		}
+		return c, nil
 	}
 }
 

@@ -2,8 +2,11 @@ package platform
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"talon/internal/store/catalog"
@@ -147,4 +150,27 @@ func (p *Platform) NodeStatuses(ctx context.Context) ([]NodeStatus, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// Unreachable takes err, a failure to connect to tenant's node, as a
+// failed health check of that node: the node is down, and the platform
+// says so for each of its tenants, until a check passes — rather than
+// answering a bad gateway until the next check notices. It returns the
+// tenant's *UnavailableError then, and other errors (a refused handshake,
+// a single-node platform's) as they are.
+func (p *Platform) Unreachable(ctx context.Context, tenant string, err error) error {
+	var ne net.Error
+	if !p.multi || err == nil || !errors.As(err, &ne) && !errors.Is(err, syscall.ECONNREFUSED) {
+		return err
+	}
+	id, perr := p.o.Store.PlacementOf(ctx, tenant)
+	if perr != nil || p.nodes[id] == nil {
+		return err
+	}
+	before, _ := p.health.get(id)
+	p.health.set(id, p.o.Now(), Health{}, err)
+	if before.err == nil {
+		p.o.Log.Error("node down: a connection to it failed", "node", id, "tenant", tenant, "err", err)
+	}
+	return &UnavailableError{Tenant: tenant, Node: id, Reason: err.Error()}
 }

@@ -3,6 +3,8 @@ package platform
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -121,4 +123,51 @@ func TestWatchNodes(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestUnreachable: a connection to a tenant's node that fails at the
+// network takes that node down at once, as a failed check would, and the
+// tenant's error says it is unavailable; any other failure, or one of a
+// tenant of the other node's, changes nothing; a passing check brings the
+// node back.
+func TestUnreachable(t *testing.T) {
+	ctx := context.Background()
+	nodes, _ := localNodes(t, "a", "b")
+	r := newMultiRig(t, nodes)
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := r.p.CreateTenant(ctx, id, "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.p.CheckNodes(ctx)
+	onA, onB := "t1", "t2"
+	if n, _ := r.st.PlacementOf(ctx, "t1"); n != "a" {
+		onA, onB = "t2", "t1"
+	}
+	_, dialErr := net.Dial("tcp", "127.0.0.1:1") // nothing listens on port 1
+	if dialErr == nil {
+		t.Fatal("a connection to port 1 was accepted")
+	}
+	refused := errors.New("gateway refused the handshake: unauthorized")
+	if got := r.p.Unreachable(ctx, onA, refused); got != refused {
+		t.Errorf("a refused handshake came back as %v", got)
+	}
+	if _, _, err := r.p.Gateway(ctx, onA); err != nil {
+		t.Fatalf("after a refused handshake node a is down: %v", err)
+	}
+	err := r.p.Unreachable(ctx, onA, fmt.Errorf("dialing: %w", dialErr))
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Node != "a" || ue.Tenant != onA {
+		t.Fatalf("a refused connection to node a: %v, want the tenant's UnavailableError", err)
+	}
+	if _, _, err := r.p.Gateway(ctx, onA); !errors.Is(err, ErrNodeUnavailable) {
+		t.Errorf("the next connection to %s: %v, want ErrNodeUnavailable without waiting for a check", onA, err)
+	}
+	if _, _, err := r.p.Gateway(ctx, onB); err != nil {
+		t.Errorf("the other node's tenant: %v", err)
+	}
+	r.p.CheckNodes(ctx)
+	if _, _, err := r.p.Gateway(ctx, onA); err != nil {
+		t.Errorf("after a passing check: %v", err)
+	}
 }
