@@ -66,8 +66,11 @@ type compactRequest struct {
 	attempt int
 	stated  int64
 	// ref is the run's model: the summary model unless compaction.model
-	// says otherwise.
-	ref string
+	// says otherwise. chain, when set, is the run's model chain: a summary
+	// of the run's own model falls back along it, as the run's turns do
+	// (nil: ref alone).
+	ref   string
+	chain *provider.Chain
 }
 
 // compactOutcome is what a compaction did.
@@ -219,46 +222,71 @@ func (r *Runner) summarize(ctx context.Context, v *view, plan *compaction.Plan, 
 	ctx, cancel := context.WithTimeoutCause(ctx, v.set.Timeout, fmt.Errorf("compaction timed out after %s", v.set.Timeout))
 	defer cancel()
 	ref := r.modelFor(v.set.Model, cr.ref)
-	prov, model, err := r.Resolve(ref)
+	ask, err := r.summaryModel(ref, cr, v.set.Model != "" || r.Model != "")
 	if err != nil {
-		return compaction.Compaction{}, nil, fmt.Errorf("resolving the summary model %q: %w", ref, err)
+		return compaction.Compaction{}, nil, err
 	}
 	sum := compaction.Summarizer{Window: compaction.ResolveWindow(r.Config, ref).Tokens, MaxTokens: provider.MaxTokens(r.Config, ref)}
 	job, err := plan.Job(v.set, v.win.Tokens, sum, cr.focus)
 	if err != nil {
 		return compaction.Compaction{}, nil, err
 	}
-	answered := func(u provider.Usage) { calls = append(calls, r.callOf(store.CallSummary, ref, u)) }
+	answered := func(ref string, u provider.Usage) { calls = append(calls, r.callOf(store.CallSummary, ref, u)) }
 	prev := plan.PreviousSummary
 	for i := range job.Stages() {
-		if prev, err = askSummary(ctx, prov, model, job.Request(i, prev), v.set.QualityRetries, answered); err != nil {
+		if prev, err = askSummary(ctx, ask, job.Request(i, prev), v.set.QualityRetries, answered); err != nil {
 			return compaction.Compaction{}, calls, err
 		}
 	}
 	prefix := ""
 	if req, ok := job.PrefixRequest(); ok {
-		if prefix, err = askSummary(ctx, prov, model, req, v.set.QualityRetries, answered); err != nil {
+		if prefix, err = askSummary(ctx, ask, req, v.set.QualityRetries, answered); err != nil {
 			return compaction.Compaction{}, calls, err
 		}
 	}
 	return job.Compaction(prev, prefix), calls, nil
 }
 
+// summarizer sends a summary request to a model and says which answered.
+type summarizer func(context.Context, *provider.Request) (*provider.Response, string, error)
+
+// summaryModel is how a compaction asks for its summary: the run's chain
+// when the summary model is the run's own (OpenClaw retries a summary
+// that failed with an error a fallback can fix along the session's
+// chain), else ref alone: compaction.model and the operator's --model
+// are exact.
+func (r *Runner) summaryModel(ref string, cr compactRequest, exact bool) (summarizer, error) {
+	if cr.chain != nil && !exact {
+		return func(ctx context.Context, req *provider.Request) (*provider.Response, string, error) {
+			return cr.chain.Chat(ctx, req, nil)
+		}, nil
+	}
+	prov, model, err := r.Resolve(ref)
+	if err != nil {
+		return nil, fmt.Errorf("resolving the summary model %q: %w", ref, err)
+	}
+	return func(ctx context.Context, req *provider.Request) (*provider.Response, string, error) {
+		req.Model = model
+		out, err := prov.Chat(ctx, req, nil)
+		return out, ref, err
+	}, nil
+}
+
 // askSummary makes one summariser call: an empty answer fails, and with
 // the quality guard on (retries > 0) one without the required headings
 // is asked for again, at most retries times. answered hears of each call
-// that answered, with its usage.
-func askSummary(ctx context.Context, prov provider.Provider, model string, req compaction.Request, retries int, answered func(provider.Usage)) (string, error) {
+// that answered, with the model that did and its usage.
+func askSummary(ctx context.Context, ask summarizer, req compaction.Request, retries int, answered func(string, provider.Usage)) (string, error) {
 	for attempt := 0; ; attempt++ {
-		out, err := prov.Chat(ctx, &provider.Request{Model: model, System: req.System, MaxTokens: int(req.MaxTokens),
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: req.Prompt}}}, nil)
+		out, ref, err := ask(ctx, &provider.Request{System: req.System, MaxTokens: int(req.MaxTokens),
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: req.Prompt}}})
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 				return "", cause
 			}
 			return "", fmt.Errorf("calling the summary model: %w", err)
 		}
-		answered(out.Usage)
+		answered(ref, out.Usage)
 		text := strings.TrimSpace(out.Content)
 		var problem error
 		switch {

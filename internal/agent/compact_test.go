@@ -37,12 +37,19 @@ type windowRig struct {
 // config states, extra more agents.defaults keys.
 func newWindowRig(t *testing.T, w *windowLLM, told int, extra string) *windowRig {
 	t.Helper()
+	return newRigOf(t, w, `"fake/m"`, w.providerConfig(told), extra)
+}
+
+// newRigOf is newWindowRig with the agents' model (a JSON5 value) and
+// the providers given.
+func newRigOf(t *testing.T, w *windowLLM, model, providers, extra string) *windowRig {
+	t.Helper()
 	state := t.TempDir()
 	rig := &windowRig{t: t, llm: w, ws: filepath.Join(state, "workspace")}
 	cfg := mustConfig(t, fmt.Sprintf(`{
-		agents: {defaults: {model: "fake/m", workspace: %q, %s}},
+		agents: {defaults: {model: %s, workspace: %q, %s}},
 		models: {providers: {%s}},
-	}`, rig.ws, extra, w.providerConfig(told)))
+	}`, model, rig.ws, extra, providers))
 	db, err := store.Open(filepath.Join(state, "talon.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -248,6 +255,49 @@ func TestHardTrimWhenSummarisingFails(t *testing.T) {
 	if trims == 0 || !strings.Contains(last, "because summarising them failed") {
 		t.Errorf("%d hard trims; the last request has the stub: %v", trims, strings.Contains(last, "summarising them failed"))
 	}
+}
+
+// TestSummaryFallsBack: a summary of the run's own model that fails with
+// an error a fallback can fix (a 500) is asked of the run's fallback, as
+// OpenClaw does, instead of ending in the hard trim; the ledger records
+// the calls under the model that answered them.
+func TestSummaryFallsBack(t *testing.T) {
+	const window = 16384
+	primary, spare := newWindowLLM(t, window, false), newWindowLLM(t, window, false)
+	primary.set(func(w *windowLLM) { w.summariesDown = true })
+	providers := primary.providerConfig(window) + ", " +
+		strings.Replace(spare.providerConfig(window), "fake:", "spare:", 1)
+	g := newRigOf(t, primary, `{primary: "fake/m", fallbacks: ["spare/m"]}`, providers, "")
+	for i := 1; i <= 30; i++ {
+		if _, err := g.turn(filler(i)); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+	compactions := 0
+	for _, r := range g.records() {
+		if r.Kind == store.KindCompaction {
+			compactions++
+			if r.Compaction.Details.HardTrim {
+				t.Errorf("compaction %d is a hard trim: the fallback was not asked", r.Seq)
+			}
+		}
+	}
+	spareAnswered, _, spareSummaries, _, _, _ := spare.stats()
+	if compactions == 0 || spareSummaries == 0 {
+		t.Fatalf("%d compactions, %d summaries by the fallback", compactions, spareSummaries)
+	}
+	_, models, err := g.db.Usage(context.Background(), store.UsageQuery{By: store.ByModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Within a run the chain goes on from the model that answered last,
+	// so a turn after a fallen-back summary may be the fallback's too.
+	for _, m := range models {
+		if m.Key == "spare/m" && m.Calls == int64(spareAnswered) {
+			return
+		}
+	}
+	t.Errorf("ledger by model %+v: want the %d calls the fallback answered under spare/m", models, spareAnswered)
 }
 
 // TestCompactionTimeout: a summary model that does not answer within

@@ -32,8 +32,9 @@ type windowLLM struct {
 	mu sync.Mutex
 	// window is the limit it holds requests to; 0 refuses every request.
 	window int
-	// failSummaries answers summariser requests with nothing.
-	failSummaries bool
+	// failSummaries answers summariser requests with nothing;
+	// summariesDown answers them 500.
+	failSummaries, summariesDown bool
 	// Counters and the last requests it answered.
 	answered, refused, summaries, flushes int
 	maxAnswered                           int
@@ -84,6 +85,9 @@ func (w *windowLLM) serve(rw http.ResponseWriter, r *http.Request) {
 	case tokens > w.window:
 		w.refused++
 		w.overflow(rw, tokens)
+		return
+	case summary && w.summariesDown:
+		http.Error(rw, `{"error":{"message":"summaries are down","type":"server_error"}}`, http.StatusInternalServerError)
 		return
 	case summary && w.failSummaries:
 		w.summaries++

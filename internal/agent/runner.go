@@ -778,7 +778,7 @@ func (r *Runner) recoverOverflow(ctx context.Context, req *Request, tr *transcri
 		return false, err
 	}
 	for ; *attempt <= maxOverflowAttempts; *attempt++ {
-		out, err := r.compact(ctx, st.v, compactRequest{reason: compaction.ReasonOverflow, pending: pending, attempt: *attempt, stated: ov.Tokens, ref: st.ref}, req.OnCompaction)
+		out, err := r.compact(ctx, st.v, compactRequest{reason: compaction.ReasonOverflow, pending: pending, attempt: *attempt, stated: ov.Tokens, ref: st.ref, chain: st.chain}, req.OnCompaction)
 		if err != nil {
 			return false, err
 		}
@@ -801,7 +801,7 @@ func (r *Runner) precheck(ctx context.Context, req *Request, tr *transcript, st 
 	if err != nil || st.v.sessionID == "" {
 		return err
 	}
-	out, err := r.compact(ctx, st.v, compactRequest{reason: compaction.ReasonThreshold, pending: pending, ref: st.ref}, req.OnCompaction)
+	out, err := r.compact(ctx, st.v, compactRequest{reason: compaction.ReasonThreshold, pending: pending, ref: st.ref, chain: st.chain}, req.OnCompaction)
 	if err != nil || !out.compacted {
 		return err
 	}
@@ -839,7 +839,7 @@ func (r *Runner) maintain(ctx context.Context, req *Request, tr *transcript, st 
 	if !compact {
 		return nil
 	}
-	_, err := r.compact(ctx, v, compactRequest{reason: compaction.ReasonThreshold, pending: pending, ref: st.ref}, req.OnCompaction)
+	_, err := r.compact(ctx, v, compactRequest{reason: compaction.ReasonThreshold, pending: pending, ref: st.ref, chain: st.chain}, req.OnCompaction)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
