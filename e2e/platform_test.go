@@ -101,11 +101,11 @@ func TestPlatformThroughServe(t *testing.T) {
 
 // startPlatformServer starts `talon serve --templates templates` on state
 // dir with the platform's admin token, like startServerIn.
-func startPlatformServer(t *testing.T, dir, templates, admin string) *server {
+func startPlatformServer(t *testing.T, dir, templates, admin string, env ...string) *server {
 	t.Helper()
 	p, err := talonproc.Start(talonproc.Options{
 		Bin: talonBin, StateDir: dir, ReadyTimeout: readyTimeout,
-		Env: append(cleanEnv("TALON_GATEWAY_TOKEN", "TALON_ADMIN_TOKEN", "TALON_PLATFORM_DATABASE", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"), "TALON_ADMIN_TOKEN="+admin),
+		Env: append(append(cleanEnv("TALON_GATEWAY_TOKEN", "TALON_ADMIN_TOKEN", "TALON_NODE_TOKEN", "TALON_PLATFORM_DATABASE", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"), "TALON_ADMIN_TOKEN="+admin), env...),
 		Args: func(port int) []string {
 			return []string{"serve", "--state-dir", dir, "--port", strconv.Itoa(port), "--templates", templates}
 		},

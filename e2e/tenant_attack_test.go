@@ -34,7 +34,10 @@ func TestTenantAttacks(t *testing.T) {
 		"gateway": map[string]any{"auth": map[string]any{"token": rootToken}},
 		"agents":  map[string]any{"defaults": map[string]any{"sandbox": map[string]any{"mode": "non-main"}}},
 	})
-	s := startPlatformServer(t, dir, tpl, admin)
+	// The node API is on (a node behind a platform): its token is the
+	// operator's and no tenant may learn or use it.
+	const nodeToken = "attack-node-token-0123456789"
+	s := startPlatformServer(t, dir, tpl, admin, "TALON_NODE_TOKEN="+nodeToken)
 	waitPlatform(t, s, admin)
 	a := &attacker{t: t, s: s, admin: admin}
 	acme, beta := a.tenant("acme"), a.tenant("beta")
@@ -46,7 +49,7 @@ func TestTenantAttacks(t *testing.T) {
 		out := a.call(t, "acme", acme, "main", "exec", map[string]any{
 			"command": fmt.Sprintf("id -u; cat ../beta/talon.json ../../beta/talon.json; tr '\\0' '\\n' < /proc/%d/environ; ls /root", s.proc.Cmd.Process.Pid),
 		})
-		for _, bad := range []string{beta, admin, rootToken, "TALON_ADMIN_TOKEN"} {
+		for _, bad := range []string{beta, admin, rootToken, nodeToken, "TALON_ADMIN_TOKEN", "TALON_NODE_TOKEN"} {
 			if strings.Contains(out, bad) {
 				t.Errorf("the command reached %q:\n%s", bad, out)
 			}
@@ -128,6 +131,12 @@ func TestTenantAttacks(t *testing.T) {
 		if strings.Contains(body, admin) || !strings.Contains(body, "env TALON_ADMIN_TOKEN is not set") {
 			t.Errorf("the tool showed the admin token: %d %s", status, body)
 		}
+		a.call(t, "acme", acme, "main", "write", map[string]any{"path": "api-tools/leak.yaml",
+			"content": strings.ReplaceAll(yaml, "TALON_ADMIN_TOKEN", "TALON_NODE_TOKEN")})
+		status, body = a.chat("acme", acme, "main", `/call leak {}`)
+		if strings.Contains(body, nodeToken) || !strings.Contains(body, "env TALON_NODE_TOKEN is not set") {
+			t.Errorf("the tool showed the node token: %d %s", status, body)
+		}
 	})
 
 	t.Run("allowlisted programs that write or run what the agent wrote", func(t *testing.T) {
@@ -188,17 +197,29 @@ func TestTenantAttacks(t *testing.T) {
 	})
 
 	t.Run("the operator's endpoints with a tenant's token", func(t *testing.T) {
-		for _, p := range []string{"/debug/runtime", "/api/tenants"} {
-			req, _ := http.NewRequest("GET", s.base+p, nil)
-			req.Header.Set("Authorization", "Bearer "+acme)
+		get := func(path, token string) int {
+			t.Helper()
+			req, _ := http.NewRequest("GET", s.base+path, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("X-Tenant-ID", "acme")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != 404 && resp.StatusCode != 401 && resp.StatusCode != 403 {
-				t.Errorf("%s with a tenant's token: %d", p, resp.StatusCode)
+			return resp.StatusCode
+		}
+		for _, p := range []string{"/debug/runtime", "/api/tenants", "/node/health", "/node/tenants/beta/token", "/node/tenants/acme/archive"} {
+			if code := get(p, acme); code != 404 && code != 401 && code != 403 {
+				t.Errorf("%s with a tenant's token: %d", p, code)
 			}
+		}
+		// The node API is there for the operator's token, and only for it.
+		if code := get("/node/health", nodeToken); code != 200 {
+			t.Errorf("/node/health with the node token: %d, want 200", code)
+		}
+		if code := get("/v1/models", nodeToken); code != 401 {
+			t.Errorf("the node token as acme's gateway token: %d, want 401", code)
 		}
 		// A tenant's admin scope edits its own config, never the root one.
 		before, _ := os.ReadFile(filepath.Join(dir, "talon.json"))
