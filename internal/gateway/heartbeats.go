@@ -41,11 +41,17 @@ type beat struct {
 
 // beats are the process's scheduled heartbeats.
 type beats struct {
-	mu   sync.Mutex
-	m    map[beatKey]*beat
+	mu sync.Mutex
+	// m holds them by tenant (cronKey), then agent: what one tenant has is
+	// read without a scan of every tenant's, as an opening, a close and
+	// the warm set's choices do.
+	m    map[string]map[string]*beat
 	off  map[string]bool // tenants that set-heartbeats turned off
 	once sync.Once
 }
+
+// get is k's beat, nil when it has none; b.mu is held.
+func (b *beats) get(k beatKey) *beat { return b.m[k.tenant][k.agent] }
 
 // applyBeats makes the scheduled heartbeats of t those of rt's config.
 func (s *Server) applyBeats(t *tenant, rt *runtime) {
@@ -61,24 +67,33 @@ func (s *Server) applyBeats(t *tenant, rt *runtime) {
 	b := &s.beats
 	b.mu.Lock()
 	if b.m == nil {
-		b.m = map[beatKey]*beat{}
+		b.m = map[string]map[string]*beat{}
+	}
+	mine := b.m[key]
+	if mine == nil {
+		mine = map[string]*beat{}
 	}
 	var fresh []string
-	for k := range b.m {
-		if _, ok := want[k.agent]; k.tenant == key && !ok {
-			delete(b.m, k)
+	for agent := range mine {
+		if _, ok := want[agent]; !ok {
+			delete(mine, agent)
 		}
 	}
 	for agent, every := range want {
-		if cur := b.m[beatKey{key, agent}]; cur != nil {
+		if cur := mine[agent]; cur != nil {
 			if cur.every != every {
 				cur.next = cur.next.Add(every - cur.every)
 				cur.every = every
 			}
 			continue
 		}
-		b.m[beatKey{key, agent}] = &beat{every: every, next: time.Now().Add(every)}
+		mine[agent] = &beat{every: every, next: time.Now().Add(every)}
 		fresh = append(fresh, agent)
+	}
+	if len(mine) > 0 {
+		b.m[key] = mine
+	} else {
+		delete(b.m, key)
 	}
 	b.mu.Unlock()
 	// A restart does not fire early: the next beat is after the last
@@ -91,7 +106,7 @@ func (s *Server) applyBeats(t *tenant, rt *runtime) {
 			continue
 		}
 		b.mu.Lock()
-		if cur := b.m[beatKey{key, agent}]; cur != nil {
+		if cur := b.get(beatKey{key, agent}); cur != nil {
 			cur.next = last.Add(cur.every)
 		}
 		b.mu.Unlock()
@@ -108,11 +123,7 @@ func (s *Server) forgetBeats(t *tenant) {
 	key := cronKey(t)
 	s.beats.mu.Lock()
 	defer s.beats.mu.Unlock()
-	for k := range s.beats.m {
-		if k.tenant == key {
-			delete(s.beats.m, k)
-		}
-	}
+	delete(s.beats.m, key)
 }
 
 // beatLoop starts the heartbeats that are due, once a second, until the
@@ -130,10 +141,15 @@ func (s *Server) beatLoop() {
 		now := time.Now()
 		var due []beatKey
 		s.beats.mu.Lock()
-		for k, b := range s.beats.m {
-			if !b.busy && !now.Before(b.next) && !s.beats.off[k.tenant] {
-				b.busy, b.next = true, now.Add(b.every)
-				due = append(due, k)
+		for tenant, agents := range s.beats.m {
+			if s.beats.off[tenant] {
+				continue
+			}
+			for agent, b := range agents {
+				if !b.busy && !now.Before(b.next) {
+					b.busy, b.next = true, now.Add(b.every)
+					due = append(due, beatKey{tenant, agent})
+				}
 			}
 		}
 		s.beats.mu.Unlock()
@@ -148,7 +164,7 @@ func (s *Server) beatLoop() {
 func (s *Server) scheduledBeat(k beatKey, at time.Time) {
 	defer func() {
 		s.beats.mu.Lock()
-		if b := s.beats.m[k]; b != nil {
+		if b := s.beats.get(k); b != nil {
 			b.busy = false
 		}
 		s.beats.mu.Unlock()

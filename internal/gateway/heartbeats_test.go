@@ -81,7 +81,7 @@ func TestTenantHeartbeatFloor(t *testing.T) {
 	}
 	ts.srv.ensureCron(acme, rt)
 	ts.srv.beats.mu.Lock()
-	b := ts.srv.beats.m[beatKey{"acme", "main"}]
+	b := ts.srv.beats.get(beatKey{"acme", "main"})
 	ts.srv.beats.mu.Unlock()
 	if b == nil || b.every != minTenantBeat {
 		t.Fatalf("the tenant's heartbeat %+v, want one every %s", b, minTenantBeat)

@@ -340,8 +340,8 @@ func (s *Server) nextWork(t *tenant) (cronAt, beatAt time.Time, running bool) {
 		}
 	}
 	s.beats.mu.Lock()
-	for k, b := range s.beats.m {
-		if k.tenant == key && !s.beats.off[key] {
+	if !s.beats.off[key] {
+		for _, b := range s.beats.m[key] {
 			if beatAt.IsZero() || b.next.Before(beatAt) {
 				beatAt = b.next
 			}
