@@ -287,11 +287,13 @@ func TestUsageDuringRollUps(t *testing.T) {
 			for j := range batch {
 				batch[j] = &Call{At: start.UnixMilli() + int64(i*size+j)*60_000, AgentID: "a", Kind: CallTurn, Provider: "p", Model: "m", Input: 1}
 			}
+			// Counted before its commit: a query may see the batch as
+			// soon as it commits.
+			recorded.Add(size)
 			if err := db.RecordCalls(ctx, batch...); err != nil {
 				done <- err
 				return
 			}
-			recorded.Add(size)
 			if i%3 == 0 {
 				if err := db.rollUp(ctx); err != nil {
 					done <- err
